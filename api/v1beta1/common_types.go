@@ -1,0 +1,342 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// JobState is the desired state of a Flink job.
+// +kubebuilder:validation:Enum=running;suspended
+type JobState string
+
+const (
+	// JobStateRunning asks for the job to run.
+	JobStateRunning JobState = "running"
+	// JobStateSuspended asks for the job to be stopped (according to its upgradeMode) and kept stopped.
+	JobStateSuspended JobState = "suspended"
+)
+
+// UpgradeMode says how a running job is stopped and restored when its spec changes.
+// +kubebuilder:validation:Enum=last-state;savepoint;stateless
+type UpgradeMode string
+
+const (
+	// UpgradeModeStateless restarts the job from scratch (or from initialSavepointPath on first deploy).
+	UpgradeModeStateless UpgradeMode = "stateless"
+	// UpgradeModeSavepoint stops the job with a savepoint and restores from it.
+	UpgradeModeSavepoint UpgradeMode = "savepoint"
+	// UpgradeModeLastState restores from the latest checkpoint kept in the HA metadata.
+	UpgradeModeLastState UpgradeMode = "last-state"
+)
+
+// JobSpec describes a Flink job, for application FlinkDeployments and for FlinkSessionJobs.
+type JobSpec struct {
+	// jarURI is the job jar. For application clusters usually local:///opt/flink/...;
+	// for session jobs it is fetched by the operator (local://, file://, http(s)://).
+	// +optional
+	JarURI string `json:"jarURI,omitempty"`
+
+	// parallelism of the job. 0 means: from the Flink configuration
+	// (or replicas × task slots when taskManager.replicas is set).
+	// +optional
+	Parallelism int32 `json:"parallelism,omitempty"`
+
+	// entryClass is the fully qualified main class of the job.
+	// +optional
+	EntryClass string `json:"entryClass,omitempty"`
+
+	// args are passed to the job's main method.
+	// +optional
+	Args []string `json:"args,omitempty"`
+
+	// state is the desired state of the job: running (default) or suspended.
+	// +kubebuilder:default=running
+	// +optional
+	State JobState `json:"state,omitempty"`
+
+	// upgradeMode says how the job is stopped and restored on upgrades and suspend:
+	// stateless (default), savepoint or last-state.
+	// +kubebuilder:default=stateless
+	// +optional
+	UpgradeMode UpgradeMode `json:"upgradeMode,omitempty"`
+
+	// savepointTriggerNonce: changing it to a new non-null value triggers a manual savepoint.
+	// Deprecated upstream in favour of FlinkStateSnapshot resources; still honoured.
+	// +optional
+	SavepointTriggerNonce *int64 `json:"savepointTriggerNonce,omitempty"`
+
+	// checkpointTriggerNonce: changing it to a new non-null value triggers a manual checkpoint (Flink 1.17+).
+	// Deprecated upstream in favour of FlinkStateSnapshot resources; still honoured.
+	// +optional
+	CheckpointTriggerNonce *int64 `json:"checkpointTriggerNonce,omitempty"`
+
+	// initialSavepointPath is the savepoint the job starts from on its first deployment,
+	// or on a savepoint redeploy (savepointRedeployNonce).
+	// +optional
+	InitialSavepointPath string `json:"initialSavepointPath,omitempty"`
+
+	// allowNonRestoredState allows restoring from a savepoint with state that maps to no operator
+	// (execution.savepoint.ignore-unclaimed-state).
+	// +optional
+	AllowNonRestoredState *bool `json:"allowNonRestoredState,omitempty"`
+
+	// savepointRedeployNonce: changing it to a new non-null value redeploys the job from
+	// initialSavepointPath, discarding the current state.
+	// +optional
+	SavepointRedeployNonce *int64 `json:"savepointRedeployNonce,omitempty"`
+
+	// autoscalerResetNonce: changing it resets the autoscaler's state and parallelism overrides.
+	// +optional
+	AutoscalerResetNonce *int64 `json:"autoscalerResetNonce,omitempty"`
+}
+
+// JobStatusState is the state of a Flink job as Flink reports it, plus RECONCILING,
+// which the operator uses while the job's state is unknown or being (re)deployed.
+// +kubebuilder:validation:Enum=CANCELED;CANCELLING;CREATED;FAILED;FAILING;FINISHED;INITIALIZING;RECONCILING;RESTARTING;RUNNING;SUSPENDED
+type JobStatusState string
+
+// Flink job states.
+const (
+	JobStatusCanceled     JobStatusState = "CANCELED"
+	JobStatusCancelling   JobStatusState = "CANCELLING"
+	JobStatusCreated      JobStatusState = "CREATED"
+	JobStatusFailed       JobStatusState = "FAILED"
+	JobStatusFailing      JobStatusState = "FAILING"
+	JobStatusFinished     JobStatusState = "FINISHED"
+	JobStatusInitializing JobStatusState = "INITIALIZING"
+	JobStatusReconciling  JobStatusState = "RECONCILING"
+	JobStatusRestarting   JobStatusState = "RESTARTING"
+	JobStatusRunning      JobStatusState = "RUNNING"
+	JobStatusSuspended    JobStatusState = "SUSPENDED"
+)
+
+// SnapshotTriggerType says why a snapshot was taken.
+// +kubebuilder:validation:Enum=MANUAL;PERIODIC;UNKNOWN;UPGRADE
+type SnapshotTriggerType string
+
+// Snapshot trigger types.
+const (
+	SnapshotTriggerManual   SnapshotTriggerType = "MANUAL"
+	SnapshotTriggerPeriodic SnapshotTriggerType = "PERIODIC"
+	SnapshotTriggerUnknown  SnapshotTriggerType = "UNKNOWN"
+	SnapshotTriggerUpgrade  SnapshotTriggerType = "UPGRADE"
+)
+
+// SavepointFormatType is the binary format of a savepoint.
+// +kubebuilder:validation:Enum=CANONICAL;NATIVE;UNKNOWN
+type SavepointFormatType string
+
+// Savepoint formats.
+const (
+	SavepointFormatCanonical SavepointFormatType = "CANONICAL"
+	SavepointFormatNative    SavepointFormatType = "NATIVE"
+	SavepointFormatUnknown   SavepointFormatType = "UNKNOWN"
+)
+
+// CheckpointType is the kind of a checkpoint.
+// +kubebuilder:validation:Enum=FULL;INCREMENTAL;UNKNOWN
+type CheckpointType string
+
+// Checkpoint types.
+const (
+	CheckpointTypeFull        CheckpointType = "FULL"
+	CheckpointTypeIncremental CheckpointType = "INCREMENTAL"
+	CheckpointTypeUnknown     CheckpointType = "UNKNOWN"
+)
+
+// Savepoint is one savepoint recorded in the (legacy) status-based savepoint bookkeeping.
+type Savepoint struct {
+	// timeStamp in epoch milliseconds.
+	// +optional
+	TimeStamp int64 `json:"timeStamp,omitempty"`
+	// location (path) of the savepoint.
+	// +optional
+	Location string `json:"location,omitempty"`
+	// triggerType says why the savepoint was taken.
+	// +optional
+	TriggerType SnapshotTriggerType `json:"triggerType,omitempty"`
+	// formatType of the savepoint.
+	// +optional
+	FormatType SavepointFormatType `json:"formatType,omitempty"`
+	// triggerNonce is the savepointTriggerNonce that asked for it, for manual savepoints.
+	// +optional
+	TriggerNonce *int64 `json:"triggerNonce,omitempty"`
+}
+
+// SavepointInfo is the legacy status-based savepoint bookkeeping, used when
+// FlinkStateSnapshot resources are disabled.
+type SavepointInfo struct {
+	// lastSavepoint is the last completed savepoint.
+	// +optional
+	LastSavepoint *Savepoint `json:"lastSavepoint,omitempty"`
+	// triggerId of the savepoint in progress.
+	// +optional
+	TriggerID string `json:"triggerId,omitempty"`
+	// triggerTimestamp of the savepoint in progress, epoch milliseconds.
+	// +optional
+	TriggerTimestamp *int64 `json:"triggerTimestamp,omitempty"`
+	// triggerType of the savepoint in progress.
+	// +optional
+	TriggerType SnapshotTriggerType `json:"triggerType,omitempty"`
+	// formatType of the savepoint in progress.
+	// +optional
+	FormatType SavepointFormatType `json:"formatType,omitempty"`
+	// savepointHistory lists the completed savepoints still retained.
+	// +optional
+	SavepointHistory []Savepoint `json:"savepointHistory,omitempty"`
+	// lastPeriodicSavepointTimestamp in epoch milliseconds.
+	// +optional
+	LastPeriodicSavepointTimestamp int64 `json:"lastPeriodicSavepointTimestamp,omitempty"`
+}
+
+// Checkpoint is one checkpoint recorded in the (legacy) status-based checkpoint bookkeeping.
+type Checkpoint struct {
+	// timeStamp in epoch milliseconds.
+	// +optional
+	TimeStamp int64 `json:"timeStamp,omitempty"`
+	// triggerType says why the checkpoint was taken.
+	// +optional
+	TriggerType SnapshotTriggerType `json:"triggerType,omitempty"`
+	// formatType of the checkpoint.
+	// +optional
+	FormatType CheckpointType `json:"formatType,omitempty"`
+	// triggerNonce is the checkpointTriggerNonce that asked for it, for manual checkpoints.
+	// +optional
+	TriggerNonce *int64 `json:"triggerNonce,omitempty"`
+}
+
+// CheckpointInfo is the legacy status-based checkpoint bookkeeping.
+type CheckpointInfo struct {
+	// lastCheckpoint is the last completed checkpoint the operator triggered.
+	// +optional
+	LastCheckpoint *Checkpoint `json:"lastCheckpoint,omitempty"`
+	// triggerId of the checkpoint in progress.
+	// +optional
+	TriggerID string `json:"triggerId,omitempty"`
+	// triggerTimestamp of the checkpoint in progress, epoch milliseconds.
+	// +optional
+	TriggerTimestamp *int64 `json:"triggerTimestamp,omitempty"`
+	// triggerType of the checkpoint in progress.
+	// +optional
+	TriggerType SnapshotTriggerType `json:"triggerType,omitempty"`
+	// formatType of the checkpoint in progress.
+	// +optional
+	FormatType CheckpointType `json:"formatType,omitempty"`
+	// lastPeriodicCheckpointTimestamp in epoch milliseconds.
+	// +optional
+	LastPeriodicCheckpointTimestamp int64 `json:"lastPeriodicCheckpointTimestamp,omitempty"`
+}
+
+// JobStatus is the observed state of the Flink job.
+type JobStatus struct {
+	// jobName as Flink reports it.
+	// +optional
+	JobName string `json:"jobName,omitempty"`
+	// jobId is the Flink job id (32 hex characters), assigned by the operator before submission.
+	// +optional
+	JobID string `json:"jobId,omitempty"`
+	// state of the job.
+	// +optional
+	State JobStatusState `json:"state,omitempty"`
+	// startTime of the job, epoch milliseconds as a string.
+	// +optional
+	StartTime string `json:"startTime,omitempty"`
+	// updateTime is when the state last changed, epoch milliseconds as a string.
+	// +optional
+	UpdateTime string `json:"updateTime,omitempty"`
+	// upgradeSavepointPath is the savepoint or checkpoint the next deployment restores from.
+	// +optional
+	UpgradeSavepointPath string `json:"upgradeSavepointPath,omitempty"`
+	// savepointInfo is the legacy savepoint bookkeeping (deprecated upstream).
+	// +optional
+	SavepointInfo *SavepointInfo `json:"savepointInfo,omitempty"`
+	// checkpointInfo is the legacy checkpoint bookkeeping (deprecated upstream).
+	// +optional
+	CheckpointInfo *CheckpointInfo `json:"checkpointInfo,omitempty"`
+}
+
+// ReconciliationState is where the operator is in applying a spec.
+// +kubebuilder:validation:Enum=DEPLOYED;ROLLED_BACK;ROLLING_BACK;UPGRADING
+type ReconciliationState string
+
+// Reconciliation states.
+const (
+	ReconciliationDeployed    ReconciliationState = "DEPLOYED"
+	ReconciliationRolledBack  ReconciliationState = "ROLLED_BACK"
+	ReconciliationRollingBack ReconciliationState = "ROLLING_BACK"
+	ReconciliationUpgrading   ReconciliationState = "UPGRADING"
+)
+
+// ReconciliationStatus is the operator's write-ahead log: the spec it is applying or has
+// applied, written before any action on the cluster.
+type ReconciliationStatus struct {
+	// reconciliationTimestamp is when lastReconciledSpec was last written, epoch milliseconds.
+	// +optional
+	ReconciliationTimestamp int64 `json:"reconciliationTimestamp,omitempty"`
+	// lastReconciledSpec is the JSON of the spec last applied (or being applied), in upstream's
+	// format {"spec":{...},"resource_metadata":{...}}.
+	// +optional
+	LastReconciledSpec string `json:"lastReconciledSpec,omitempty"`
+	// lastStableSpec is the JSON of the last spec observed healthy; the rollback target.
+	// +optional
+	LastStableSpec string `json:"lastStableSpec,omitempty"`
+	// state of the reconciliation.
+	// +optional
+	State ReconciliationState `json:"state,omitempty"`
+}
+
+// LifecycleState is the lifecycle of a resource as computed from its status.
+// +kubebuilder:validation:Enum=CREATED;DELETED;DELETING;DEPLOYED;FAILED;ROLLED_BACK;ROLLING_BACK;STABLE;SUSPENDED;UPGRADING
+type LifecycleState string
+
+// Lifecycle states.
+const (
+	LifecycleCreated     LifecycleState = "CREATED"
+	LifecycleDeleted     LifecycleState = "DELETED"
+	LifecycleDeleting    LifecycleState = "DELETING"
+	LifecycleDeployed    LifecycleState = "DEPLOYED"
+	LifecycleFailed      LifecycleState = "FAILED"
+	LifecycleRolledBack  LifecycleState = "ROLLED_BACK"
+	LifecycleRollingBack LifecycleState = "ROLLING_BACK"
+	LifecycleStable      LifecycleState = "STABLE"
+	LifecycleSuspended   LifecycleState = "SUSPENDED"
+	LifecycleUpgrading   LifecycleState = "UPGRADING"
+)
+
+// CommonStatus is the status shared by FlinkDeployment and FlinkSessionJob.
+type CommonStatus struct {
+	// jobStatus is the observed state of the job.
+	// +optional
+	JobStatus JobStatus `json:"jobStatus,omitempty"`
+	// error is the last error, as upstream's JSON-serialized exception
+	// {"type":...,"message":...,"additionalMetadata":{},"throwableList":[...]}.
+	// +optional
+	Error string `json:"error,omitempty"`
+	// observedGeneration is the generation whose spec was last reconciled.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// lifecycleState is computed from the rest of the status.
+	// +optional
+	LifecycleState LifecycleState `json:"lifecycleState,omitempty"`
+	// reconciliationStatus is the operator's record of the spec it applies.
+	// +optional
+	ReconciliationStatus ReconciliationStatus `json:"reconciliationStatus,omitempty"`
+	// conditions are standard Kubernetes conditions (Running, Ready, ...) with observedGeneration,
+	// usable with `kubectl wait --for=condition=...`.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Resource is the legacy (deprecated upstream) way to size a Flink component.
+type Resource struct {
+	// cpu cores, fractional allowed.
+	// +optional
+	CPU *float64 `json:"cpu,omitempty"`
+	// memory, Flink memory syntax ("2048m", "1g") or Kubernetes quantity ("2Gi").
+	// +optional
+	Memory string `json:"memory,omitempty"`
+	// ephemeralStorage, as a Kubernetes quantity.
+	// +optional
+	EphemeralStorage string `json:"ephemeralStorage,omitempty"`
+}

@@ -1,0 +1,168 @@
+// Command manager runs the flink-operator: a controller-runtime manager with leader
+// election, health and readiness probes, a Prometheus metrics endpoint and zap logging.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec and OIDC auth for kubeconfigs
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// options are the operator's command-line settings.
+type options struct {
+	metricsAddr          string
+	metricsSecure        bool
+	probeAddr            string
+	enableLeaderElection bool
+	leaderElectionID     string
+	leaderElectionNS     string
+	watchNamespaces      string
+	enableHTTP2          bool
+}
+
+func (o *options) bind(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080",
+		"Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
+		"Serve metrics over HTTPS with authentication and authorization through the API server.")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.enableLeaderElection, "leader-elect", false,
+		"Elect a leader through a Lease so that only one replica reconciles at a time.")
+	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flink-operator.flink.apache.org",
+		"Name of the Lease used for leader election.")
+	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
+		"Namespace of the Lease; defaults to the operator's own namespace.")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
+		"Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE, as set by OLM).")
+	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
+}
+
+// namespaces parses the watched-namespaces option into the cache's per-namespace settings;
+// nil means all namespaces.
+func (o *options) namespaces() (map[string]cache.Config, error) {
+	if strings.TrimSpace(o.watchNamespaces) == "" {
+		return nil, nil
+	}
+	out := map[string]cache.Config{}
+	for _, ns := range strings.Split(o.watchNamespaces, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if strings.ContainsAny(ns, " /") {
+			return nil, fmt.Errorf("--watch-namespaces: %q is not a namespace name", ns)
+		}
+		out[ns] = cache.Config{}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+func newScheme() *runtime.Scheme {
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(flinkv1beta1.AddToScheme(scheme))
+	return scheme
+}
+
+// newManager builds the manager from the options; controllers are added by their own packages.
+func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
+	namespaces, err := o.namespaces()
+	if err != nil {
+		return nil, err
+	}
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme: newScheme(),
+		Metrics: metricsserver.Options{
+			BindAddress:   o.metricsAddr,
+			SecureServing: o.metricsSecure,
+			TLSOpts:       tlsOpts,
+		},
+		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.enableLeaderElection,
+		LeaderElectionID:        o.leaderElectionID,
+		LeaderElectionNamespace: o.leaderElectionNS,
+		// The operator exits right after losing the lease, so stepping down early is safe
+		// and lets a standby take over without waiting for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cache.Options{DefaultNamespaces: namespaces},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
+	return mgr, nil
+}
+
+// cacheSynced fails readiness until the informer caches have synced, so that a replica that
+// cannot see the cluster is not reported ready.
+func cacheSynced(c cache.Cache) healthz.Checker {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !c.WaitForCacheSync(ctx) {
+			return errors.New("informer caches are not synced")
+		}
+		return nil
+	}
+}
+
+func main() {
+	var o options
+	o.bind(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		log.Error(err, "no Kubernetes configuration (kubeconfig or in-cluster)")
+		os.Exit(1)
+	}
+	mgr, err := newManager(cfg, o)
+	if err != nil {
+		log.Error(err, "unable to set up the manager")
+		os.Exit(1)
+	}
+	log.Info("starting manager", "watchNamespaces", o.watchNamespaces, "leaderElection", o.enableLeaderElection)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,101 @@
+// Command crdtrim removes the field descriptions inside embedded Pod templates of the CRDs
+// that controller-gen wrote, keeping every other description.
+//
+// Why: spec.podTemplate, spec.jobManager.podTemplate and spec.taskManager.podTemplate each
+// embed the full Pod schema, as upstream does. With Kubernetes' descriptions the
+// FlinkDeployment CRD passes 2 MB, close to etcd's request limit and far over what
+// `kubectl apply` can annotate; without them it is about 250 kB. The project's own field
+// descriptions stay, so `kubectl explain` documents them; the Pod fields are documented by
+// `kubectl explain pod.spec`.
+//
+// Usage: crdtrim FILE...   (rewrites each file in place, preserving key order)
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+
+	"gopkg.in/yaml.v3"
+)
+
+// trimmedProperties are the properties whose subtrees lose their descriptions.
+var trimmedProperties = map[string]bool{"podTemplate": true}
+
+func main() {
+	for _, path := range os.Args[1:] {
+		if err := trimFile(path); err != nil {
+			fmt.Fprintf(os.Stderr, "crdtrim: %s: %v\n", path, err)
+			os.Exit(1)
+		}
+	}
+}
+
+func trimFile(path string) error {
+	in, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(in, &doc); err != nil {
+		return err
+	}
+	walk(&doc, false)
+	var out bytes.Buffer
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	return os.WriteFile(path, out.Bytes(), 0o644)
+}
+
+// walk visits the tree; inside a trimmed subtree it drops "description" keys of schema nodes.
+func walk(n *yaml.Node, trimming bool) {
+	switch n.Kind {
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			walk(c, trimming)
+		}
+	case yaml.MappingNode:
+		kept := n.Content[:0]
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			if trimming && key.Value == "description" && val.Kind == yaml.ScalarNode {
+				continue
+			}
+			kept = append(kept, key, val)
+		}
+		n.Content = kept
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, val := n.Content[i], n.Content[i+1]
+			if key.Value == "properties" && val.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(val.Content); j += 2 {
+					prop, schema := val.Content[j], val.Content[j+1]
+					if trimmedProperties[prop.Value] {
+						trimSubtree(schema)
+					} else {
+						walk(schema, trimming)
+					}
+				}
+				continue
+			}
+			walk(val, trimming)
+		}
+	}
+}
+
+// trimSubtree keeps the description of the property itself and trims everything below it.
+func trimSubtree(schema *yaml.Node) {
+	if schema.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(schema.Content); i += 2 {
+		if schema.Content[i].Value != "description" {
+			walk(schema.Content[i+1], true)
+		}
+	}
+}

@@ -1,0 +1,9 @@
+//go:build tools
+
+// Package tools pins the Kubernetes control-plane commands the tests build
+// from the Go module proxy (no release downloads are reachable here).
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+)
