@@ -31,6 +31,7 @@ ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 ENVTEST_ASSETS_DIR = $(LOCALBIN)/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
 KUBE_APISERVER = $(ENVTEST_ASSETS_DIR)/kube-apiserver
 ETCD = $(ENVTEST_ASSETS_DIR)/etcd
+KUBECTL = $(ENVTEST_ASSETS_DIR)/kubectl
 # Without these, /version reports v0.0.0-master and kubectl and OLM's minKubeVersion check fail.
 KUBE_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33 \
@@ -53,7 +54,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from kubebuilder markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role $(CRD_OPTIONS) webhook paths="./..." output:crd:artifacts:config=config/crd/bases
-	go run ./hack/crdtrim config/crd/bases/flink.apache.org_flinkdeployments.yaml
+	go run ./hack/podtemplateschema config/crd/bases/flink.apache.org_flinkdeployments.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -126,11 +127,15 @@ $(ENVTEST): | $(LOCALBIN)
 	$(call go-install-tool,$(ENVTEST),sigs.k8s.io/controller-runtime/tools/setup-envtest,$(ENVTEST_VERSION))
 
 .PHONY: envtest-assets
-envtest-assets: setup-envtest $(KUBE_APISERVER) $(ETCD) ## Build kube-apiserver and etcd for envtest.
+envtest-assets: setup-envtest $(KUBE_APISERVER) $(ETCD) $(KUBECTL) ## Build kube-apiserver, etcd and kubectl for envtest.
 
 $(KUBE_APISERVER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+
+$(KUBECTL): hack/tools/kube/go.mod
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kubectl && mv $@.tmp $@
 
 $(ETCD): hack/tools/etcd/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)

@@ -113,3 +113,19 @@ func (e *Env) Kubectl(args ...string) (string, error) {
 	}
 	return out, err
 }
+
+// RunWith starts a control plane for a whole test binary (for TestMain), stores it in *env,
+// runs the tests and stops it. It returns the exit code for os.Exit.
+func RunWith(m *testing.M, env **Env) int {
+	e, err := start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
+		return 1
+	}
+	*env = e
+	code := m.Run()
+	if err := e.Environment.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)
+	}
+	return code
+}

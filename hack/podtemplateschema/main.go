@@ -1,14 +1,21 @@
-// Command crdtrim removes the field descriptions inside embedded Pod templates of the CRDs
-// that controller-gen wrote, keeping every other description.
+// Command podtemplateschema adapts the embedded Pod schemas of the CRDs that controller-gen
+// wrote to their use as templates. Inside every podTemplate property it
 //
-// Why: spec.podTemplate, spec.jobManager.podTemplate and spec.taskManager.podTemplate each
+//  1. removes field descriptions, keeping every other description, and
+//  2. drops "containers" from the required fields of the Pod spec.
+//
+// Why (1): spec.podTemplate, spec.jobManager.podTemplate and spec.taskManager.podTemplate each
 // embed the full Pod schema, as upstream does. With Kubernetes' descriptions the
 // FlinkDeployment CRD passes 2 MB, close to etcd's request limit and far over what
 // `kubectl apply` can annotate; without them it is about 250 kB. The project's own field
 // descriptions stay, so `kubectl explain` documents them; the Pod fields are documented by
 // `kubectl explain pod.spec`.
 //
-// Usage: crdtrim FILE...   (rewrites each file in place, preserving key order)
+// Why (2): a template is partial. Upstream's examples give a JobManager template with only
+// volumes or init containers; the operator merges it into the pod it generates, which has the
+// main container. corev1.PodSpec marks containers required, upstream's CRD does not.
+//
+// Usage: podtemplateschema FILE...   (rewrites each file in place, preserving key order)
 package main
 
 import (
@@ -25,7 +32,7 @@ var trimmedProperties = map[string]bool{"podTemplate": true}
 func main() {
 	for _, path := range os.Args[1:] {
 		if err := trimFile(path); err != nil {
-			fmt.Fprintf(os.Stderr, "crdtrim: %s: %v\n", path, err)
+			fmt.Fprintf(os.Stderr, "podtemplateschema: %s: %v\n", path, err)
 			os.Exit(1)
 		}
 	}
@@ -53,7 +60,7 @@ func trimFile(path string) error {
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
 
-// walk visits the tree; inside a trimmed subtree it drops "description" keys of schema nodes.
+// walk visits the tree; inside a podTemplate subtree it applies both adaptations.
 func walk(n *yaml.Node, trimming bool) {
 	switch n.Kind {
 	case yaml.DocumentNode, yaml.SequenceNode:
@@ -66,6 +73,12 @@ func walk(n *yaml.Node, trimming bool) {
 			key, val := n.Content[i], n.Content[i+1]
 			if trimming && key.Value == "description" && val.Kind == yaml.ScalarNode {
 				continue
+			}
+			if trimming && key.Value == "required" && val.Kind == yaml.SequenceNode {
+				val.Content = withoutScalar(val.Content, "containers")
+				if len(val.Content) == 0 {
+					continue
+				}
 			}
 			kept = append(kept, key, val)
 		}
@@ -98,4 +111,14 @@ func trimSubtree(schema *yaml.Node) {
 			walk(schema.Content[i+1], true)
 		}
 	}
+}
+
+func withoutScalar(nodes []*yaml.Node, value string) []*yaml.Node {
+	out := nodes[:0]
+	for _, n := range nodes {
+		if n.Value != value {
+			out = append(out, n)
+		}
+	}
+	return out
 }
