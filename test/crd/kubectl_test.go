@@ -84,8 +84,21 @@ func TestKubectl(t *testing.T) {
 		assert.Equal(t, "3 1 component=taskmanager,app=dep", out)
 	})
 
-	t.Run("wait for a condition", func(t *testing.T) {
-		out, err := env.Kubectl("wait", "-n", ns, "flinkdep/dep", "--for=condition=Running", "--timeout=10s")
+	t.Run("wait for a condition of the current generation", func(t *testing.T) {
+		// The scale above bumped the generation: kubectl wait ignores the condition written for
+		// the previous one, which is why conditions carry observedGeneration.
+		out, err := env.Kubectl("wait", "-n", ns, "flinkdep/dep", "--for=condition=Running", "--timeout=1s")
+		require.Error(t, err, out)
+
+		got := &flinkv1beta1.FlinkDeployment{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dep"}, got))
+		meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{
+			Type: "Running", Status: metav1.ConditionTrue, Reason: "Running", Message: "Job status RUNNING",
+			ObservedGeneration: got.Generation,
+		})
+		require.NoError(t, env.Client.Status().Update(ctx, got))
+
+		out, err = env.Kubectl("wait", "-n", ns, "flinkdep/dep", "--for=condition=Running", "--timeout=10s")
 		require.NoError(t, err, out)
 		assert.Contains(t, out, "condition met")
 	})
