@@ -1,0 +1,401 @@
+// Package flinkcluster runs real Flink session clusters for tests: a JobManager and a
+// TaskManager as plain java processes on loopback, from the distributions `make flink-dist`
+// installs under bin/flink/<version> (the apache-flink-libraries sdist from PyPI, example
+// jobs from Maven Central). Test-only code; the product never imports it.
+package flinkcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+// Dist is an installed Flink distribution.
+type Dist struct {
+	Version string
+	Home    string
+}
+
+// Versions returns the Flink versions the tests run against, from FLINK_VERSIONS (set by
+// `make test`). Missing versions fail the test: real-Flink tests are never skipped.
+func Versions(t testing.TB) []string {
+	t.Helper()
+	v := strings.Fields(os.Getenv("FLINK_VERSIONS"))
+	if len(v) == 0 {
+		t.Fatal("FLINK_VERSIONS is not set: run the tests with `make test`, which installs Flink into bin/flink")
+	}
+	return v
+}
+
+// DistFor returns the installed distribution of a version.
+func DistFor(t testing.TB, version string) Dist {
+	t.Helper()
+	root, err := kubeenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dist{Version: version, Home: filepath.Join(root, "bin", "flink", version)}
+	if _, err := d.distJar(); err != nil {
+		t.Fatalf("Flink %s is not installed in %s (run `make flink-dist`): %v", version, d.Home, err)
+	}
+	return d
+}
+
+// Example returns the path of an example job jar (TopSpeedWindowing, WordCount).
+func (d Dist) Example(name string) string { return filepath.Join(d.Home, "examples", name+".jar") }
+
+// AtLeast reports whether the distribution is major.minor or newer.
+func (d Dist) AtLeast(major, minor int) bool {
+	var ma, mi int
+	_, _ = fmt.Sscanf(d.Version, "%d.%d", &ma, &mi)
+	return ma > major || (ma == major && mi >= minor)
+}
+
+func (d Dist) distJar() (string, error) {
+	m, err := filepath.Glob(filepath.Join(d.Home, "lib", "flink-dist-*.jar"))
+	if err != nil || len(m) != 1 {
+		return "", fmt.Errorf("want one lib/flink-dist-*.jar, found %v", m)
+	}
+	return m[0], nil
+}
+
+// classpath is lib/*.jar sorted with flink-dist last, as Flink's config.sh builds it.
+func (d Dist) classpath() (string, error) {
+	dist, err := d.distJar()
+	if err != nil {
+		return "", err
+	}
+	jars, err := filepath.Glob(filepath.Join(d.Home, "lib", "*.jar"))
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(jars)
+	var cp []string
+	for _, j := range jars {
+		if j != dist {
+			cp = append(cp, j)
+		}
+	}
+	return strings.Join(append(cp, dist), string(os.PathListSeparator)), nil
+}
+
+// configFile is flink-conf.yaml up to 1.18 and config.yaml from 1.19 (the only one 2.x reads).
+func (d Dist) configFile() string {
+	if d.AtLeast(1, 19) {
+		return "config.yaml"
+	}
+	return "flink-conf.yaml"
+}
+
+// Java 17 needs these for Flink's serializers (the scripts take them from env.java.opts.all).
+var javaModuleFlags = []string{
+	"--add-exports=java.base/sun.net.util=ALL-UNNAMED",
+	"--add-exports=java.rmi/sun.rmi.registry=ALL-UNNAMED",
+	"--add-exports=java.security.jgss/sun.security.krb5=ALL-UNNAMED",
+	"--add-opens=java.base/java.lang=ALL-UNNAMED",
+	"--add-opens=java.base/java.net=ALL-UNNAMED",
+	"--add-opens=java.base/java.io=ALL-UNNAMED",
+	"--add-opens=java.base/java.nio=ALL-UNNAMED",
+	"--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+	"--add-opens=java.base/java.lang.reflect=ALL-UNNAMED",
+	"--add-opens=java.base/java.text=ALL-UNNAMED",
+	"--add-opens=java.base/java.time=ALL-UNNAMED",
+	"--add-opens=java.base/java.util=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent.atomic=ALL-UNNAMED",
+	"--add-opens=java.base/java.util.concurrent.locks=ALL-UNNAMED",
+}
+
+// Small, consistent memory settings: about 1 GiB per process. A TaskManager started without
+// Flink's scripts needs its memory fully resolved (see the flink-rest reference, §3.3).
+var (
+	jobManagerJVM  = []string{"-Xmx448m", "-Xms448m", "-XX:MaxMetaspaceSize=256m"}
+	taskManagerJVM = []string{"-Xmx320m", "-Xms320m", "-XX:MaxDirectMemorySize=192m", "-XX:MaxMetaspaceSize=256m"}
+	taskManagerMem = map[string]string{
+		"taskmanager.cpu.cores":                  "2.0",
+		"taskmanager.memory.framework.heap.size": "128m", "taskmanager.memory.task.heap.size": "192m",
+		"taskmanager.memory.framework.off-heap.size": "128m", "taskmanager.memory.task.off-heap.size": "0m",
+		"taskmanager.memory.network.min": "64m", "taskmanager.memory.network.max": "64m",
+		"taskmanager.memory.managed.size": "64m", "taskmanager.memory.jvm-metaspace.size": "256m",
+		"taskmanager.memory.jvm-overhead.min": "192m", "taskmanager.memory.jvm-overhead.max": "192m",
+	}
+	// Quick startup on 2 cores; these JVMs live for seconds to minutes.
+	fastJVM = []string{"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+)
+
+// Options tune a session cluster.
+type Options struct {
+	// Slots per TaskManager; 2 when 0.
+	Slots int
+	// Config overrides, applied last.
+	Config map[string]string
+}
+
+// Cluster is a running session cluster.
+type Cluster struct {
+	Dist
+	// Dir holds conf/, log/, checkpoints/, savepoints/ and uploads/.
+	Dir string
+	// RESTURL is the JobManager REST endpoint.
+	RESTURL string
+	// SavepointDir and CheckpointDir are the cluster's default directories (file:// URIs).
+	SavepointDir, CheckpointDir string
+
+	t        testing.TB
+	classp   string
+	jm, tm   *process
+	jmStarts int
+}
+
+// process is a started java process; done closes when it exits.
+type process struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// kill signals the process group and waits up to grace for the exit, then SIGKILLs it.
+func (p *process) kill(sig syscall.Signal, grace time.Duration) {
+	if p == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, sig)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// StartSession starts a JobManager and one TaskManager and waits until the TaskManager has
+// registered. The cluster is stopped when the test ends; its logs are printed if it failed.
+func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &Cluster{Dist: d, Dir: dir, t: t}
+	cp, err := d.classpath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.classp = cp
+	restPort, rpcPort := freePort(t), freePort(t)
+	c.RESTURL = fmt.Sprintf("http://127.0.0.1:%d", restPort)
+	c.SavepointDir = "file://" + filepath.Join(dir, "savepoints")
+	c.CheckpointDir = "file://" + filepath.Join(dir, "checkpoints")
+	slots := opts.Slots
+	if slots == 0 {
+		slots = 2
+	}
+	cfg := map[string]string{
+		"jobmanager.rpc.address": "127.0.0.1", "jobmanager.rpc.port": fmt.Sprint(rpcPort),
+		"jobmanager.bind-host": "127.0.0.1", "taskmanager.host": "127.0.0.1", "taskmanager.bind-host": "127.0.0.1",
+		"rest.address": "127.0.0.1", "rest.bind-address": "127.0.0.1", "rest.port": fmt.Sprint(restPort),
+		"taskmanager.numberOfTaskSlots": fmt.Sprint(slots), "parallelism.default": "1",
+		"state.checkpoints.dir": c.CheckpointDir, "state.savepoints.dir": c.SavepointDir,
+		"execution.checkpointing.interval": "2s",
+		"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+		"restart-strategy.type": "none",
+		"heartbeat.timeout":     "15000", "slot.request.timeout": "60000",
+		"metrics.fetcher.update-interval": "1000",
+		"web.upload.dir":                  filepath.Join(dir, "uploads"),
+	}
+	for k, v := range opts.Config {
+		cfg[k] = v
+	}
+	if err := c.writeConf(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.stop)
+
+	c.startJobManager()
+	tmArgs := append(append(append([]string{}, javaModuleFlags...), append(taskManagerJVM, fastJVM...)...), c.logFlags("taskmanager")...)
+	tmArgs = append(tmArgs, "-cp", c.classp, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "--configDir", c.confDir())
+	for _, k := range sortedKeys(taskManagerMem) {
+		tmArgs = append(tmArgs, "-D", k+"="+taskManagerMem[k])
+	}
+	c.tm = c.start("taskmanager", tmArgs)
+	if err := c.WaitForTaskManagers(context.Background(), 1, 120*time.Second); err != nil {
+		t.Fatalf("Flink %s session cluster did not come up: %v", d.Version, err)
+	}
+	return c
+}
+
+func (c *Cluster) confDir() string { return filepath.Join(c.Dir, "conf") }
+
+func (c *Cluster) writeConf(cfg map[string]string) error {
+	if err := os.MkdirAll(c.confDir(), 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, k := range sortedKeys(cfg) {
+		fmt.Fprintf(&b, "%s: %s\n", k, cfg[k])
+	}
+	if err := os.WriteFile(filepath.Join(c.confDir(), c.configFile()), []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	log4j := `rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FileAppender
+appender.file.name = FileAppender
+appender.file.type = FILE
+appender.file.fileName = ${sys:log.file}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{HH:mm:ss,SSS} %-5p %-60c %x - %m%n
+`
+	return os.WriteFile(filepath.Join(c.confDir(), "log4j-console.properties"), []byte(log4j), 0o644)
+}
+
+func (c *Cluster) logFlags(component string) []string {
+	return []string{
+		"-Dlog.file=" + filepath.Join(c.Dir, "log", component+".log"),
+		"-Dlog4j.configurationFile=file:" + filepath.Join(c.confDir(), "log4j-console.properties"),
+	}
+}
+
+func (c *Cluster) startJobManager() {
+	c.jmStarts++
+	args := append(append(append([]string{}, javaModuleFlags...), append(jobManagerJVM, fastJVM...)...), c.logFlags(fmt.Sprintf("jobmanager-%d", c.jmStarts))...)
+	args = append(args, "-cp", c.classp, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", "--configDir", c.confDir())
+	c.jm = c.start(fmt.Sprintf("jobmanager-%d", c.jmStarts), args)
+}
+
+func (c *Cluster) start(name string, args []string) *process {
+	if err := os.MkdirAll(filepath.Join(c.Dir, "log"), 0o755); err != nil {
+		c.t.Fatal(err)
+	}
+	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	cmd := exec.Command("java", args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Env = append(os.Environ(), "FLINK_CONF_DIR="+c.confDir(), "FLINK_LIB_DIR="+filepath.Join(c.Home, "lib"),
+		"FLINK_PLUGINS_DIR="+filepath.Join(c.Home, "plugins"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		c.t.Fatalf("start %s: %v", name, err)
+	}
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
+	return p
+}
+
+// WaitForTaskManagers polls GET /overview until n TaskManagers are registered.
+func (c *Cluster) WaitForTaskManagers(ctx context.Context, n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-c.jm.done:
+			return fmt.Errorf("the JobManager exited:\n%s", c.logTail())
+		default:
+		}
+		if got, err := c.taskManagers(ctx); err == nil && got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("fewer than %d TaskManagers after %s:\n%s", n, timeout, c.logTail())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// WaitForREST polls GET /config until the JobManager's REST endpoint answers.
+func (c *Cluster) WaitForREST(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(c.RESTURL + "/config")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("REST endpoint not up after %s:\n%s", timeout, c.logTail())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) taskManagers(ctx context.Context) (int, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.RESTURL+"/overview", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var o struct {
+		TaskManagers int `json:"taskmanagers"`
+	}
+	if err := decodeJSON(resp, &o); err != nil {
+		return 0, err
+	}
+	return o.TaskManagers, nil
+}
+
+// RestartJobManager kills the JobManager (SIGKILL, as a crashed pod) and starts a new one
+// with the same configuration, waiting for its REST endpoint. Without HA the new JobManager
+// knows nothing of the old one's jobs, uploaded jars or async operations.
+func (c *Cluster) RestartJobManager() {
+	c.t.Helper()
+	c.jm.kill(syscall.SIGKILL, 10*time.Second)
+	c.startJobManager()
+	if err := c.WaitForREST(90 * time.Second); err != nil {
+		c.t.Fatalf("restarted JobManager: %v", err)
+	}
+}
+
+func (c *Cluster) stop() {
+	if c.t.Failed() {
+		c.t.Logf("Flink %s logs (%s):\n%s", c.Version, c.Dir, c.logTail())
+	}
+	c.tm.kill(syscall.SIGTERM, 10*time.Second)
+	c.jm.kill(syscall.SIGTERM, 10*time.Second)
+}
+
+// logTail returns the last lines of every log of the cluster, for failure messages.
+func (c *Cluster) logTail() string {
+	files, _ := filepath.Glob(filepath.Join(c.Dir, "log", "*"))
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
