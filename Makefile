@@ -38,6 +38,14 @@ KUBE_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSIO
 	-X k8s.io/client-go/pkg/version.gitVersion=v$(K8S_VERSION) \
 	-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=33
 
+## Real Flink for the tests: distributions from PyPI (apache-flink-libraries sdist), example jobs
+## from Maven Central, unpacked into bin/flink/<version> by hack/install-flink.sh.
+FLINK1_VERSION ?= 1.20.3
+FLINK1_EXAMPLES_VERSION ?= 1.20.0
+FLINK2_VERSION ?= 2.3.0
+FLINK2_EXAMPLES_VERSION ?= 2.3.0
+FLINK_VERSIONS ?= $(FLINK1_VERSION) $(FLINK2_VERSION)
+
 CRD_OPTIONS ?= crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true
 
 .PHONY: all
@@ -77,8 +85,9 @@ verify: manifests generate ## Fail when generated files are stale or gofmt / go 
 	@echo "verify: ok"
 
 .PHONY: test
-test: manifests generate envtest-assets ## Run unit and envtest suites against a real kube-apiserver + etcd.
+test: manifests generate envtest-assets flink-dist ## Run all tests: unit, envtest (real kube-apiserver + etcd) and real-Flink suites.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" \
 		go test ./... -count=1 -timeout 30m
 
 .PHONY: bench
@@ -140,6 +149,17 @@ $(KUBECTL): hack/tools/kube/go.mod
 $(ETCD): hack/tools/etcd/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	cd hack/tools/etcd && go build -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
+
+.PHONY: flink-dist
+flink-dist: $(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed $(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed ## Install the Flink distributions and example jobs the tests run.
+
+$(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed: hack/install-flink.sh
+	hack/install-flink.sh $(FLINK1_VERSION) $(FLINK1_EXAMPLES_VERSION) $(LOCALBIN)/flink/$(FLINK1_VERSION)
+	touch $@
+
+$(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed: hack/install-flink.sh
+	hack/install-flink.sh $(FLINK2_VERSION) $(FLINK2_EXAMPLES_VERSION) $(LOCALBIN)/flink/$(FLINK2_VERSION)
+	touch $@
 
 # go-install-tool installs a Go package at a version into a versioned file name in bin/.
 define go-install-tool

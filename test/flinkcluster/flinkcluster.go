@@ -203,10 +203,10 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 		"rest.address": "127.0.0.1", "rest.bind-address": "127.0.0.1", "rest.port": fmt.Sprint(restPort),
 		"taskmanager.numberOfTaskSlots": fmt.Sprint(slots), "parallelism.default": "1",
 		"state.checkpoints.dir": c.CheckpointDir, "state.savepoints.dir": c.SavepointDir,
-		"execution.checkpointing.interval": "2s",
+		"execution.checkpointing.interval":                          "2s",
 		"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-		"restart-strategy.type": "none",
-		"heartbeat.timeout":     "15000", "slot.request.timeout": "60000",
+		"restart-strategy.type":                                     "none",
+		"heartbeat.timeout":                                         "15000", "slot.request.timeout": "60000",
 		"metrics.fetcher.update-interval": "1000",
 		"web.upload.dir":                  filepath.Join(dir, "uploads"),
 	}
