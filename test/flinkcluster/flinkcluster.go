@@ -123,7 +123,7 @@ var (
 	jobManagerJVM  = []string{"-Xmx448m", "-Xms448m", "-XX:MaxMetaspaceSize=256m"}
 	taskManagerJVM = []string{"-Xmx320m", "-Xms320m", "-XX:MaxDirectMemorySize=192m", "-XX:MaxMetaspaceSize=256m"}
 	taskManagerMem = map[string]string{
-		"taskmanager.cpu.cores":                  "2.0",
+		"taskmanager.cpu.cores": "2.0", "taskmanager.memory.process.size": "1024m",
 		"taskmanager.memory.framework.heap.size": "128m", "taskmanager.memory.task.heap.size": "192m",
 		"taskmanager.memory.framework.off-heap.size": "128m", "taskmanager.memory.task.off-heap.size": "0m",
 		"taskmanager.memory.network.min": "64m", "taskmanager.memory.network.max": "64m",
@@ -140,6 +140,12 @@ type Options struct {
 	Slots int
 	// Config overrides, applied last.
 	Config map[string]string
+	// ConfigFile, when set, is the content of the configuration file (e.g. one the operator
+	// rendered); the keys the harness needs (addresses, ports, directories) are then passed
+	// as dynamic properties, which Flink applies over the file.
+	ConfigFile string
+	// Log4j, when set, replaces the harness's log4j-console.properties.
+	Log4j string
 }
 
 // Cluster is a running session cluster.
@@ -154,6 +160,7 @@ type Cluster struct {
 
 	t        testing.TB
 	classp   string
+	dynamic  map[string]string
 	jm, tm   *process
 	jmStarts int
 }
@@ -213,7 +220,10 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 	for k, v := range opts.Config {
 		cfg[k] = v
 	}
-	if err := c.writeConf(cfg); err != nil {
+	if opts.ConfigFile != "" {
+		c.dynamic = cfg
+	}
+	if err := c.writeConf(cfg, opts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.stop)
@@ -224,6 +234,7 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 	for _, k := range sortedKeys(taskManagerMem) {
 		tmArgs = append(tmArgs, "-D", k+"="+taskManagerMem[k])
 	}
+	tmArgs = append(tmArgs, c.dynamicArgs()...)
 	c.tm = c.start("taskmanager", tmArgs)
 	if err := c.WaitForTaskManagers(context.Background(), 1, 120*time.Second); err != nil {
 		t.Fatalf("Flink %s session cluster did not come up: %v", d.Version, err)
@@ -233,18 +244,33 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 
 func (c *Cluster) confDir() string { return filepath.Join(c.Dir, "conf") }
 
-func (c *Cluster) writeConf(cfg map[string]string) error {
+// dynamicArgs are the -D properties passed to every process (with a given config file).
+func (c *Cluster) dynamicArgs() []string {
+	var args []string
+	for _, k := range sortedKeys(c.dynamic) {
+		args = append(args, "-D", k+"="+c.dynamic[k])
+	}
+	return args
+}
+
+func (c *Cluster) writeConf(cfg map[string]string, opts Options) error {
 	if err := os.MkdirAll(c.confDir(), 0o755); err != nil {
 		return err
 	}
-	var b strings.Builder
-	for _, k := range sortedKeys(cfg) {
-		fmt.Fprintf(&b, "%s: %s\n", k, cfg[k])
+	content := opts.ConfigFile
+	if content == "" {
+		var b strings.Builder
+		for _, k := range sortedKeys(cfg) {
+			fmt.Fprintf(&b, "%s: %s\n", k, cfg[k])
+		}
+		content = b.String()
 	}
-	if err := os.WriteFile(filepath.Join(c.confDir(), c.configFile()), []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.confDir(), c.configFile()), []byte(content), 0o644); err != nil {
 		return err
 	}
-	log4j := `rootLogger.level = INFO
+	log4j := opts.Log4j
+	if log4j == "" {
+		log4j = `rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FileAppender
 appender.file.name = FileAppender
 appender.file.type = FILE
@@ -252,6 +278,7 @@ appender.file.fileName = ${sys:log.file}
 appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{HH:mm:ss,SSS} %-5p %-60c %x - %m%n
 `
+	}
 	return os.WriteFile(filepath.Join(c.confDir(), "log4j-console.properties"), []byte(log4j), 0o644)
 }
 
@@ -266,6 +293,7 @@ func (c *Cluster) startJobManager() {
 	c.jmStarts++
 	args := append(append(append([]string{}, javaModuleFlags...), append(jobManagerJVM, fastJVM...)...), c.logFlags(fmt.Sprintf("jobmanager-%d", c.jmStarts))...)
 	args = append(args, "-cp", c.classp, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", "--configDir", c.confDir())
+	args = append(args, c.dynamicArgs()...)
 	c.jm = c.start(fmt.Sprintf("jobmanager-%d", c.jmStarts), args)
 }
 

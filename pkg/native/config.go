@@ -1,0 +1,417 @@
+package native
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// Defaults are the operator's default Flink configuration, layered as upstream:
+// base < per-namespace < per-Flink-version, all under the resource's own flinkConfiguration.
+type Defaults struct {
+	// Base applies to every cluster.
+	Base map[string]string
+	// Namespace applies to clusters in that namespace.
+	Namespace map[string]map[string]string
+	// Version applies to clusters of a Flink version, in order.
+	Version []VersionDefaults
+}
+
+// VersionDefaults apply to one Flink version, or to it and newer ones.
+type VersionDefaults struct {
+	Version  flinkv1beta1.FlinkVersion
+	AndNewer bool
+	Config   map[string]string
+}
+
+// Operator configuration prefixes that carry default Flink configuration (upstream's names):
+//
+//	kubernetes.operator.default-configuration.namespace.<ns>.<key>
+//	kubernetes.operator.default-configuration.flink-version.<v1_20>[+].<key>
+const (
+	namespaceDefaultsPrefix = "kubernetes.operator.default-configuration.namespace."
+	versionDefaultsPrefix   = "kubernetes.operator.default-configuration.flink-version."
+)
+
+// DefaultsFromOperatorConfig splits the operator's flat configuration into Defaults: keys under
+// the two prefixes above become namespace and version defaults, every other non-operator key is
+// a base default.
+func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
+	d := Defaults{Base: map[string]string{}, Namespace: map[string]map[string]string{}}
+	versions := map[string]*VersionDefaults{}
+	for _, k := range sortedKeys(conf) {
+		v := conf[k]
+		switch {
+		case strings.HasPrefix(k, namespaceDefaultsPrefix):
+			ns, key, ok := strings.Cut(strings.TrimPrefix(k, namespaceDefaultsPrefix), ".")
+			if !ok || ns == "" || key == "" {
+				return Defaults{}, fmt.Errorf("operator configuration key %q: want %s<namespace>.<flink key>", k, namespaceDefaultsPrefix)
+			}
+			if d.Namespace[ns] == nil {
+				d.Namespace[ns] = map[string]string{}
+			}
+			d.Namespace[ns][key] = v
+		case strings.HasPrefix(k, versionDefaultsPrefix):
+			ver, key, ok := strings.Cut(strings.TrimPrefix(k, versionDefaultsPrefix), ".")
+			andNewer := strings.HasSuffix(ver, "+")
+			fv := flinkv1beta1.FlinkVersion(strings.TrimSuffix(ver, "+"))
+			if !ok || key == "" || versionRank(fv) < 0 {
+				return Defaults{}, fmt.Errorf("operator configuration key %q: want %s<v1_20>[+].<flink key>", k, versionDefaultsPrefix)
+			}
+			vd := versions[ver]
+			if vd == nil {
+				vd = &VersionDefaults{Version: fv, AndNewer: andNewer, Config: map[string]string{}}
+				versions[ver] = vd
+			}
+			vd.Config[key] = v
+		case isOperatorOnlyKey(k):
+			// The operator's own settings never reach Flink.
+		default:
+			d.Base[k] = v
+		}
+	}
+	// "v1_18+" before "v1_20": broader ranges first, so the more specific setting wins.
+	for _, ver := range sortedKeys(versions) {
+		d.Version = append(d.Version, *versions[ver])
+	}
+	sort.SliceStable(d.Version, func(i, j int) bool {
+		return versionRank(d.Version[i].Version) < versionRank(d.Version[j].Version)
+	})
+	return d, nil
+}
+
+// versionOrder lists the Flink versions from oldest to newest.
+var versionOrder = []flinkv1beta1.FlinkVersion{
+	flinkv1beta1.FlinkVersion1_13, flinkv1beta1.FlinkVersion1_14, flinkv1beta1.FlinkVersion1_15,
+	flinkv1beta1.FlinkVersion1_16, flinkv1beta1.FlinkVersion1_17, flinkv1beta1.FlinkVersion1_18,
+	flinkv1beta1.FlinkVersion1_19, flinkv1beta1.FlinkVersion1_20, flinkv1beta1.FlinkVersion2_0,
+	flinkv1beta1.FlinkVersion2_1, flinkv1beta1.FlinkVersion2_2, flinkv1beta1.FlinkVersion2_3,
+	flinkv1beta1.FlinkVersion2_4,
+}
+
+// versionRank orders versions; -1 for an unknown one.
+func versionRank(v flinkv1beta1.FlinkVersion) int {
+	for i, known := range versionOrder {
+		if known == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// atLeast reports whether v is min or newer.
+func atLeast(v, min flinkv1beta1.FlinkVersion) bool { return versionRank(v) >= versionRank(min) }
+
+// isOperatorOnlyKey: these keys configure the operator and the autoscaler, never Flink.
+func isOperatorOnlyKey(k string) bool {
+	return strings.HasPrefix(k, "kubernetes.operator.") || strings.HasPrefix(k, "job.autoscaler.")
+}
+
+// BuildOptions carry what the reconciler decided for this deployment attempt.
+type BuildOptions struct {
+	// JobID fixes the application job's id ($internal.pipeline.job-id).
+	JobID string
+	// RestorePath is the savepoint or checkpoint the job starts from.
+	RestorePath string
+	// AllowNonRestoredState when restoring.
+	AllowNonRestoredState bool
+}
+
+// Config is a flat Flink configuration.
+type Config map[string]string
+
+// Get returns a key's value or def.
+func (c Config) Get(key, def string) string {
+	if v, ok := c[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Int returns a key's integer value or def; an unparsable value is an error naming the key.
+func (c Config) Int(key string, def int) (int, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("flinkConfiguration %s: %q is not an integer", key, v)
+	}
+	return n, nil
+}
+
+// HAEnabled reports whether Flink high availability is configured.
+func (c Config) HAEnabled() bool {
+	mode := c.Get("high-availability.type", c.Get("high-availability", "NONE"))
+	return !strings.EqualFold(mode, "NONE")
+}
+
+// EffectiveConfig computes the configuration Flink gets for a deployment: operator defaults,
+// then spec.flinkConfiguration, then the keys the operator derives from the spec, which win.
+// kubernetes.operator.* and job.autoscaler.* keys are removed.
+func EffectiveConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (Config, error) {
+	conf := Config{
+		// Upstream's defaults for every cluster, below everything a user sets.
+		"kubernetes.rest-service.exposed.type": "ClusterIP",
+		"web.cancel.enable":                    "false",
+	}
+	merge(conf, defaults.Base)
+	merge(conf, defaults.Namespace[dep.Namespace])
+	version := dep.Spec.FlinkVersion
+	for _, vd := range defaults.Version {
+		if vd.Version == version || (vd.AndNewer && atLeast(version, vd.Version)) {
+			merge(conf, vd.Config)
+		}
+	}
+	user, err := dep.Spec.FlinkConfiguration.Flatten()
+	if err != nil {
+		return nil, fmt.Errorf("spec.%w", err)
+	}
+	merge(conf, user)
+	for k := range conf {
+		if isOperatorOnlyKey(k) {
+			delete(conf, k)
+		}
+	}
+	if err := deriveFromSpec(conf, dep, opts); err != nil {
+		return nil, err
+	}
+	return conf, nil
+}
+
+func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOptions) error {
+	spec := &dep.Spec
+	name, ns := dep.Name, dep.Namespace
+	standalone := spec.Mode == flinkv1beta1.DeploymentModeStandalone
+
+	conf["kubernetes.cluster-id"] = name
+	conf["kubernetes.namespace"] = ns
+	if spec.Image != "" {
+		if spec.FlinkVersion != "" && !atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_17) {
+			conf["kubernetes.container.image"] = spec.Image
+		} else {
+			conf["kubernetes.container.image.ref"] = spec.Image
+		}
+	}
+	if spec.ImagePullPolicy != "" {
+		conf["kubernetes.container.image.pull-policy"] = spec.ImagePullPolicy
+	}
+	if spec.ServiceAccount != "" {
+		conf["kubernetes.service-account"] = spec.ServiceAccount
+	}
+	if conf.HAEnabled() {
+		conf["high-availability.cluster-id"] = name
+	}
+	// Fixed ports: the Services and probes are built from them.
+	setDefault(conf, "rest.port", strconv.Itoa(DefaultRESTPort))
+	setDefault(conf, "jobmanager.rpc.port", strconv.Itoa(DefaultRPCPort))
+	setDefault(conf, "blob.server.port", strconv.Itoa(DefaultBlobPort))
+	setDefault(conf, "taskmanager.rpc.port", strconv.Itoa(DefaultTMRPCPort))
+	if !conf.HAEnabled() {
+		conf["jobmanager.rpc.address"] = InternalServiceName(name) + "." + ns
+	}
+	// The whole configuration file is replaced, so the image's listen-on-all-interfaces
+	// settings must be restated.
+	setDefault(conf, "jobmanager.bind-host", "0.0.0.0")
+	setDefault(conf, "taskmanager.bind-host", "0.0.0.0")
+	setDefault(conf, "rest.bind-address", "0.0.0.0")
+	setDefault(conf, "rest.address", RESTServiceName(name)+"."+ns)
+
+	if jm := spec.JobManager; jm != nil {
+		if err := deriveResources(conf, "jobmanager", "spec.jobManager", jm.Resources, jm.Resource); err != nil {
+			return err
+		}
+		replicas := jm.Replicas
+		if replicas == 0 {
+			replicas = 1
+		}
+		conf["kubernetes.jobmanager.replicas"] = strconv.Itoa(int(replicas))
+	}
+	if tm := spec.TaskManager; tm != nil {
+		if err := deriveResources(conf, "taskmanager", "spec.taskManager", tm.Resources, tm.Resource); err != nil {
+			return err
+		}
+	}
+	if !standalone {
+		conf["kubernetes.pod-template-file.taskmanager"] = PodTemplateDir + "/" + TaskManagerPodFile
+	}
+
+	job := spec.Job
+	if job == nil {
+		if standalone {
+			conf["execution.target"] = "remote"
+		} else {
+			conf["execution.target"] = "kubernetes-session"
+		}
+		return nil
+	}
+
+	// Application cluster.
+	if standalone {
+		conf["execution.target"] = "remote"
+		if job.JarURI != "" {
+			conf["pipeline.classpaths"] = strings.Replace(job.JarURI, "local://", "file://", 1)
+		}
+	} else {
+		conf["execution.target"] = "kubernetes-application"
+		if job.JarURI != "" {
+			conf["pipeline.jars"] = job.JarURI
+		}
+	}
+	parallelism, err := jobParallelism(conf, spec)
+	if err != nil {
+		return err
+	}
+	if parallelism > 0 {
+		conf["parallelism.default"] = strconv.Itoa(parallelism)
+	}
+	conf["execution.shutdown-on-application-finish"] = "false"
+	if conf.HAEnabled() {
+		conf["execution.submit-failed-job-on-application-error"] = "true"
+	}
+	setDefault(conf, "pipeline.name", name)
+	setDefault(conf, "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+	if job.UpgradeMode == flinkv1beta1.UpgradeModeLastState {
+		setDefault(conf, "execution.checkpointing.interval", "5min")
+	}
+	if job.EntryClass != "" {
+		conf["$internal.application.main"] = job.EntryClass
+	}
+	if len(job.Args) > 0 {
+		conf["$internal.application.program-args"] = strings.Join(job.Args, ";")
+	}
+	if opts.JobID != "" {
+		conf["$internal.pipeline.job-id"] = opts.JobID
+	}
+	if opts.RestorePath != "" {
+		// 1.20 renamed the restore keys; the old names still work, but write the current ones.
+		pathKey, ignoreKey := "execution.savepoint.path", "execution.savepoint.ignore-unclaimed-state"
+		if spec.FlinkVersion == "" || atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_20) {
+			pathKey, ignoreKey = "execution.state-recovery.path", "execution.state-recovery.ignore-unclaimed-state"
+		}
+		conf[pathKey] = opts.RestorePath
+		conf[ignoreKey] = strconv.FormatBool(opts.AllowNonRestoredState)
+	}
+	return nil
+}
+
+// jobParallelism: spec.job.parallelism, else TaskManager replicas × slots, else unset.
+func jobParallelism(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int, error) {
+	if spec.Job != nil && spec.Job.Parallelism > 0 {
+		return int(spec.Job.Parallelism), nil
+	}
+	if spec.TaskManager != nil && spec.TaskManager.Replicas != nil {
+		slots, err := TaskSlots(conf)
+		if err != nil {
+			return 0, err
+		}
+		return int(*spec.TaskManager.Replicas) * slots, nil
+	}
+	return 0, nil
+}
+
+// TaskSlots returns taskmanager.numberOfTaskSlots (default 1).
+func TaskSlots(conf Config) (int, error) {
+	slots, err := conf.Int("taskmanager.numberOfTaskSlots", 1)
+	if err != nil {
+		return 0, err
+	}
+	if slots < 1 {
+		return 0, fmt.Errorf("flinkConfiguration taskmanager.numberOfTaskSlots: %d, must be at least 1", slots)
+	}
+	return slots, nil
+}
+
+// TaskManagerReplicas of a standalone cluster: spec.taskManager.replicas, else
+// ceil(parallelism / slots), at least 1.
+func TaskManagerReplicas(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int32, error) {
+	if spec.TaskManager != nil && spec.TaskManager.Replicas != nil {
+		return *spec.TaskManager.Replicas, nil
+	}
+	slots, err := TaskSlots(conf)
+	if err != nil {
+		return 0, err
+	}
+	parallelism, err := conf.Int("parallelism.default", 1)
+	if err != nil {
+		return 0, err
+	}
+	return int32(max(1, int(math.Ceil(float64(parallelism)/float64(slots))))), nil
+}
+
+// deriveResources sets <component>.memory.process.size and kubernetes.<component>.cpu.amount
+// (plus limit factors) from resources (requests, else limits) or the legacy resource field.
+func deriveResources(conf Config, component, field string, res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource) error {
+	if res != nil {
+		if mem, ok := pick(res, corev1.ResourceMemory); ok {
+			conf[component+".memory.process.size"] = FlinkMemory(mem.Value())
+			if req, lim := res.Requests.Memory(), res.Limits.Memory(); !req.IsZero() && !lim.IsZero() {
+				conf["kubernetes."+component+".memory.limit-factor"] = formatFactor(float64(lim.Value()) / float64(req.Value()))
+			}
+		}
+		if cpu, ok := pick(res, corev1.ResourceCPU); ok {
+			conf["kubernetes."+component+".cpu.amount"] = formatCPU(float64(cpu.MilliValue()) / 1000)
+			if req, lim := res.Requests.Cpu(), res.Limits.Cpu(); !req.IsZero() && !lim.IsZero() {
+				conf["kubernetes."+component+".cpu.limit-factor"] = formatFactor(float64(lim.MilliValue()) / float64(req.MilliValue()))
+			}
+		}
+		return nil
+	}
+	if legacy == nil {
+		return nil
+	}
+	if legacy.Memory != "" {
+		b, err := MemoryBytes(legacy.Memory)
+		if err != nil {
+			return fmt.Errorf("%s.resource.memory: %w", field, err)
+		}
+		conf[component+".memory.process.size"] = FlinkMemory(b)
+	}
+	if legacy.CPU != nil {
+		if *legacy.CPU <= 0 {
+			return fmt.Errorf("%s.resource.cpu: %v, must be greater than 0", field, *legacy.CPU)
+		}
+		conf["kubernetes."+component+".cpu.amount"] = formatCPU(*legacy.CPU)
+	}
+	return nil
+}
+
+func pick(res *corev1.ResourceRequirements, name corev1.ResourceName) (q interface{ Value() int64; MilliValue() int64 }, ok bool) {
+	if v, found := res.Requests[name]; found {
+		return &v, true
+	}
+	if v, found := res.Limits[name]; found {
+		return &v, true
+	}
+	return nil, false
+}
+
+func formatFactor(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func merge(dst Config, src map[string]string) {
+	for k, v := range src {
+		dst[k] = v
+	}
+}
+
+func setDefault(conf Config, key, value string) {
+	if _, ok := conf[key]; !ok {
+		conf[key] = value
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

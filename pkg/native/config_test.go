@@ -1,0 +1,239 @@
+package native
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+func deployment(t *testing.T, doc string) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(doc), dep))
+	if dep.Namespace == "" {
+		dep.Namespace = "team-a"
+	}
+	dep.Generation = 3
+	return dep
+}
+
+func TestEffectiveConfigLayers(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: orders}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  serviceAccount: flink
+  flinkConfiguration:
+    taskmanager.numberOfTaskSlots: 4
+    state: {savepoints: {dir: "s3://user/sp"}}
+    kubernetes.operator.periodic.savepoint.interval: 1h
+    job.autoscaler.enabled: "true"
+    kubernetes.cluster-id: ignored
+`)
+	defaults, err := DefaultsFromOperatorConfig(map[string]string{
+		"state.savepoints.dir": "s3://operator/sp",
+		"metrics.reporters":    "prom",
+		"kubernetes.operator.reconcile.interval":                                  "60s",
+		"kubernetes.operator.default-configuration.namespace.team-a.metrics.reporters": "team-a-prom",
+		"kubernetes.operator.default-configuration.namespace.team-b.metrics.reporters": "team-b-prom",
+		"kubernetes.operator.default-configuration.flink-version.v1_18+.rest.flamegraph.enabled": "true",
+		"kubernetes.operator.default-configuration.flink-version.v1_20.rest.flamegraph.enabled":  "false",
+		"kubernetes.operator.default-configuration.flink-version.v2_0+.only.two":                  "x",
+	})
+	require.NoError(t, err)
+
+	conf, err := EffectiveConfig(dep, defaults, BuildOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "s3://user/sp", conf["state.savepoints.dir"], "the resource's configuration wins over defaults")
+	assert.Equal(t, "team-a-prom", conf["metrics.reporters"], "namespace defaults win over base defaults")
+	assert.Equal(t, "false", conf["rest.flamegraph.enabled"], "the exact version wins over a range")
+	assert.NotContains(t, conf, "only.two", "v2_0+ does not apply to v1_20")
+	assert.Equal(t, "4", conf["taskmanager.numberOfTaskSlots"])
+	assert.Equal(t, "orders", conf["kubernetes.cluster-id"], "derived keys win over the user's")
+	assert.Equal(t, "team-a", conf["kubernetes.namespace"])
+	assert.Equal(t, "flink:1.20", conf["kubernetes.container.image.ref"])
+	assert.Equal(t, "flink", conf["kubernetes.service-account"])
+	assert.Equal(t, "kubernetes-session", conf["execution.target"])
+	assert.Equal(t, "ClusterIP", conf["kubernetes.rest-service.exposed.type"])
+	for k := range conf {
+		assert.NotRegexp(t, `^(kubernetes\.operator\.|job\.autoscaler\.)`, k, "operator keys never reach Flink")
+	}
+}
+
+func TestEffectiveConfigDerivedKeys(t *testing.T) {
+	tests := []struct {
+		name   string
+		spec   string
+		opts   BuildOptions
+		want   map[string]string
+		absent []string
+	}{
+		{
+			name: "native application with legacy resources",
+			spec: `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_17
+  image: flink:1.17
+  jobManager: {resource: {memory: 2048m, cpu: 1}, replicas: 1}
+  taskManager: {resource: {memory: 1g, cpu: 0.5}}
+  job: {jarURI: "local:///opt/flink/usrlib/job.jar", entryClass: com.example.Main, args: [--a, b], parallelism: 3, upgradeMode: savepoint}`,
+			opts: BuildOptions{JobID: "00000000000000000000000000000abc", RestorePath: "s3://sp/savepoint-1", AllowNonRestoredState: true},
+			want: map[string]string{
+				"execution.target": "kubernetes-application", "pipeline.jars": "local:///opt/flink/usrlib/job.jar",
+				"jobmanager.memory.process.size": "2g", "kubernetes.jobmanager.cpu.amount": "1.0",
+				"taskmanager.memory.process.size": "1g", "kubernetes.taskmanager.cpu.amount": "0.5",
+				"kubernetes.jobmanager.replicas": "1", "parallelism.default": "3",
+				"execution.shutdown-on-application-finish": "false", "pipeline.name": "app",
+				"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+				"$internal.application.main": "com.example.Main", "$internal.application.program-args": "--a;b",
+				"$internal.pipeline.job-id": "00000000000000000000000000000abc",
+				"execution.savepoint.path": "s3://sp/savepoint-1", "execution.savepoint.ignore-unclaimed-state": "true",
+				"kubernetes.container.image.ref": "flink:1.17", "jobmanager.rpc.address": "app.team-a",
+			},
+			absent: []string{"execution.state-recovery.path", "execution.checkpointing.interval", "high-availability.cluster-id"},
+		},
+		{
+			name: "resources: requests win, limit factors, 1.16 image key",
+			spec: `
+metadata: {name: sized}
+spec:
+  flinkVersion: v1_16
+  image: flink:1.16
+  jobManager:
+    resources: {requests: {memory: 1536Mi, cpu: 500m}, limits: {memory: 3072Mi, cpu: "1"}}
+  taskManager:
+    resources: {limits: {memory: 2Gi, cpu: "2"}}`,
+			want: map[string]string{
+				"jobmanager.memory.process.size": "1536m", "kubernetes.jobmanager.cpu.amount": "0.5",
+				"kubernetes.jobmanager.memory.limit-factor": "2", "kubernetes.jobmanager.cpu.limit-factor": "2",
+				"taskmanager.memory.process.size": "2g", "kubernetes.taskmanager.cpu.amount": "2.0",
+				"kubernetes.container.image": "flink:1.16",
+			},
+			absent: []string{"kubernetes.container.image.ref", "kubernetes.taskmanager.cpu.limit-factor"},
+		},
+		{
+			name: "standalone last-state application with HA on 2.x",
+			spec: `
+metadata: {name: ha}
+spec:
+  flinkVersion: v2_0
+  mode: standalone
+  flinkConfiguration: {high-availability.type: kubernetes, high-availability.storageDir: "s3://ha", taskmanager.numberOfTaskSlots: "2"}
+  taskManager: {replicas: 3}
+  job: {jarURI: "local:///opt/flink/usrlib/job.jar", upgradeMode: last-state}`,
+			opts: BuildOptions{RestorePath: "s3://cp/chk-7"},
+			want: map[string]string{
+				"execution.target": "remote", "pipeline.classpaths": "file:///opt/flink/usrlib/job.jar",
+				"high-availability.cluster-id": "ha", "parallelism.default": "6",
+				"execution.checkpointing.interval": "5min", "execution.submit-failed-job-on-application-error": "true",
+				"execution.state-recovery.path": "s3://cp/chk-7", "execution.state-recovery.ignore-unclaimed-state": "false",
+			},
+			absent: []string{"jobmanager.rpc.address", "pipeline.jars", "execution.savepoint.path", "kubernetes.pod-template-file.taskmanager"},
+		},
+		{
+			name: "user's checkpoint interval and pipeline name are kept",
+			spec: `
+metadata: {name: keep}
+spec:
+  flinkVersion: v1_20
+  flinkConfiguration: {execution.checkpointing.interval: 10s, pipeline.name: mine}
+  job: {jarURI: "local:///x.jar", upgradeMode: last-state}`,
+			want: map[string]string{"execution.checkpointing.interval": "10s", "pipeline.name": "mine"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf, err := EffectiveConfig(deployment(t, tt.spec), Defaults{}, tt.opts)
+			require.NoError(t, err)
+			for k, v := range tt.want {
+				assert.Equal(t, v, conf[k], k)
+			}
+			for _, k := range tt.absent {
+				assert.NotContains(t, conf, k)
+			}
+		})
+	}
+}
+
+func TestEffectiveConfigErrorsNameTheField(t *testing.T) {
+	tests := []struct{ spec, want string }{
+		{`{metadata: {name: x}, spec: {jobManager: {resource: {memory: lots}}}}`, `spec.jobManager.resource.memory: "lots" is neither`},
+		{`{metadata: {name: x}, spec: {taskManager: {resource: {cpu: -1}}}}`, `spec.taskManager.resource.cpu: -1, must be greater than 0`},
+		{`{metadata: {name: x}, spec: {flinkConfiguration: {a.b: "1", a: {b: "2"}}}}`, `spec.flinkConfiguration: key "a.b" is given more than once`},
+		{`{metadata: {name: x}, spec: {flinkConfiguration: {taskmanager.numberOfTaskSlots: many}, taskManager: {replicas: 2}, job: {jarURI: "local:///x.jar"}}}`, `taskmanager.numberOfTaskSlots: "many" is not an integer`},
+	}
+	for _, tt := range tests {
+		_, err := EffectiveConfig(deployment(t, tt.spec), Defaults{}, BuildOptions{})
+		assert.ErrorContains(t, err, tt.want)
+	}
+	_, err := DefaultsFromOperatorConfig(map[string]string{"kubernetes.operator.default-configuration.flink-version.v9_9.a": "b"})
+	assert.ErrorContains(t, err, "want kubernetes.operator.default-configuration.flink-version.<v1_20>[+].<flink key>")
+}
+
+func TestMemory(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"2048m", 2 << 30}, {"1g", 1 << 30}, {"1G", 1 << 30}, {"512 mb", 512 << 20}, {"1024", 1024},
+		{"2Gi", 2 << 30}, {"1500Mi", 1500 << 20}, {"1e9", 1e9},
+	}
+	for _, tt := range tests {
+		got, err := MemoryBytes(tt.in)
+		require.NoError(t, err, tt.in)
+		assert.Equal(t, tt.want, got, tt.in)
+	}
+	assert.Equal(t, "2g", FlinkMemory(2<<30))
+	assert.Equal(t, "1536m", FlinkMemory(1536<<20))
+	assert.Equal(t, "1000000000b", FlinkMemory(1e9))
+}
+
+func TestConfigFile(t *testing.T) {
+	conf := Config{"a.b": "true", "c": "file:///x", "d": "[1,2]", "e": "k1:v1,k2:v2", "f": "plain"}
+	assert.Equal(t, "flink-conf.yaml", ConfigFileName(flinkv1beta1.FlinkVersion1_18))
+	assert.Equal(t, "config.yaml", ConfigFileName(flinkv1beta1.FlinkVersion1_19))
+	assert.Equal(t, "config.yaml", ConfigFileName(flinkv1beta1.FlinkVersion2_2))
+
+	legacy, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_18)
+	require.NoError(t, err)
+	assert.Equal(t, "a.b: true\nc: file:///x\nd: [1,2]\ne: k1:v1,k2:v2\nf: plain\n", legacy)
+
+	standard, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion2_0)
+	require.NoError(t, err)
+	var back map[string]any
+	require.NoError(t, yaml.Unmarshal([]byte(standard), &back))
+	for k, v := range conf {
+		assert.Equal(t, v, back[k], "config.yaml must read back every value as the same string: %s", k)
+	}
+	_, err = RenderConfigFile(Config{"a": "two\nlines"}, flinkv1beta1.FlinkVersion1_17)
+	assert.ErrorContains(t, err, "may not span lines")
+}
+
+func TestTaskManagerReplicas(t *testing.T) {
+	spec := &flinkv1beta1.FlinkDeploymentSpec{}
+	n, err := TaskManagerReplicas(Config{"parallelism.default": "5", "taskmanager.numberOfTaskSlots": "2"}, spec)
+	require.NoError(t, err)
+	assert.Equal(t, int32(3), n)
+	spec.TaskManager = &flinkv1beta1.TaskManagerSpec{Replicas: ptr(int32(7))}
+	n, err = TaskManagerReplicas(Config{}, spec)
+	require.NoError(t, err)
+	assert.Equal(t, int32(7), n)
+}
+
+func TestContainerResourcesFromLegacy(t *testing.T) {
+	cpu := 0.5
+	r := containerResources(nil, &flinkv1beta1.Resource{CPU: &cpu, Memory: "2048m", EphemeralStorage: "1Gi"})
+	assert.Equal(t, int64(500), r.Requests.Cpu().MilliValue())
+	assert.Equal(t, int64(2<<30), r.Limits.Memory().Value())
+	eph := r.Limits[corev1.ResourceEphemeralStorage]
+	want := resource.MustParse("1Gi")
+	assert.Zero(t, want.Cmp(eph))
+}

@@ -1,0 +1,527 @@
+package native
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// Cluster holds the Kubernetes objects of one Flink cluster.
+type Cluster struct {
+	// Config is the effective Flink configuration written into ConfigMap.
+	Config Config
+
+	// JobManager is the JobManager Deployment; it owns every other object below except the
+	// Ingress, so deleting it removes the cluster (HA ConfigMaps excepted, as upstream).
+	JobManager *appsv1.Deployment
+	// TaskManager is the TaskManager Deployment of a standalone cluster; nil in native mode,
+	// where the JobManager creates TaskManager pods itself.
+	TaskManager *appsv1.Deployment
+	// ConfigMap holds the Flink configuration and logging files.
+	ConfigMap *corev1.ConfigMap
+	// PodTemplate holds the TaskManager pod template of a native cluster, when there is one.
+	PodTemplate *corev1.ConfigMap
+	// RESTService fronts the JobManager's REST endpoint.
+	RESTService *corev1.Service
+	// InternalService is how TaskManagers reach the JobManager without HA; nil with HA.
+	InternalService *corev1.Service
+	// Ingress, when spec.ingress is set; owned by the FlinkDeployment.
+	Ingress *networkingv1.Ingress
+}
+
+// Dependents are the objects owned by the JobManager Deployment, in apply order.
+func (c *Cluster) Dependents() []client.Object {
+	var out []client.Object
+	for _, o := range []client.Object{c.ConfigMap, c.PodTemplate, c.RESTService, c.InternalService, c.TaskManager} {
+		if !isNil(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Objects are all objects of the cluster, JobManager Deployment first.
+func (c *Cluster) Objects() []client.Object {
+	out := append([]client.Object{c.JobManager}, c.Dependents()...)
+	if c.Ingress != nil {
+		out = append(out, c.Ingress)
+	}
+	return out
+}
+
+func isNil(o client.Object) bool {
+	switch v := o.(type) {
+	case *corev1.ConfigMap:
+		return v == nil
+	case *corev1.Service:
+		return v == nil
+	case *appsv1.Deployment:
+		return v == nil
+	case *networkingv1.Ingress:
+		return v == nil
+	}
+	return o == nil
+}
+
+// Build computes the objects of the cluster a FlinkDeployment describes. Errors name the
+// spec field at fault.
+func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (*Cluster, error) {
+	conf, err := EffectiveConfig(dep, defaults, opts)
+	if err != nil {
+		return nil, err
+	}
+	b := builder{dep: dep, conf: conf, clusterType: TypeNative}
+	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
+		b.clusterType = TypeStandalone
+	}
+	if b.restPort, err = conf.Int("rest.port", DefaultRESTPort); err != nil {
+		return nil, err
+	}
+	if b.rpcPort, err = conf.Int("jobmanager.rpc.port", DefaultRPCPort); err != nil {
+		return nil, err
+	}
+	if b.blobPort, err = conf.Int("blob.server.port", DefaultBlobPort); err != nil {
+		return nil, err
+	}
+	if b.tmRPCPort, err = conf.Int("taskmanager.rpc.port", DefaultTMRPCPort); err != nil {
+		return nil, err
+	}
+
+	c := &Cluster{Config: conf}
+	if c.PodTemplate, err = b.taskManagerPodTemplate(); err != nil {
+		return nil, err
+	}
+	if c.PodTemplate == nil {
+		delete(conf, "kubernetes.pod-template-file.taskmanager")
+	}
+	if c.ConfigMap, err = b.configMap(); err != nil {
+		return nil, err
+	}
+	if c.JobManager, err = b.jobManager(c.PodTemplate != nil); err != nil {
+		return nil, err
+	}
+	if b.clusterType == TypeStandalone {
+		if c.TaskManager, err = b.taskManager(); err != nil {
+			return nil, err
+		}
+	}
+	if c.RESTService, err = b.restService(); err != nil {
+		return nil, err
+	}
+	if !conf.HAEnabled() {
+		c.InternalService = b.internalService()
+	}
+	if dep.Spec.Ingress != nil {
+		if c.Ingress, err = BuildIngress(dep, b.restPort); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+type builder struct {
+	dep                                    *flinkv1beta1.FlinkDeployment
+	conf                                   Config
+	clusterType                            string
+	restPort, rpcPort, blobPort, tmRPCPort int
+}
+
+func (b *builder) name() string { return b.dep.Name }
+
+func (b *builder) meta(name string, component string) metav1.ObjectMeta {
+	labels := map[string]string{LabelApp: b.name(), LabelType: b.clusterType}
+	if component != "" {
+		labels[LabelComponent] = component
+	}
+	return metav1.ObjectMeta{Name: name, Namespace: b.dep.Namespace, Labels: labels}
+}
+
+func (b *builder) configMap() (*corev1.ConfigMap, error) {
+	file, err := RenderConfigFile(b.conf, b.dep.Spec.FlinkVersion)
+	if err != nil {
+		return nil, err
+	}
+	data := LoggingFiles(&b.dep.Spec)
+	data[ConfigFileName(b.dep.Spec.FlinkVersion)] = file
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: b.meta(ConfigMapName(b.name()), ""),
+		Data:       data,
+	}, nil
+}
+
+// userPod merges spec.podTemplate with the component's template.
+func (b *builder) userPod(component *corev1.Pod) (*corev1.Pod, error) {
+	return MergePods(b.dep.Spec.PodTemplate, component)
+}
+
+// taskManagerPodTemplate is the TaskManager template a native JobManager creates pods from.
+func (b *builder) taskManagerPodTemplate() (*corev1.ConfigMap, error) {
+	if b.clusterType != TypeNative {
+		return nil, nil
+	}
+	var tmTemplate *corev1.Pod
+	tm := b.dep.Spec.TaskManager
+	if tm != nil {
+		tmTemplate = tm.PodTemplate
+	}
+	if b.dep.Spec.PodTemplate == nil && tmTemplate == nil && extraResources(tm) == nil {
+		return nil, nil
+	}
+	pod, err := b.userPod(tmTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
+	}
+	if extra := extraResources(tm); extra != nil {
+		pod, err = MergePods(pod, &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: MainContainer, Resources: *extra}}}})
+		if err != nil {
+			return nil, err
+		}
+	}
+	pod.APIVersion, pod.Kind = "v1", "Pod"
+	out, err := yaml.Marshal(pod)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: b.meta(PodTemplateConfigMapName(b.name()), ""),
+		Data:       map[string]string{TaskManagerPodFile: string(out)},
+	}, nil
+}
+
+// extraResources are a native TaskManager's resources Flink does not set itself (cpu and
+// memory come from the configuration), e.g. ephemeral-storage.
+func extraResources(tm *flinkv1beta1.TaskManagerSpec) *corev1.ResourceRequirements {
+	if tm == nil {
+		return nil
+	}
+	full := containerResources(tm.Resources, tm.Resource)
+	extra := corev1.ResourceRequirements{}
+	for name, q := range full.Requests {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			if extra.Requests == nil {
+				extra.Requests = corev1.ResourceList{}
+			}
+			extra.Requests[name] = q
+		}
+	}
+	for name, q := range full.Limits {
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory {
+			if extra.Limits == nil {
+				extra.Limits = corev1.ResourceList{}
+			}
+			extra.Limits[name] = q
+		}
+	}
+	if extra.Requests == nil && extra.Limits == nil {
+		return nil
+	}
+	return &extra
+}
+
+// containerResources: resources as given, or the legacy resource as equal requests and limits.
+func containerResources(res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource) corev1.ResourceRequirements {
+	if res != nil {
+		return *res.DeepCopy()
+	}
+	out := corev1.ResourceRequirements{}
+	if legacy == nil {
+		return out
+	}
+	list := corev1.ResourceList{}
+	if legacy.CPU != nil && *legacy.CPU > 0 {
+		list[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(*legacy.CPU*1000), resource.DecimalSI)
+	}
+	if legacy.Memory != "" {
+		if bytes, err := MemoryBytes(legacy.Memory); err == nil {
+			list[corev1.ResourceMemory] = *resource.NewQuantity(bytes, resource.BinarySI)
+		}
+	}
+	if legacy.EphemeralStorage != "" {
+		if q, err := resource.ParseQuantity(legacy.EphemeralStorage); err == nil {
+			list[corev1.ResourceEphemeralStorage] = q
+		}
+	}
+	if len(list) > 0 {
+		out.Requests, out.Limits = list, list.DeepCopy()
+	}
+	return out
+}
+
+func (b *builder) podIPEnv() corev1.EnvVar {
+	return corev1.EnvVar{Name: "_POD_IP_ADDRESS", ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}}
+}
+
+func (b *builder) configVolume() (corev1.Volume, corev1.VolumeMount) {
+	return corev1.Volume{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(b.name())}}}},
+		corev1.VolumeMount{Name: configVolume, MountPath: FlinkConfDir}
+}
+
+// jobManagerArgs is what the Flink image's entrypoint runs.
+func (b *builder) jobManagerArgs() []string {
+	job := b.dep.Spec.Job
+	if b.clusterType == TypeNative {
+		target := "kubernetes-session"
+		if job != nil {
+			target = "kubernetes-application"
+		}
+		cmd := "kubernetes-jobmanager.sh " + target
+		if b.conf.HAEnabled() {
+			cmd += " -Djobmanager.rpc.address=$(_POD_IP_ADDRESS)"
+		}
+		return []string{"bash", "-c", cmd}
+	}
+	if job == nil {
+		args := []string{"jobmanager"}
+		if b.conf.HAEnabled() {
+			args = append(args, "-Djobmanager.rpc.address=$(_POD_IP_ADDRESS)")
+		}
+		return args
+	}
+	args := []string{"standalone-job"}
+	if job.EntryClass != "" {
+		args = append(args, "--job-classname", job.EntryClass)
+	}
+	if id := b.conf["$internal.pipeline.job-id"]; id != "" {
+		args = append(args, "--job-id", id)
+	}
+	// The application entrypoint resets allow-non-restored-state from its command line, so
+	// it must be given there (the restore path itself is read from the configuration).
+	if b.conf["execution.state-recovery.ignore-unclaimed-state"] == "true" || b.conf["execution.savepoint.ignore-unclaimed-state"] == "true" {
+		args = append(args, "--allowNonRestoredState")
+	}
+	if b.conf.HAEnabled() {
+		args = append(args, "-Djobmanager.rpc.address=$(_POD_IP_ADDRESS)")
+	}
+	return append(args, job.Args...)
+}
+
+func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
+	spec := &b.dep.Spec
+	var jmTemplate *corev1.Pod
+	var res *corev1.ResourceRequirements
+	var legacy *flinkv1beta1.Resource
+	replicas := int32(1)
+	if jm := spec.JobManager; jm != nil {
+		jmTemplate, res, legacy = jm.PodTemplate, jm.Resources, jm.Resource
+		if jm.Replicas > 0 {
+			replicas = jm.Replicas
+		}
+	}
+	user, err := b.userPod(jmTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("spec.jobManager.podTemplate: %w", err)
+	}
+	vol, mount := b.configVolume()
+	container := corev1.Container{
+		Name:            MainContainer,
+		Image:           spec.Image,
+		ImagePullPolicy: corev1.PullPolicy(spec.ImagePullPolicy),
+		Args:            b.jobManagerArgs(),
+		Env:             []corev1.EnvVar{b.podIPEnv()},
+		Ports: []corev1.ContainerPort{
+			{Name: PortNameREST, ContainerPort: int32(b.restPort), Protocol: corev1.ProtocolTCP},
+			{Name: PortNameRPC, ContainerPort: int32(b.rpcPort), Protocol: corev1.ProtocolTCP},
+			{Name: PortNameBlob, ContainerPort: int32(b.blobPort), Protocol: corev1.ProtocolTCP},
+		},
+		Resources:    containerResources(res, legacy),
+		VolumeMounts: []corev1.VolumeMount{mount},
+		// The REST endpoint answers once the JobManager is up: startup gives it five minutes,
+		// then liveness restarts a JobManager that stops answering.
+		StartupProbe:   httpProbe("/config", b.restPort, 5, 60),
+		ReadinessProbe: httpProbe("/config", b.restPort, 5, 3),
+		LivenessProbe:  tcpProbe(b.restPort, 10, 6),
+	}
+	podSpec := corev1.PodSpec{
+		ServiceAccountName: spec.ServiceAccount,
+		Containers:         []corev1.Container{container},
+		Volumes:            []corev1.Volume{vol},
+	}
+	if hasTMTemplate {
+		podSpec.Volumes = append(podSpec.Volumes, corev1.Volume{Name: podTemplateVolume, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: PodTemplateConfigMapName(b.name())}}}})
+		podSpec.Containers[0].VolumeMounts = append(podSpec.Containers[0].VolumeMounts,
+			corev1.VolumeMount{Name: podTemplateVolume, MountPath: PodTemplateDir})
+	}
+	return b.deployment(JobManagerDeploymentName(b.name()), ComponentJobManager, replicas, user, podSpec,
+		"kubernetes.jobmanager.labels", "kubernetes.jobmanager.annotations")
+}
+
+func (b *builder) taskManager() (*appsv1.Deployment, error) {
+	spec := &b.dep.Spec
+	var tmTemplate *corev1.Pod
+	var res *corev1.ResourceRequirements
+	var legacy *flinkv1beta1.Resource
+	if tm := spec.TaskManager; tm != nil {
+		tmTemplate, res, legacy = tm.PodTemplate, tm.Resources, tm.Resource
+	}
+	replicas, err := TaskManagerReplicas(b.conf, spec)
+	if err != nil {
+		return nil, err
+	}
+	user, err := b.userPod(tmTemplate)
+	if err != nil {
+		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
+	}
+	vol, mount := b.configVolume()
+	podSpec := corev1.PodSpec{
+		ServiceAccountName: spec.ServiceAccount,
+		Containers: []corev1.Container{{
+			Name:            MainContainer,
+			Image:           spec.Image,
+			ImagePullPolicy: corev1.PullPolicy(spec.ImagePullPolicy),
+			Args:            []string{"taskmanager"},
+			Env:             []corev1.EnvVar{b.podIPEnv()},
+			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: int32(b.tmRPCPort), Protocol: corev1.ProtocolTCP}},
+			Resources:       containerResources(res, legacy),
+			VolumeMounts:    []corev1.VolumeMount{mount},
+			LivenessProbe:   tcpProbe(b.tmRPCPort, 10, 6),
+		}},
+		Volumes: []corev1.Volume{vol},
+	}
+	return b.deployment(TaskManagerDeploymentName(b.name()), ComponentTaskManager, replicas, user, podSpec,
+		"kubernetes.taskmanager.labels", "kubernetes.taskmanager.annotations")
+}
+
+// deployment lays the operator's pod over the user's template: the operator's fields win,
+// the user's sidecars, init containers, volumes, env and the rest are kept.
+func (b *builder) deployment(name, component string, replicas int32, user *corev1.Pod, podSpec corev1.PodSpec, labelsKey, annotationsKey string) (*appsv1.Deployment, error) {
+	selector := SelectorLabels(b.name(), component, b.clusterType)
+	extraLabels, err := parseMap(b.conf, labelsKey)
+	if err != nil {
+		return nil, err
+	}
+	extraAnnotations, err := parseMap(b.conf, annotationsKey)
+	if err != nil {
+		return nil, err
+	}
+	generated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: mergeStrings(extraLabels, selector), Annotations: extraAnnotations}, Spec: podSpec}
+	pod, err := MergePods(user, generated)
+	if err != nil {
+		return nil, err
+	}
+	meta := b.meta(name, component)
+	meta.Annotations = map[string]string{AnnotationGeneration: strconv.FormatInt(b.dep.Generation, 10)}
+	d := &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: selector},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: pod.Labels, Annotations: pod.Annotations}, Spec: pod.Spec},
+		},
+	}
+	if component == ComponentJobManager {
+		// Never two JobManagers of one cluster at once (without HA they would both run the job).
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+		d.OwnerReferences = []metav1.OwnerReference{ownerRef(b.dep)}
+	}
+	return d, nil
+}
+
+func (b *builder) restService() (*corev1.Service, error) {
+	svc := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: b.meta(RESTServiceName(b.name()), ComponentJobManager),
+		Spec: corev1.ServiceSpec{
+			Selector: SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
+			Ports: []corev1.ServicePort{{Name: PortNameREST, Port: int32(b.restPort), Protocol: corev1.ProtocolTCP,
+				TargetPort: intstr.FromString(PortNameREST)}},
+		},
+	}
+	switch t := b.conf.Get("kubernetes.rest-service.exposed.type", "ClusterIP"); strings.ToLower(t) {
+	case "clusterip":
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+	case "nodeport":
+		svc.Spec.Type = corev1.ServiceTypeNodePort
+	case "loadbalancer":
+		svc.Spec.Type = corev1.ServiceTypeLoadBalancer
+	case "headless_clusterip":
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+		svc.Spec.ClusterIP = corev1.ClusterIPNone
+	default:
+		return nil, fmt.Errorf("flinkConfiguration kubernetes.rest-service.exposed.type: %q, allowed: ClusterIP, NodePort, LoadBalancer, Headless_ClusterIP", t)
+	}
+	return svc, nil
+}
+
+func (b *builder) internalService() *corev1.Service {
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: b.meta(InternalServiceName(b.name()), ComponentJobManager),
+		Spec: corev1.ServiceSpec{
+			ClusterIP: corev1.ClusterIPNone,
+			Selector:  SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
+			Ports: []corev1.ServicePort{
+				{Name: PortNameRPC, Port: int32(b.rpcPort), Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameRPC)},
+				{Name: PortNameBlob, Port: int32(b.blobPort), Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameBlob)},
+			},
+		},
+	}
+}
+
+func httpProbe(path string, port, period, failures int) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds:    int32(period),
+		FailureThreshold: int32(failures),
+		TimeoutSeconds:   3,
+	}
+}
+
+func tcpProbe(port, period, failures int) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+		PeriodSeconds:    int32(period),
+		FailureThreshold: int32(failures),
+		TimeoutSeconds:   3,
+	}
+}
+
+func ownerRef(dep *flinkv1beta1.FlinkDeployment) metav1.OwnerReference {
+	t, f := true, true
+	return metav1.OwnerReference{APIVersion: flinkv1beta1.GroupVersion.String(), Kind: "FlinkDeployment",
+		Name: dep.Name, UID: dep.UID, Controller: &t, BlockOwnerDeletion: &f}
+}
+
+// parseMap reads Flink's map syntax "k1:v1,k2:v2".
+func parseMap(conf Config, key string) (map[string]string, error) {
+	raw := strings.TrimSpace(conf[key])
+	if raw == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, pair := range strings.Split(raw, ",") {
+		k, v, ok := strings.Cut(pair, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("flinkConfiguration %s: %q is not key:value", key, pair)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+func mergeStrings(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

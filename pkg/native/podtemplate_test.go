@@ -1,0 +1,82 @@
+package native
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func pod(t *testing.T, doc string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(doc), p))
+	return p
+}
+
+func TestMergePods(t *testing.T) {
+	base := pod(t, `
+metadata: {labels: {team: a, tier: base}, annotations: {x: "1"}}
+spec:
+  serviceAccountName: base-sa
+  nodeSelector: {disk: ssd}
+  initContainers: [{name: fetch, image: busybox}]
+  containers:
+  - name: flink-main-container
+    env: [{name: A, value: base}, {name: B, value: base}]
+    volumeMounts: [{name: logs, mountPath: /opt/flink/log}]
+    args: [base]
+  - name: fluentbit
+    image: fluent/fluent-bit:1.9
+  volumes: [{name: logs, emptyDir: {}}]
+`)
+	overlay := pod(t, `
+metadata: {labels: {tier: jm}}
+spec:
+  serviceAccountName: jm-sa
+  containers:
+  - name: flink-main-container
+    env: [{name: B, value: jm}, {name: C, value: jm}]
+    volumeMounts: [{name: data, mountPath: /data}]
+    args: [jm]
+  volumes: [{name: data, emptyDir: {}}]
+  tolerations: [{key: dedicated, operator: Equal, value: flink}]
+`)
+	got, err := MergePods(base, overlay)
+	require.NoError(t, err)
+
+	assert.Equal(t, map[string]string{"team": "a", "tier": "jm"}, got.Labels, "maps merge, overlay wins")
+	assert.Equal(t, map[string]string{"x": "1"}, got.Annotations)
+	assert.Equal(t, "jm-sa", got.Spec.ServiceAccountName, "scalars from the overlay")
+	assert.Equal(t, map[string]string{"disk": "ssd"}, got.Spec.NodeSelector, "base-only fields survive")
+	require.Len(t, got.Spec.InitContainers, 1)
+	require.Len(t, got.Spec.Tolerations, 1)
+
+	require.Len(t, got.Spec.Containers, 2, "sidecars are kept; same-named containers merge")
+	main := got.Spec.Containers[0]
+	if main.Name != MainContainer {
+		main = got.Spec.Containers[1]
+	}
+	assert.ElementsMatch(t, []corev1.EnvVar{{Name: "A", Value: "base"}, {Name: "B", Value: "jm"}, {Name: "C", Value: "jm"}}, main.Env, "env merges by name")
+	assert.ElementsMatch(t, []string{"/opt/flink/log", "/data"}, []string{main.VolumeMounts[0].MountPath, main.VolumeMounts[1].MountPath}, "mounts merge by path")
+	assert.Equal(t, []string{"jm"}, main.Args, "plain lists are replaced, not concatenated")
+	names := []string{got.Spec.Volumes[0].Name, got.Spec.Volumes[1].Name}
+	assert.ElementsMatch(t, []string{"logs", "data"}, names, "volumes merge by name")
+}
+
+func TestMergePodsNil(t *testing.T) {
+	p := pod(t, `{spec: {containers: [{name: a}]}}`)
+	got, err := MergePods(nil, p)
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
+	got.Spec.Containers[0].Name = "changed"
+	assert.Equal(t, "a", p.Spec.Containers[0].Name, "a copy, not the input")
+	got, err = MergePods(p, nil)
+	require.NoError(t, err)
+	assert.Equal(t, p, got)
+	got, err = MergePods(nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, &corev1.Pod{}, got)
+}
