@@ -90,6 +90,10 @@ test: manifests generate envtest-assets flink-dist ## Run all tests: unit, envte
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" \
 		go test ./... -count=1 -timeout 30m
 
+.PHONY: golden
+golden: ## Rewrite pkg/native's golden files (review the diff before committing).
+	go test ./pkg/native -run TestGolden -count=1 -update
+
 .PHONY: bench
 bench: ## Run benchmarks.
 	go test ./... -run '^$$' -bench . -benchmem

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
@@ -351,9 +352,9 @@ func TaskManagerReplicas(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (i
 func deriveResources(conf Config, component, field string, res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource) error {
 	if res != nil {
 		if mem, ok := pick(res, corev1.ResourceMemory); ok {
-			conf[component+".memory.process.size"] = FlinkMemory(mem.Value())
+			conf[component+".memory.process.size"] = FlinkMemory(memoryValue(*mem.(*resource.Quantity)))
 			if req, lim := res.Requests.Memory(), res.Limits.Memory(); !req.IsZero() && !lim.IsZero() {
-				conf["kubernetes."+component+".memory.limit-factor"] = formatFactor(float64(lim.Value()) / float64(req.Value()))
+				conf["kubernetes."+component+".memory.limit-factor"] = formatFactor(float64(memoryValue(*lim)) / float64(memoryValue(*req)))
 			}
 		}
 		if cpu, ok := pick(res, corev1.ResourceCPU); ok {
@@ -383,7 +384,10 @@ func deriveResources(conf Config, component, field string, res *corev1.ResourceR
 	return nil
 }
 
-func pick(res *corev1.ResourceRequirements, name corev1.ResourceName) (q interface{ Value() int64; MilliValue() int64 }, ok bool) {
+func pick(res *corev1.ResourceRequirements, name corev1.ResourceName) (q interface {
+	Value() int64
+	MilliValue() int64
+}, ok bool) {
 	if v, found := res.Requests[name]; found {
 		return &v, true
 	}

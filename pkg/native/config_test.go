@@ -38,14 +38,14 @@ spec:
     kubernetes.cluster-id: ignored
 `)
 	defaults, err := DefaultsFromOperatorConfig(map[string]string{
-		"state.savepoints.dir": "s3://operator/sp",
-		"metrics.reporters":    "prom",
-		"kubernetes.operator.reconcile.interval":                                  "60s",
-		"kubernetes.operator.default-configuration.namespace.team-a.metrics.reporters": "team-a-prom",
-		"kubernetes.operator.default-configuration.namespace.team-b.metrics.reporters": "team-b-prom",
+		"state.savepoints.dir":                   "s3://operator/sp",
+		"metrics.reporters":                      "prom",
+		"kubernetes.operator.reconcile.interval": "60s",
+		"kubernetes.operator.default-configuration.namespace.team-a.metrics.reporters":           "team-a-prom",
+		"kubernetes.operator.default-configuration.namespace.team-b.metrics.reporters":           "team-b-prom",
 		"kubernetes.operator.default-configuration.flink-version.v1_18+.rest.flamegraph.enabled": "true",
 		"kubernetes.operator.default-configuration.flink-version.v1_20.rest.flamegraph.enabled":  "false",
-		"kubernetes.operator.default-configuration.flink-version.v2_0+.only.two":                  "x",
+		"kubernetes.operator.default-configuration.flink-version.v2_0+.only.two":                 "x",
 	})
 	require.NoError(t, err)
 
@@ -93,9 +93,9 @@ spec:
 				"kubernetes.jobmanager.replicas": "1", "parallelism.default": "3",
 				"execution.shutdown-on-application-finish": "false", "pipeline.name": "app",
 				"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
-				"$internal.application.main": "com.example.Main", "$internal.application.program-args": "--a;b",
+				"$internal.application.main":                                "com.example.Main", "$internal.application.program-args": "--a;b",
 				"$internal.pipeline.job-id": "00000000000000000000000000000abc",
-				"execution.savepoint.path": "s3://sp/savepoint-1", "execution.savepoint.ignore-unclaimed-state": "true",
+				"execution.savepoint.path":  "s3://sp/savepoint-1", "execution.savepoint.ignore-unclaimed-state": "true",
 				"kubernetes.container.image.ref": "flink:1.17", "jobmanager.rpc.address": "app.team-a",
 			},
 			absent: []string{"execution.state-recovery.path", "execution.checkpointing.interval", "high-availability.cluster-id"},
@@ -236,4 +236,15 @@ func TestContainerResourcesFromLegacy(t *testing.T) {
 	eph := r.Limits[corev1.ResourceEphemeralStorage]
 	want := resource.MustParse("1Gi")
 	assert.Zero(t, want.Cmp(eph))
+}
+
+func TestMilliMemoryIsReadAsFlinkMebibytes(t *testing.T) {
+	dep := deployment(t, `{metadata: {name: x}, spec: {jobManager: {resources: {requests: {memory: 2048m}, limits: {memory: 4096m}}}}}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "2g", conf["jobmanager.memory.process.size"])
+	assert.Equal(t, "2", conf["kubernetes.jobmanager.memory.limit-factor"])
+	r := containerResources(dep.Spec.JobManager.Resources, nil)
+	assert.Equal(t, int64(2<<30), r.Requests.Memory().Value())
+	assert.Equal(t, int64(4<<30), r.Limits.Memory().Value())
 }

@@ -11,17 +11,14 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// AnnotationRewriteTarget is the ingress-nginx annotation a path-form ingress needs, so that
-// /<namespace>/<name>/overview reaches the JobManager as /overview.
-const AnnotationRewriteTarget = "nginx.ingress.kubernetes.io/rewrite-target"
-
 // BuildIngress turns spec.ingress into an Ingress to the REST Service. The template's
 // {{name}} and {{namespace}} are replaced; it is read as a URL (scheme optional):
 //
 //   - host form, "{{name}}.{{namespace}}.flink.example.com": a rule for that host, path /;
-//   - path form, "example.com/{{namespace}}/{{name}}" or "/{{namespace}}/{{name}}": the path
-//     with a regular-expression suffix capturing the rest, and the ingress-nginx rewrite
-//     annotation, unless the user set one (other controllers need their own annotations).
+//   - path form, "/{{namespace}}/{{name}}(/|$)(.*)", optionally with a host: the path as
+//     written, as upstream. The rewrite the ingress controller needs (for ingress-nginx,
+//     nginx.ingress.kubernetes.io/rewrite-target: /$2) is the user's to annotate, because it
+//     differs between controllers.
 func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv1.Ingress, error) {
 	spec := dep.Spec.Ingress
 	if strings.TrimSpace(spec.Template) == "" {
@@ -42,12 +39,8 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv
 	host := u.Hostname()
 	pathType := networkingv1.PathTypeImplementationSpecific
 	path := "/"
-	annotations := mergeStrings(spec.Annotations)
-	if p := strings.TrimRight(u.Path, "/"); p != "" {
-		path = p + "(/|$)(.*)"
-		if _, set := annotations[AnnotationRewriteTarget]; !set {
-			annotations[AnnotationRewriteTarget] = "/$2"
-		}
+	if u.Path != "" {
+		path = u.Path
 	}
 	labels := mergeStrings(spec.Labels, map[string]string{LabelApp: dep.Name, LabelComponent: ComponentIngress})
 	ing := &networkingv1.Ingress{
@@ -68,8 +61,8 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv
 			TLS: spec.TLS,
 		},
 	}
-	if len(annotations) > 0 {
-		ing.Annotations = annotations
+	if len(spec.Annotations) > 0 {
+		ing.Annotations = mergeStrings(spec.Annotations)
 	}
 	if spec.ClassName != "" {
 		cn := spec.ClassName

@@ -21,12 +21,12 @@ func TestBuildIngress(t *testing.T) {
 			host: "web.team-a.flink.example.com", path: "/"},
 		{name: "host form with scheme and class", ingress: `{template: "https://{{name}}.example.com", className: nginx, tls: [{hosts: [web.example.com], secretName: tls}]}`,
 			host: "web.example.com", path: "/", class: "nginx", tls: 1},
-		{name: "path form", ingress: `{template: "example.com/{{namespace}}/{{name}}", annotations: {a: b}}`,
-			host: "example.com", path: "/team-a/web(/|$)(.*)",
-			annotations: map[string]string{"a": "b", AnnotationRewriteTarget: "/$2"}},
-		{name: "path form without host keeps the user's rewrite", ingress: `{template: "/{{namespace}}/{{name}}/", annotations: {"nginx.ingress.kubernetes.io/rewrite-target": "/x/$2"}}`,
+		{name: "path form with host", ingress: `{template: "example.com/{{namespace}}/{{name}}", annotations: {a: b}}`,
+			host: "example.com", path: "/team-a/web", annotations: map[string]string{"a": "b"}},
+		{name: "path form with the user's regular expression and rewrite (upstream's advanced example)",
+			ingress: `{template: "/{{namespace}}/{{name}}(/|$)(.*)", annotations: {"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}}`,
 			host: "", path: "/team-a/web(/|$)(.*)",
-			annotations: map[string]string{AnnotationRewriteTarget: "/x/$2"}},
+			annotations: map[string]string{"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
@@ -58,4 +59,25 @@ func formatCPU(cores float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// memoryValue is the bytes of a memory quantity in resources. A lowercase "m" suffix is the
+// Kubernetes milli prefix, so "2048m" would be two bytes; upstream's own examples write
+// memory: "2048m" meaning Flink's 2048 MiB, and nobody sizes a container in millibytes, so
+// such quantities are read in Flink's syntax.
+func memoryValue(q resource.Quantity) int64 {
+	s := q.String()
+	if strings.HasSuffix(s, "m") {
+		if n, err := strconv.ParseInt(strings.TrimSuffix(s, "m"), 10, 64); err == nil {
+			return n << 20
+		}
+	}
+	return q.Value()
+}
+
+// normalizeMemory rewrites milli-suffixed memory quantities as memoryValue reads them.
+func normalizeMemory(list corev1.ResourceList) {
+	if q, ok := list[corev1.ResourceMemory]; ok {
+		list[corev1.ResourceMemory] = *resource.NewQuantity(memoryValue(q), resource.BinarySI)
+	}
 }

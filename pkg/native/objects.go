@@ -235,7 +235,10 @@ func extraResources(tm *flinkv1beta1.TaskManagerSpec) *corev1.ResourceRequiremen
 // containerResources: resources as given, or the legacy resource as equal requests and limits.
 func containerResources(res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource) corev1.ResourceRequirements {
 	if res != nil {
-		return *res.DeepCopy()
+		out := *res.DeepCopy()
+		normalizeMemory(out.Requests)
+		normalizeMemory(out.Limits)
+		return out
 	}
 	out := corev1.ResourceRequirements{}
 	if legacy == nil {
