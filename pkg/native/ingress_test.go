@@ -25,7 +25,7 @@ func TestBuildIngress(t *testing.T) {
 			host: "example.com", path: "/team-a/web", annotations: map[string]string{"a": "b"}},
 		{name: "path form with the user's regular expression and rewrite (upstream's advanced example)",
 			ingress: `{template: "/{{namespace}}/{{name}}(/|$)(.*)", annotations: {"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}}`,
-			host: "", path: "/team-a/web(/|$)(.*)",
+			host:    "", path: "/team-a/web(/|$)(.*)",
 			annotations: map[string]string{"nginx.ingress.kubernetes.io/rewrite-target": "/$2"}},
 	}
 	for _, tt := range tests {
