@@ -154,10 +154,11 @@ func (c Config) HAEnabled() bool {
 	return !strings.EqualFold(mode, "NONE")
 }
 
-// EffectiveConfig computes the configuration Flink gets for a deployment: operator defaults,
-// then spec.flinkConfiguration, then the keys the operator derives from the spec, which win.
-// kubernetes.operator.* and job.autoscaler.* keys are removed.
-func EffectiveConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (Config, error) {
+// UserConfig is the configuration as the user and the operator's defaults set it, before the
+// operator derives anything from the spec: built-in defaults < operator defaults < namespace
+// defaults < version defaults < spec.flinkConfiguration. It still holds kubernetes.operator.*
+// and job.autoscaler.* keys, which validation reads.
+func UserConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (Config, error) {
 	conf := Config{
 		// Upstream's defaults for every cluster, below everything a user sets.
 		"kubernetes.rest-service.exposed.type": "ClusterIP",
@@ -176,6 +177,16 @@ func EffectiveConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts 
 		return nil, fmt.Errorf("spec.%w", err)
 	}
 	merge(conf, user)
+	return conf, nil
+}
+
+// EffectiveConfig computes the configuration Flink gets for a deployment: UserConfig without
+// the operator's own keys, then the keys the operator derives from the spec, which win.
+func EffectiveConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (Config, error) {
+	conf, err := UserConfig(dep, defaults)
+	if err != nil {
+		return nil, err
+	}
 	for k := range conf {
 		if isOperatorOnlyKey(k) {
 			delete(conf, k)

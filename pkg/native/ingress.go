@@ -25,6 +25,9 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv
 		return nil, fmt.Errorf("spec.ingress.template: required, e.g. {{name}}.{{namespace}}.flink.example.com or example.com/{{namespace}}/{{name}}")
 	}
 	expanded := strings.NewReplacer("{{name}}", dep.Name, "{{namespace}}", dep.Namespace).Replace(spec.Template)
+	if strings.Contains(expanded, "{{") || strings.Contains(expanded, "}}") {
+		return nil, fmt.Errorf("spec.ingress.template: %q has placeholders other than {{name}} and {{namespace}}", spec.Template)
+	}
 	raw := expanded
 	if !strings.Contains(raw, "://") {
 		raw = "http://" + raw
@@ -32,9 +35,6 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("spec.ingress.template: %q is not a host or URL: %v", spec.Template, err)
-	}
-	if strings.ContainsAny(u.Host, "{}") || strings.ContainsAny(u.Path, "{}") {
-		return nil, fmt.Errorf("spec.ingress.template: %q has placeholders other than {{name}} and {{namespace}}", spec.Template)
 	}
 	host := u.Hostname()
 	pathType := networkingv1.PathTypeImplementationSpecific
