@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -27,6 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
 
 // options are the operator's command-line settings.
@@ -39,6 +42,10 @@ type options struct {
 	leaderElectionNS     string
 	watchNamespaces      string
 	enableHTTP2          bool
+	enableWebhooks       bool
+	webhookPort          int
+	webhookCertDir       string
+	jarSchemes           string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -57,6 +64,24 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE, as set by OLM).")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
+	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
+		"Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
+		"Directory with tls.crt and tls.key; reloaded when they change. Default /tmp/k8s-webhook-server/serving-certs (where OLM mounts them).")
+	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
+		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+// validator builds the validation rules the webhooks (and reconcilers) apply.
+func (o *options) validator() *validation.Validator {
+	var schemes []string
+	for _, s := range strings.Split(o.jarSchemes, ",") {
+		if s = strings.ToLower(strings.TrimSpace(s)); s != "" {
+			schemes = append(schemes, s)
+		}
+	}
+	return &validation.Validator{AllowedJarSchemes: schemes, Resolver: net.DefaultResolver}
 }
 
 // namespaces parses the watched-namespaces option into the cache's per-namespace settings;
@@ -106,7 +131,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 			SecureServing: o.metricsSecure,
 			TLSOpts:       tlsOpts,
 		},
-		WebhookServer:           webhook.NewServer(webhook.Options{TLSOpts: tlsOpts}),
+		WebhookServer: webhook.NewServer(webhook.Options{
+			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
+		}),
 		HealthProbeBindAddress:  o.probeAddr,
 		LeaderElection:          o.enableLeaderElection,
 		LeaderElectionID:        o.leaderElectionID,
@@ -121,6 +148,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
+	}
+	if o.enableWebhooks {
+		if err := flinkwebhook.Setup(mgr, o.validator()); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, fmt.Errorf("add webhook readiness check: %w", err)
+		}
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("add readiness check: %w", err)

@@ -61,6 +61,7 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 		leaderElectionID:     "flink-operator-test",
 		leaderElectionNS:     leaseNS,
 		watchNamespaces:      "team-a,team-b",
+		enableWebhooks:       false,
 	}
 	mgr, err := newManager(env.Config, o)
 	require.NoError(t, err)

@@ -55,11 +55,22 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
+// Options tune the control plane.
+type Options struct {
+	// Webhooks installs the webhook configurations of config/webhook, pointing at a local
+	// webhook server whose address and certificates are in Environment.WebhookInstallOptions.
+	Webhooks bool
+}
+
 // Start starts the control plane and stops it when the test ends. A missing KUBEBUILDER_ASSETS
 // fails the test with the command that fixes it: these tests are never skipped.
-func Start(t testing.TB) *Env {
+func Start(t testing.TB, opts ...Options) *Env {
 	t.Helper()
-	env, err := start()
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	env, err := start(o)
 	if err != nil {
 		t.Fatalf("start envtest: %v", err)
 	}
@@ -71,7 +82,7 @@ func Start(t testing.TB) *Env {
 	return env
 }
 
-func start() (*Env, error) {
+func start(o Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, " +
 			"which builds kube-apiserver and etcd into bin/ and sets it")
@@ -85,6 +96,9 @@ func start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+	}
+	if o.Webhooks {
+		te.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}}
 	}
 	cfg, err := te.Start()
 	if err != nil {
@@ -117,7 +131,7 @@ func (e *Env) Kubectl(args ...string) (string, error) {
 // RunWith starts a control plane for a whole test binary (for TestMain), stores it in *env,
 // runs the tests and stops it. It returns the exit code for os.Exit.
 func RunWith(m *testing.M, env **Env) int {
-	e, err := start()
+	e, err := start(Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
 		return 1

@@ -1,0 +1,222 @@
+// Package webhook serves the admission webhooks of the three kinds: validation (the rules of
+// pkg/validation, all violations reported at once with their field paths) and, for session
+// jobs, defaulting. Served by controller-runtime's webhook server, whose certificate watcher
+// reloads the serving certificate when its files change (OLM and cert-manager rotate them).
+package webhook
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+)
+
+// LabelTargetSession names a session job's FlinkDeployment, as upstream's mutating webhook
+// sets it, so that `kubectl get flinksessionjobs -l target.session=<name>` lists a cluster's jobs.
+const LabelTargetSession = "target.session"
+
+// Setup registers the webhooks with the manager's webhook server. reader looks up the
+// FlinkDeployments and session jobs that other resources refer to.
+func Setup(mgr ctrl.Manager, v *validation.Validator) error {
+	reader := mgr.GetClient()
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkDeployment{}).
+		WithValidator(&deploymentValidator{v: v}).Complete(); err != nil {
+		return fmt.Errorf("set up FlinkDeployment webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkSessionJob{}).
+		WithValidator(&sessionJobValidator{v: v, reader: reader}).
+		WithDefaulter(sessionJobDefaulter{}).Complete(); err != nil {
+		return fmt.Errorf("set up FlinkSessionJob webhook: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).
+		WithValidator(&snapshotValidator{v: v, reader: reader}).Complete(); err != nil {
+		return fmt.Errorf("set up FlinkStateSnapshot webhook: %w", err)
+	}
+	return nil
+}
+
+// invalid turns violations into the API's Invalid error: one response listing all of them.
+func invalid(kind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(schema.GroupKind{Group: flinkv1beta1.GroupVersion.Group, Kind: kind}, name, errs)
+}
+
+// +kubebuilder:webhook:path=/validate-flink-apache-org-v1beta1-flinkdeployment,mutating=false,failurePolicy=fail,sideEffects=None,groups=flink.apache.org,resources=flinkdeployments,verbs=create;update,versions=v1beta1,name=vflinkdeployment-v1beta1.flink.apache.org,admissionReviewVersions=v1
+
+type deploymentValidator struct{ v *validation.Validator }
+
+func (d *deploymentValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
+	dep, ok := obj.(*flinkv1beta1.FlinkDeployment)
+	if !ok {
+		return nil, fmt.Errorf("expected a FlinkDeployment, got %T", obj)
+	}
+	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, nil))
+}
+
+func (d *deploymentValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	dep, ok1 := newObj.(*flinkv1beta1.FlinkDeployment)
+	old, ok2 := oldObj.(*flinkv1beta1.FlinkDeployment)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("expected FlinkDeployments, got %T and %T", oldObj, newObj)
+	}
+	if dep.DeletionTimestamp != nil {
+		return nil, nil // finalizer removal must never be blocked
+	}
+	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, old))
+}
+
+func (d *deploymentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// deprecations warn about what upstream deprecates (kubectl prints admission warnings).
+func deprecations(dep *flinkv1beta1.FlinkDeployment) admission.Warnings {
+	var w admission.Warnings
+	switch dep.Spec.FlinkVersion {
+	case flinkv1beta1.FlinkVersion1_15, flinkv1beta1.FlinkVersion1_16, flinkv1beta1.FlinkVersion1_17, flinkv1beta1.FlinkVersion1_18:
+		w = append(w, fmt.Sprintf("spec.flinkVersion %s is deprecated; support ends in a future release", dep.Spec.FlinkVersion))
+	}
+	for _, c := range []struct {
+		path string
+		used bool
+	}{
+		{"spec.jobManager.resource", dep.Spec.JobManager != nil && dep.Spec.JobManager.Resource != nil},
+		{"spec.taskManager.resource", dep.Spec.TaskManager != nil && dep.Spec.TaskManager.Resource != nil},
+	} {
+		if c.used {
+			w = append(w, c.path+" is deprecated; use "+c.path+"s (Kubernetes resource requirements)")
+		}
+	}
+	return w
+}
+
+// +kubebuilder:webhook:path=/validate-flink-apache-org-v1beta1-flinksessionjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=flink.apache.org,resources=flinksessionjobs,verbs=create;update,versions=v1beta1,name=vflinksessionjob-v1beta1.flink.apache.org,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/mutate-flink-apache-org-v1beta1-flinksessionjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=flink.apache.org,resources=flinksessionjobs,verbs=create;update,versions=v1beta1,name=mflinksessionjob-v1beta1.flink.apache.org,admissionReviewVersions=v1
+
+type sessionJobValidator struct {
+	v      *validation.Validator
+	reader client.Reader
+}
+
+func (s *sessionJobValidator) validate(ctx context.Context, job, old *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
+	if validation.IsCanary(job.Labels) {
+		return nil, nil
+	}
+	var session *flinkv1beta1.FlinkDeployment
+	if job.Spec.DeploymentName != "" {
+		dep := &flinkv1beta1.FlinkDeployment{}
+		err := s.reader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: job.Spec.DeploymentName}, dep)
+		switch {
+		case err == nil:
+			session = dep
+		case !apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("look up session FlinkDeployment %s: %w", job.Spec.DeploymentName, err)
+		}
+	}
+	var w admission.Warnings
+	if session == nil && job.Spec.DeploymentName != "" {
+		w = append(w, fmt.Sprintf("FlinkDeployment %s does not exist yet; the job starts once it does", job.Spec.DeploymentName))
+	}
+	return w, invalid("FlinkSessionJob", job.Name, s.v.ValidateSessionJob(ctx, job, old, session))
+}
+
+func (s *sessionJobValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	job, ok := obj.(*flinkv1beta1.FlinkSessionJob)
+	if !ok {
+		return nil, fmt.Errorf("expected a FlinkSessionJob, got %T", obj)
+	}
+	return s.validate(ctx, job, nil)
+}
+
+func (s *sessionJobValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
+	job, ok1 := newObj.(*flinkv1beta1.FlinkSessionJob)
+	old, ok2 := oldObj.(*flinkv1beta1.FlinkSessionJob)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("expected FlinkSessionJobs, got %T and %T", oldObj, newObj)
+	}
+	if job.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	return s.validate(ctx, job, old)
+}
+
+func (s *sessionJobValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+type sessionJobDefaulter struct{}
+
+// Default sets the target.session label to the session's name.
+func (sessionJobDefaulter) Default(_ context.Context, obj runtime.Object) error {
+	job, ok := obj.(*flinkv1beta1.FlinkSessionJob)
+	if !ok {
+		return fmt.Errorf("expected a FlinkSessionJob, got %T", obj)
+	}
+	if job.Spec.DeploymentName == "" {
+		return nil
+	}
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	job.Labels[LabelTargetSession] = job.Spec.DeploymentName
+	return nil
+}
+
+// +kubebuilder:webhook:path=/validate-flink-apache-org-v1beta1-flinkstatesnapshot,mutating=false,failurePolicy=fail,sideEffects=None,groups=flink.apache.org,resources=flinkstatesnapshots,verbs=create;update,versions=v1beta1,name=vflinkstatesnapshot-v1beta1.flink.apache.org,admissionReviewVersions=v1
+
+type snapshotValidator struct {
+	v      *validation.Validator
+	reader client.Reader
+}
+
+func (s *snapshotValidator) validate(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) error {
+	exists := func(kind flinkv1beta1.JobKind, name string) (bool, error) {
+		var obj client.Object = &flinkv1beta1.FlinkDeployment{}
+		if kind == flinkv1beta1.JobKindFlinkSessionJob {
+			obj = &flinkv1beta1.FlinkSessionJob{}
+		}
+		err := s.reader.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: name}, obj)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	return invalid("FlinkStateSnapshot", snap.Name, s.v.ValidateSnapshot(snap, exists))
+}
+
+func (s *snapshotValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
+	snap, ok := obj.(*flinkv1beta1.FlinkStateSnapshot)
+	if !ok {
+		return nil, fmt.Errorf("expected a FlinkStateSnapshot, got %T", obj)
+	}
+	return nil, s.validate(ctx, snap)
+}
+
+func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
+	snap, ok := newObj.(*flinkv1beta1.FlinkStateSnapshot)
+	if !ok {
+		return nil, fmt.Errorf("expected a FlinkStateSnapshot, got %T", newObj)
+	}
+	if snap.DeletionTimestamp != nil {
+		return nil, nil
+	}
+	return nil, s.validate(ctx, snap)
+}
+
+func (s *snapshotValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// The webhooks read FlinkDeployments and FlinkSessionJobs through the manager's cache.
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments;flinksessionjobs,verbs=get;list;watch
