@@ -318,7 +318,8 @@ func (c *Cluster) start(name string, args []string) *process {
 	return p
 }
 
-// WaitForTaskManagers polls GET /overview until n TaskManagers are registered.
+// WaitForTaskManagers polls GET /overview until n TaskManagers are registered and their slots
+// are offered (a TaskManager appears in the overview a moment before its slots do).
 func (c *Cluster) WaitForTaskManagers(ctx context.Context, n int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -327,7 +328,7 @@ func (c *Cluster) WaitForTaskManagers(ctx context.Context, n int, timeout time.D
 			return fmt.Errorf("the JobManager exited:\n%s", c.logTail())
 		default:
 		}
-		if got, err := c.taskManagers(ctx); err == nil && got >= n {
+		if tms, slots, err := c.taskManagers(ctx); err == nil && tms >= n && slots >= n {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -355,20 +356,21 @@ func (c *Cluster) WaitForREST(timeout time.Duration) error {
 	}
 }
 
-func (c *Cluster) taskManagers(ctx context.Context) (int, error) {
+func (c *Cluster) taskManagers(ctx context.Context) (tms, slots int, err error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.RESTURL+"/overview", nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	var o struct {
 		TaskManagers int `json:"taskmanagers"`
+		SlotsTotal   int `json:"slots-total"`
 	}
 	if err := decodeJSON(resp, &o); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return o.TaskManagers, nil
+	return o.TaskManagers, o.SlotsTotal, nil
 }
 
 // RestartJobManager kills the JobManager (SIGKILL, as a crashed pod) and starts a new one
