@@ -1,0 +1,138 @@
+// Package lifecycle holds the state machines of FlinkDeployment and FlinkSessionJob as pure
+// functions of their status, written down once: the lifecycle state every status read shows,
+// and the conditions derived from it.
+package lifecycle
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// Messages in status.error that mean the job's state cannot be recovered without help
+// (upstream's list): the lifecycle is FAILED while the JobManager is missing or in error.
+var unrecoverable = []string{
+	"Manual restore required.",
+	"It is possible that the job has finished or terminally failed, or the configmaps have been deleted.",
+	"HA metadata is not available",
+}
+
+// State computes the lifecycle state, in upstream's order:
+//
+//	deleting                                   → DELETING
+//	nothing reconciled yet                     → FAILED if an error is recorded, else CREATED
+//	reconciliation UPGRADING / ROLLING_BACK    → UPGRADING / ROLLING_BACK
+//	last reconciled job suspended              → SUSPENDED
+//	job FAILED                                 → FAILED
+//	JobManager MISSING/ERROR, unrecoverable    → FAILED
+//	reconciliation ROLLED_BACK                 → ROLLED_BACK
+//	last reconciled spec == last stable spec   → STABLE
+//	otherwise                                  → DEPLOYED
+func State(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeploymentStatus, deleting bool, lastReconciledJobState flinkv1beta1.JobState) flinkv1beta1.LifecycleState {
+	rs := s.ReconciliationStatus
+	switch {
+	case deleting:
+		return flinkv1beta1.LifecycleDeleting
+	case rs.LastReconciledSpec == "":
+		if s.Error != "" {
+			return flinkv1beta1.LifecycleFailed
+		}
+		return flinkv1beta1.LifecycleCreated
+	case rs.State == flinkv1beta1.ReconciliationUpgrading:
+		return flinkv1beta1.LifecycleUpgrading
+	case rs.State == flinkv1beta1.ReconciliationRollingBack:
+		return flinkv1beta1.LifecycleRollingBack
+	case lastReconciledJobState == flinkv1beta1.JobStateSuspended:
+		return flinkv1beta1.LifecycleSuspended
+	case s.JobStatus.State == flinkv1beta1.JobStatusFailed:
+		return flinkv1beta1.LifecycleFailed
+	case (jm == flinkv1beta1.JobManagerMissing || jm == flinkv1beta1.JobManagerError) && isUnrecoverable(s.Error):
+		return flinkv1beta1.LifecycleFailed
+	case rs.State == flinkv1beta1.ReconciliationRolledBack:
+		return flinkv1beta1.LifecycleRolledBack
+	case rs.LastReconciledSpec == rs.LastStableSpec:
+		return flinkv1beta1.LifecycleStable
+	default:
+		return flinkv1beta1.LifecycleDeployed
+	}
+}
+
+func isUnrecoverable(msg string) bool {
+	for _, m := range unrecoverable {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// Condition types.
+const (
+	// ConditionRunning is upstream's condition: for an application cluster, whether the job runs;
+	// for a session cluster, whether the JobManager is ready.
+	ConditionRunning = "Running"
+	// ConditionReady is true when the resource is STABLE or DEPLOYED and running: what
+	// `kubectl wait --for=condition=Ready` should wait for.
+	ConditionReady = "Ready"
+)
+
+// Conditions returns the conditions of a FlinkDeployment's status for its generation.
+func Conditions(s *flinkv1beta1.FlinkDeploymentStatus, application bool, generation int64) []metav1.Condition {
+	running := metav1.Condition{Type: ConditionRunning, ObservedGeneration: generation}
+	if application {
+		state := s.JobStatus.State
+		if state == "" {
+			state = flinkv1beta1.JobStatusReconciling
+		}
+		running.Reason = camel(string(state))
+		running.Message = "Job status " + string(state)
+		running.Status = boolStatus(state == flinkv1beta1.JobStatusRunning)
+	} else {
+		running.Status = boolStatus(s.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady)
+		running.Reason, running.Message = sessionReason(s.JobManagerDeploymentStatus)
+	}
+	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation, Reason: camel(string(s.LifecycleState))}
+	stable := s.LifecycleState == flinkv1beta1.LifecycleStable || s.LifecycleState == flinkv1beta1.LifecycleDeployed
+	ready.Status = boolStatus(stable && running.Status == metav1.ConditionTrue && s.ObservedGeneration == generation)
+	ready.Message = "Lifecycle state " + string(s.LifecycleState)
+	if ready.Reason == "" {
+		ready.Reason = "Created"
+	}
+	return []metav1.Condition{running, ready}
+}
+
+func sessionReason(jm flinkv1beta1.JobManagerDeploymentStatus) (string, string) {
+	switch jm {
+	case flinkv1beta1.JobManagerReady:
+		return "JobManagerReady", "JobManager is running and ready"
+	case flinkv1beta1.JobManagerDeployedNotReady:
+		return "DeployedNotReady", "JobManager is running but not ready yet"
+	case flinkv1beta1.JobManagerDeploying:
+		return "JobManagerIsDeploying", "JobManager process is starting up"
+	case flinkv1beta1.JobManagerError:
+		return "Error", "JobManager deployment failed"
+	default:
+		return "JobManagerDeploymentMissing", "JobManager deployment not found"
+	}
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// camel turns RUNNING into Running and ROLLED_BACK into RolledBack.
+func camel(s string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(strings.ToLower(s), "_") {
+		if part == "" {
+			continue
+		}
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	return b.String()
+}
