@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -46,6 +47,10 @@ type options struct {
 	webhookPort          int
 	webhookCertDir       string
 	jarSchemes           string
+	restURLTemplate      string
+	restTimeout          time.Duration
+	reconcileInterval    time.Duration
+	progressInterval     time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -69,6 +74,14 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Directory with tls.crt and tls.key; reloaded when they change. Default /tmp/k8s-webhook-server/serving-certs (where OLM mounts them).")
+	fs.StringVar(&o.restURLTemplate, "flink-rest-url-template", controllers.DefaultRESTURLTemplate,
+		"Where a cluster's JobManager REST endpoint is; {{name}}, {{namespace}} and {{port}} are replaced. "+
+			"Change it when the operator runs outside the cluster (e.g. behind kubectl proxy or a port-forward).")
+	fs.DurationVar(&o.restTimeout, "flink-rest-timeout", 10*time.Second, "Timeout of a Flink REST call (kubernetes.operator.flink.client.timeout).")
+	fs.DurationVar(&o.reconcileInterval, "reconcile-interval", controllers.DefaultIntervals.Reconcile,
+		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
+	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
+		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
 }
@@ -149,8 +162,19 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
 	}
+	validator := o.validator()
+	if err := (&controllers.FlinkDeploymentReconciler{
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
+		Flink:     &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Timeout: o.restTimeout},
+		Validator: validator,
+		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
+	}
 	if o.enableWebhooks {
-		if err := flinkwebhook.Setup(mgr, o.validator()); err != nil {
+		if err := flinkwebhook.Setup(mgr, validator); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

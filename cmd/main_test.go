@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
@@ -62,6 +63,9 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 		leaderElectionNS:     leaseNS,
 		watchNamespaces:      "team-a,team-b",
 		enableWebhooks:       false,
+		restURLTemplate:      controllers.DefaultRESTURLTemplate,
+		reconcileInterval:    time.Minute,
+		progressInterval:     10 * time.Second,
 	}
 	mgr, err := newManager(env.Config, o)
 	require.NoError(t, err)

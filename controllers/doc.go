@@ -1,3 +1,7 @@
 // Package controllers holds the reconcilers of FlinkDeployment, FlinkSessionJob and
-// FlinkStateSnapshot. Each runs observe → validate → reconcile over the clients in pkg/.
+// FlinkStateSnapshot. Each runs the same phases every time: observe (what exists: the
+// JobManager Deployment, the job through Flink's REST API), validate (pkg/validation, the
+// webhook's rules), reconcile (decide from the observed state and the status, then act). The
+// status is the write-ahead log: what the operator is about to do (the target spec, job id,
+// savepoint trigger id) is written before it is done, so a restarted operator resumes from it.
 package controllers

@@ -1,0 +1,219 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+)
+
+// DeploymentFinalizer is upstream's finalizer name (JOSDK's default for the kind).
+const DeploymentFinalizer = "flinkdeployments.flink.apache.org/finalizer"
+
+// Event reasons (upstream's, so existing alerts keep matching).
+const (
+	ReasonSubmit           = "Submit"
+	ReasonSpecChanged      = "SpecChanged"
+	ReasonSuspended        = "Suspended"
+	ReasonJobStatusChanged = "JobStatusChanged"
+	ReasonMissing          = "Missing"
+	ReasonValidationError  = "ValidationError"
+	ReasonSavepointError   = "SavepointError"
+	ReasonCleanup          = "Cleanup"
+	ReasonError            = "Error"
+)
+
+// Intervals of the reconcile loop (upstream's defaults).
+type Intervals struct {
+	// Reconcile is how often a settled resource is looked at (kubernetes.operator.reconcile.interval).
+	Reconcile time.Duration
+	// ProgressCheck is how often a resource in motion is looked at
+	// (kubernetes.operator.observer.progress-check.interval).
+	ProgressCheck time.Duration
+}
+
+// DefaultIntervals are upstream's defaults.
+var DefaultIntervals = Intervals{Reconcile: 60 * time.Second, ProgressCheck: 10 * time.Second}
+
+// FlinkDeploymentReconciler runs Flink clusters for FlinkDeployments.
+type FlinkDeploymentReconciler struct {
+	Client    client.Client
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Flink     *FlinkClients
+	Defaults  native.Defaults
+	Validator *validation.Validator
+	Intervals Intervals
+}
+
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status;flinkdeployments/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
+
+// SetupWithManager watches FlinkDeployments and the JobManager Deployments they own.
+func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Intervals == (Intervals{}) {
+		r.Intervals = DefaultIntervals
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&flinkv1beta1.FlinkDeployment{}).
+		Owns(&appsv1.Deployment{}).
+		Named("flinkdeployment").
+		Complete(r)
+}
+
+// Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
+// writes the status (lifecycle state and conditions computed once, at the end).
+func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dep := &flinkv1beta1.FlinkDeployment{}
+	if err := r.Client.Get(ctx, req.NamespacedName, dep); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	s := newScope(dep)
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinkdeployment", req.NamespacedName))
+
+	if !dep.DeletionTimestamp.IsZero() {
+		return r.cleanup(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(dep, DeploymentFinalizer) {
+		controllerutil.AddFinalizer(dep, DeploymentFinalizer)
+		if err := r.Client.Update(ctx, dep); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+	}
+
+	if err := r.observe(ctx, s); err != nil {
+		return ctrl.Result{}, r.finish(ctx, s, err)
+	}
+	target, ok := r.validate(ctx, s)
+	if !ok {
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, r.finish(ctx, s, nil)
+	}
+	result, err := r.reconcile(ctx, s, target)
+	return result, r.finish(ctx, s, err)
+}
+
+// scope is one reconcile's view of a FlinkDeployment: the object and the status being built.
+type scope struct {
+	dep      *flinkv1beta1.FlinkDeployment
+	original *flinkv1beta1.FlinkDeployment
+	// deployed is the last reconciled spec (nil before the first deployment).
+	deployed *flinkv1beta1.FlinkDeploymentSpec
+}
+
+func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
+	s := &scope{dep: dep, original: dep.DeepCopy()}
+	var spec flinkv1beta1.FlinkDeploymentSpec
+	if found, _, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
+		s.deployed = &spec
+	}
+	return s
+}
+
+func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Status }
+
+// validate runs the shared rules. On violations the error is recorded and reported; the
+// reconcile goes on with the last deployed spec if there is one (so the cluster keeps being
+// observed), else stops.
+func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
+	// Update rules compare with the status's last reconciled spec, which s.dep carries.
+	errs := r.Validator.ValidateDeployment(s.dep, s.dep)
+	if len(errs) == 0 {
+		if s.status().Error != "" && isValidationError(s.status().Error) {
+			s.status().Error = ""
+		}
+		return &s.dep.Spec, true
+	}
+	msg := errs.ToAggregate().Error()
+	s.status().Error = errorJSON("ValidationError", msg)
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonValidationError, msg)
+	log.FromContext(ctx).Info("invalid spec", "errors", msg)
+	if s.deployed == nil {
+		return nil, false
+	}
+	return s.deployed, true
+}
+
+// finish computes the lifecycle state and conditions and writes the status if it changed.
+func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconcileErr error) error {
+	st := s.status()
+	if reconcileErr != nil {
+		st.Error = errorJSON("ReconcileError", reconcileErr.Error())
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
+	}
+	r.computeStatus(s)
+	if err := r.persist(ctx, s); err != nil {
+		if reconcileErr != nil {
+			return fmt.Errorf("%w (and writing status failed: %v)", reconcileErr, err)
+		}
+		return err
+	}
+	return reconcileErr
+}
+
+func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
+	st := s.status()
+	var jobState flinkv1beta1.JobState
+	if s.deployed != nil && s.deployed.Job != nil {
+		jobState = s.deployed.Job.State
+	}
+	st.LifecycleState = lifecycle.State(&st.CommonStatus, st.JobManagerDeploymentStatus, !s.dep.DeletionTimestamp.IsZero(), jobState)
+	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation) {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	if st.TaskManager == nil {
+		st.TaskManager = &flinkv1beta1.TaskManagerInfo{}
+	}
+	st.TaskManager.LabelSelector = fmt.Sprintf("%s=%s,%s=%s", native.LabelComponent, native.ComponentTaskManager, native.LabelApp, s.dep.Name)
+}
+
+// persist writes the status: the write-ahead log entry must be stored before the action it
+// describes. A merge patch of the status subresource: the operator is its only writer.
+func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error {
+	r.computeStatus(s)
+	if equalStatus(s.original.Status, s.dep.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.dep, client.MergeFrom(s.original)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status: %w", err)
+	}
+	s.original = s.dep.DeepCopy()
+	return nil
+}
+
+// recordDeployed writes spec as the last reconciled spec in the given reconciliation state.
+func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
+	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, s.deployed == nil)
+	if err != nil {
+		return err
+	}
+	rs := &s.status().ReconciliationStatus
+	rs.LastReconciledSpec, rs.State = raw, state
+	rs.ReconciliationTimestamp = time.Now().UnixMilli()
+	s.status().ObservedGeneration = s.dep.Generation
+	deployed := spec
+	s.deployed = &deployed
+	return nil
+}

@@ -1,0 +1,361 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+func fastIntervals() Intervals {
+	return Intervals{Reconcile: time.Second, ProgressCheck: 100 * time.Millisecond}
+}
+
+func newDeployment(t *testing.T, ns, name string) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`
+spec:
+  image: flink:1.20
+  flinkVersion: v1_20
+  serviceAccount: flink
+  flinkConfiguration: {state.checkpoints.dir: "file:///cp", state.savepoints.dir: "file:///sp", taskmanager.numberOfTaskSlots: "2"}
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", parallelism: 2, upgradeMode: savepoint}
+`), dep))
+	dep.Namespace, dep.Name = ns, name
+	return dep
+}
+
+// cluster plays the parts envtest lacks: the JobManager Deployment becomes available (as the
+// deployment controller and kubelet would make it) and the garbage collector finishes
+// foreground deletions. The fake Flink runs whatever job id the JobManager was deployed with.
+type cluster struct {
+	t     *testing.T
+	c     client.Client
+	flink *fakeflink.Server
+}
+
+func (k *cluster) jobManager(ns, name string) *appsv1.Deployment {
+	jm := &appsv1.Deployment{}
+	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, jm); err != nil {
+		return nil
+	}
+	return jm
+}
+
+// run makes the JobManager available and its job RUNNING in the fake Flink.
+func (k *cluster) run(ns, name, jobID string) {
+	k.t.Helper()
+	require.Eventually(k.t, func() bool {
+		jm := k.jobManager(ns, name)
+		if jm == nil || !jm.DeletionTimestamp.IsZero() {
+			return false
+		}
+		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
+		return k.c.Status().Update(context.Background(), jm) == nil
+	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
+	k.flink.SetJob(jobID, "RUNNING")
+}
+
+// collect finishes the foreground deletion of the current JobManager Deployment, and returns
+// once it is gone (the operator may already have created the next one).
+func (k *cluster) collect(ns, name string) {
+	k.t.Helper()
+	current := k.jobManager(ns, name)
+	require.NotNil(k.t, current)
+	require.Eventually(k.t, func() bool {
+		jm := k.jobManager(ns, name)
+		if jm == nil || jm.UID != current.UID {
+			return true
+		}
+		if jm.DeletionTimestamp.IsZero() {
+			return false
+		}
+		jm.Finalizers = nil
+		_ = k.c.Update(context.Background(), jm)
+		return false
+	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment was never deleted")
+}
+
+type recordedEvents struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recordedEvents) record(rec *record.FakeRecorder) {
+	go func() {
+		for e := range rec.Events {
+			r.mu.Lock()
+			r.events = append(r.events, e)
+			r.mu.Unlock()
+		}
+	}()
+}
+
+func (r *recordedEvents) has(substr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if strings.Contains(e, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func startOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
+	t.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	require.NoError(t, err)
+	rec := record.NewFakeRecorder(1000)
+	events := &recordedEvents{}
+	events.record(rec)
+	r := &FlinkDeploymentReconciler{
+		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
+		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+		Validator: &validation.Validator{}, Intervals: fastIntervals(),
+	}
+	require.NoError(t, r.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return events
+}
+
+func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep))
+	return dep
+}
+
+func waitFor(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	var last *flinkv1beta1.FlinkDeployment
+	require.Eventually(t, func() bool {
+		last = get(t, c, ns, name)
+		return cond(last)
+	}, 30*time.Second, 50*time.Millisecond, "%s never happened", what)
+	return last
+}
+
+func lifecycleIs(state flinkv1beta1.LifecycleState) func(*flinkv1beta1.FlinkDeployment) bool {
+	return func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.LifecycleState == state }
+}
+
+func restorePath(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
+	for _, line := range strings.Split(cm.Data["config.yaml"], "\n") {
+		if strings.HasPrefix(line, "execution.state-recovery.path:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "execution.state-recovery.path:"))
+		}
+	}
+	return ""
+}
+
+func TestFlinkDeploymentLifecycle(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "lifecycle", "orders"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+
+	// The write-ahead log: Flink must never see a trigger id the status does not hold yet.
+	var stopsBeforeRecorded []string
+	flink.OnStop = func(jobID, trigger string) {
+		d := get(t, c, ns, name)
+		if d.Status.JobStatus.SavepointInfo == nil || d.Status.JobStatus.SavepointInfo.TriggerID != trigger {
+			stopsBeforeRecorded = append(stopsBeforeRecorded, trigger)
+		}
+	}
+	events := startOperator(t, env, flink)
+	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
+
+	var firstJob string
+	t.Run("deploys and becomes stable", func(t *testing.T) {
+		d := waitFor(t, c, ns, name, "deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
+		})
+		assert.Contains(t, d.Finalizers, DeploymentFinalizer)
+		assert.Equal(t, flinkv1beta1.LifecycleDeployed, d.Status.LifecycleState)
+		firstJob = d.Status.JobStatus.JobID
+		assert.True(t, flinkIDLike(firstJob), firstJob)
+		jm := k.jobManager(ns, name)
+		require.NotNil(t, jm)
+		assert.Equal(t, "1", jm.Annotations["flinkdeployment.flink.apache.org/generation"])
+
+		k.run(ns, name, firstJob)
+		d = waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+		assert.Equal(t, flinkv1beta1.JobManagerReady, d.Status.JobManagerDeploymentStatus)
+		assert.Equal(t, flinkv1beta1.JobStatusRunning, d.Status.JobStatus.State)
+		assert.Equal(t, d.Status.ReconciliationStatus.LastReconciledSpec, d.Status.ReconciliationStatus.LastStableSpec)
+		assert.True(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Ready"))
+		assert.True(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Running"))
+		assert.Equal(t, int32(1), d.Status.TaskManager.Replicas, "parallelism 2 on 2 slots")
+		assert.True(t, events.has("Submit"))
+		assert.True(t, events.has("JobStatusChanged"))
+	})
+
+	var savepoint string
+	t.Run("savepoint upgrade restores from a fresh savepoint", func(t *testing.T) {
+		d := get(t, c, ns, name)
+		d.Spec.Job.Parallelism = 4
+		require.NoError(t, c.Update(ctx, d))
+		d = waitFor(t, c, ns, name, "savepoint taken", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.UpgradeSavepointPath != ""
+		})
+		savepoint = d.Status.JobStatus.UpgradeSavepointPath
+		assert.Equal(t, "FINISHED", flink.Job(firstJob), "stopped with a savepoint")
+		k.collect(ns, name)
+		d = waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != firstJob
+		})
+		assert.Equal(t, savepoint, restorePath(t, c, ns, name))
+		k.run(ns, name, d.Status.JobStatus.JobID)
+		d = waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
+		assert.Equal(t, savepoint, d.Status.JobStatus.SavepointInfo.LastSavepoint.Location)
+		assert.True(t, events.has("SpecChanged"))
+		assert.Empty(t, stopsBeforeRecorded, "stop-with-savepoint sent before its trigger id was in the status")
+	})
+
+	t.Run("suspend and resume", func(t *testing.T) {
+		running := get(t, c, ns, name)
+		running.Spec.Job.State = flinkv1beta1.JobStateSuspended
+		require.NoError(t, c.Update(ctx, running))
+		waitFor(t, c, ns, name, "savepoint for suspend", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.UpgradeSavepointPath != "" && d.Status.JobStatus.UpgradeSavepointPath != savepoint
+		})
+		k.collect(ns, name)
+		d := waitFor(t, c, ns, name, "SUSPENDED", lifecycleIs(flinkv1beta1.LifecycleSuspended))
+		assert.Equal(t, flinkv1beta1.JobManagerMissing, d.Status.JobManagerDeploymentStatus)
+		assert.Nil(t, k.jobManager(ns, name))
+		suspendSavepoint := d.Status.JobStatus.UpgradeSavepointPath
+		assert.True(t, events.has("Suspended"))
+
+		d.Spec.Job.State = flinkv1beta1.JobStateRunning
+		require.NoError(t, c.Update(ctx, d))
+		d = waitFor(t, c, ns, name, "resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && k.jobManager(ns, name) != nil
+		})
+		assert.Equal(t, suspendSavepoint, restorePath(t, c, ns, name))
+		k.run(ns, name, d.Status.JobStatus.JobID)
+		waitFor(t, c, ns, name, "STABLE after resume", lifecycleIs(flinkv1beta1.LifecycleStable))
+	})
+
+	t.Run("an invalid change is reported and the running cluster kept", func(t *testing.T) {
+		d := get(t, c, ns, name)
+		jobID := d.Status.JobStatus.JobID
+		parallelism := d.Spec.Job.Parallelism
+		d.Spec.ServiceAccount = ""
+		d.Spec.Job.Parallelism = 8
+		require.NoError(t, c.Update(ctx, d)) // no webhook here: the reconciler's own validation
+		d = waitFor(t, c, ns, name, "validation error", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return strings.Contains(d.Status.Error, "spec.serviceAccount: Required value")
+		})
+		assert.Equal(t, jobID, d.Status.JobStatus.JobID)
+		assert.Equal(t, "RUNNING", flink.Job(jobID), "the job was not touched")
+		assert.True(t, events.has("ValidationError"))
+		d.Spec.ServiceAccount = "flink"
+		d.Spec.Job.Parallelism = parallelism
+		require.NoError(t, c.Update(ctx, d))
+		waitFor(t, c, ns, name, "error cleared", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Error == "" })
+	})
+
+	t.Run("deletion removes the cluster, then the finalizer", func(t *testing.T) {
+		require.NoError(t, c.Delete(ctx, get(t, c, ns, name)))
+		require.Eventually(t, func() bool {
+			if jm := k.jobManager(ns, name); jm != nil && !jm.DeletionTimestamp.IsZero() {
+				jm.Finalizers = nil // the garbage collector's part
+				_ = c.Update(ctx, jm)
+			}
+			err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second, 50*time.Millisecond)
+		assert.Nil(t, k.jobManager(ns, name))
+		assert.True(t, events.has("Cleanup"))
+	})
+}
+
+// TestCrashAfterWriteAheadResumes: the operator dies after recording a deployment and before
+// applying it; the next one deploys exactly what was recorded, with the same job id.
+func TestCrashAfterWriteAheadResumes(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	ctx := context.Background()
+	const ns, name = "crash", "orders"
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
+
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	crashing := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, isDeployment := obj.(*appsv1.Deployment); isDeployment {
+				return errCrash
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	newReconciler := func(c client.Client) *FlinkDeploymentReconciler {
+		return &FlinkDeploymentReconciler{Client: c, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+			Flink: &FlinkClients{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+	}
+	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
+
+	_, err = newReconciler(crashing).Reconcile(ctx, req)
+	require.ErrorIs(t, err, errCrash)
+	recorded := get(t, base, ns, name)
+	assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, recorded.Status.ReconciliationStatus.State)
+	require.NotEmpty(t, recorded.Status.JobStatus.JobID, "the job id is recorded before the cluster is created")
+	assert.Equal(t, flinkv1beta1.LifecycleUpgrading, recorded.Status.LifecycleState)
+
+	_, err = newReconciler(base).Reconcile(ctx, req)
+	require.NoError(t, err)
+	after := get(t, base, ns, name)
+	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, after.Status.ReconciliationStatus.State)
+	assert.Equal(t, recorded.Status.JobStatus.JobID, after.Status.JobStatus.JobID, "the recorded job id is the one deployed")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
+	assert.Contains(t, cm.Data["config.yaml"], "$internal.pipeline.job-id: "+after.Status.JobStatus.JobID)
+}
+
+var errCrash = apierrors.NewServiceUnavailable("simulated operator crash")
+
+func flinkIDLike(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for _, r := range s {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,193 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Waiting reasons of a JobManager container that mean the deployment failed (upstream's list).
+var failedWaitingReasons = map[string]bool{
+	"CrashLoopBackOff": true, "ImagePullBackOff": true, "ErrImagePull": true,
+	"RunContainerError": true, "CreateContainerConfigError": true, "OOMKilled": true,
+}
+
+// observe records what exists: the JobManager Deployment's state (the state machine
+// MISSING → DEPLOYING → DEPLOYED_NOT_READY → READY, or ERROR) and, when the JobManager is ready,
+// the job's state from Flink. Nothing is observed before the first deployment.
+func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error {
+	st := s.status()
+	if s.deployed == nil {
+		return nil
+	}
+	jm := &appsv1.Deployment{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.dep.Namespace, Name: native.JobManagerDeploymentName(s.dep.Name)}, jm)
+	switch {
+	case apierrors.IsNotFound(err):
+		r.observeMissing(s)
+		return nil
+	case err != nil:
+		return fmt.Errorf("get JobManager deployment: %w", err)
+	}
+	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading &&
+		jm.DeletionTimestamp.IsZero() && jm.Annotations[native.AnnotationGeneration] == strconv.FormatInt(st.ObservedGeneration, 10) &&
+		st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
+		// The deployment of this upgrade went through before the operator could record it.
+		st.ReconciliationStatus.State = flinkv1beta1.ReconciliationDeployed
+	}
+	if !jm.DeletionTimestamp.IsZero() {
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+		return nil
+	}
+
+	conf, err := r.config(s, s.deployed)
+	if err != nil {
+		return err
+	}
+	if jm.Status.AvailableReplicas < 1 {
+		if reason, msg := r.failedPod(ctx, s); reason != "" {
+			if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerError {
+				r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonError, "JobManager %s: %s", reason, msg)
+			}
+			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerError
+			st.Error = errorJSON("DeploymentFailedException", reason+": "+msg)
+			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+			return nil
+		}
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+		return nil
+	}
+	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	if err != nil {
+		return err
+	}
+	cfg, err := cl.Config(ctx)
+	if err != nil {
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeployedNotReady
+		return nil
+	}
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	if st.ClusterInfo == nil {
+		st.ClusterInfo = map[string]string{}
+	}
+	st.ClusterInfo["flink-version"], st.ClusterInfo["flink-revision"] = cfg.FlinkVersion, cfg.FlinkRevision
+
+	if s.deployed.Job != nil {
+		r.observeJob(ctx, s, cl)
+	}
+	r.markStable(s, conf)
+	return nil
+}
+
+func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
+	st := s.status()
+	prev := st.JobManagerDeploymentStatus
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+	if s.deployed.Job == nil || s.deployed.Job.State == flinkv1beta1.JobStateSuspended ||
+		st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading {
+		return
+	}
+	if !isTerminal(st.JobStatus.State) {
+		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+	}
+	if prev != flinkv1beta1.JobManagerMissing && prev != flinkv1beta1.JobManagerError {
+		st.Error = errorJSON("MissingJobManagerException", "Missing JobManager deployment")
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonMissing, "Missing JobManager deployment")
+	}
+}
+
+// observeJob reads the job's state from Flink.
+func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl *flink.Client) {
+	st := s.status()
+	if st.JobStatus.JobID == "" {
+		return
+	}
+	state, err := cl.JobStatus(ctx, st.JobStatus.JobID)
+	var next flinkv1beta1.JobStatusState
+	switch {
+	case flink.IsNotFound(err):
+		next = flinkv1beta1.JobStatusReconciling
+	case err != nil:
+		next = flinkv1beta1.JobStatusReconciling
+	default:
+		next = flinkv1beta1.JobStatusState(state)
+	}
+	if next != st.JobStatus.State {
+		if next != flinkv1beta1.JobStatusReconciling {
+			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", orUnknown(st.JobStatus.State), next)
+		}
+		st.JobStatus.State = next
+		st.JobStatus.UpdateTime = strconv.FormatInt(time.Now().UnixMilli(), 10)
+	}
+}
+
+// markStable copies the last reconciled spec to the last stable spec once it runs healthy.
+func (r *FlinkDeploymentReconciler) markStable(s *scope, conf native.Config) {
+	st := s.status()
+	rs := &st.ReconciliationStatus
+	if rs.State != flinkv1beta1.ReconciliationDeployed || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return
+	}
+	running := s.deployed.Job == nil || st.JobStatus.State == flinkv1beta1.JobStatusRunning
+	if !running {
+		return
+	}
+	if st.Error != "" && !isValidationError(st.Error) {
+		st.Error = ""
+	}
+	rs.LastStableSpec = rs.LastReconciledSpec
+	if st.TaskManager == nil {
+		st.TaskManager = &flinkv1beta1.TaskManagerInfo{}
+	}
+	if replicas, err := native.TaskManagerReplicas(conf, s.deployed); err == nil && s.deployed.Job != nil {
+		st.TaskManager.Replicas = replicas
+	}
+}
+
+// failedPod finds a JobManager pod whose container cannot start.
+func (r *FlinkDeploymentReconciler) failedPod(ctx context.Context, s *scope) (reason, message string) {
+	var pods corev1.PodList
+	if err := r.Client.List(ctx, &pods, client.InNamespace(s.dep.Namespace),
+		client.MatchingLabels{native.LabelApp: s.dep.Name, native.LabelComponent: native.ComponentJobManager}); err != nil {
+		return "", ""
+	}
+	for _, p := range pods.Items {
+		for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if w := cs.State.Waiting; w != nil && failedWaitingReasons[w.Reason] {
+				return w.Reason, w.Message
+			}
+			if t := cs.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" && cs.State.Waiting != nil {
+				return t.Reason, "the container ran out of memory"
+			}
+		}
+	}
+	return "", ""
+}
+
+// config is the effective Flink configuration of a spec.
+func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
+	dep := s.dep.DeepCopy()
+	dep.Spec = *spec.DeepCopy()
+	return native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})
+}
+
+func isTerminal(s flinkv1beta1.JobStatusState) bool {
+	return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed || s == flinkv1beta1.JobStatusCanceled
+}
+
+func orUnknown(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
+	if s == "" {
+		return "UNKNOWN"
+	}
+	return s
+}

@@ -1,0 +1,371 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// The reconcile state machine, from status.reconciliationStatus and what observe found:
+//
+//	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
+//	DEPLOYED, spec unchanged    → nothing; look again later
+//	DEPLOYED, spec changed      → record the new spec as UPGRADING (write-ahead), then upgrade:
+//	UPGRADING:
+//	  JobManager present        → stop the job as upgradeMode says:
+//	                                savepoint:  stop-with-savepoint (trigger id recorded first),
+//	                                            its path becomes upgradeSavepointPath
+//	                                last-state: keep HA metadata (without HA: latest checkpoint)
+//	                                stateless:  nothing to keep
+//	                              then delete the cluster and wait until it is gone
+//	  cluster gone, suspended   → DEPLOYED (lifecycle SUSPENDED)
+//	  cluster gone, running     → deploy the new spec, restoring what was kept → DEPLOYED
+//
+// Every step is idempotent and its inputs are in the status, so a restarted operator resumes.
+func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, target *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
+	st := s.status()
+	desired := target.DeepCopy()
+	if s.deployed == nil {
+		if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
+			return ctrl.Result{}, nil // created suspended: nothing to run yet
+		}
+		restore := ""
+		if desired.Job != nil {
+			restore = desired.Job.InitialSavepointPath
+		}
+		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
+		return r.deploy(ctx, s, desired, restore, true)
+	}
+	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
+		if !specChanged(s.deployed, desired) {
+			return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
+		}
+		if err := r.startUpgrade(ctx, s, desired); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
+}
+
+// startUpgrade writes the new spec as UPGRADING before anything is touched.
+func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) error {
+	st := s.status()
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, describeChange(s.deployed, desired))
+	// upgradeSavepointPath is what the next deployment restores from; set it for this upgrade.
+	if desired.Job != nil {
+		switch {
+		case redeployRequested(s.deployed, desired):
+			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
+		case upgradeModeOf(desired) == flinkv1beta1.UpgradeModeStateless:
+			st.JobStatus.UpgradeSavepointPath = ""
+		case jobRunning(st):
+			st.JobStatus.UpgradeSavepointPath = "" // a fresh savepoint or checkpoint is taken below
+		}
+	}
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return err
+	}
+	return r.persist(ctx, s)
+}
+
+func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
+	st := s.status()
+	conf, err := r.config(s, desired)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	mode := upgradeModeOf(desired)
+	keepHA := mode == flinkv1beta1.UpgradeModeLastState && conf.HAEnabled()
+	log.FromContext(ctx).V(1).Info("continuing upgrade", "jobManager", st.JobManagerDeploymentStatus, "job", st.JobStatus.State, "restore", st.JobStatus.UpgradeSavepointPath)
+
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
+		// A savepoint already triggered for this upgrade is followed to its end, whatever the
+		// job's state became meanwhile (it is FINISHED once the stop completed).
+		info := st.JobStatus.SavepointInfo
+		pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+		if desired.Job != nil && (pending || (jobRunning(st) && st.JobStatus.UpgradeSavepointPath == "" && mode != flinkv1beta1.UpgradeModeStateless)) {
+			switch {
+			case mode == flinkv1beta1.UpgradeModeSavepoint || pending:
+				return r.stopWithSavepoint(ctx, s, conf)
+			case mode == flinkv1beta1.UpgradeModeLastState && !keepHA:
+				if done, err := r.keepLatestCheckpoint(ctx, s, conf); !done || err != nil {
+					return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+				}
+			}
+		}
+		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !gone {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+	}
+
+	if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
+		if !isTerminal(st.JobStatus.State) {
+			st.JobStatus.State = flinkv1beta1.JobStatusFinished
+		}
+		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+			return ctrl.Result{}, err
+		}
+		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
+		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	}
+	restore := ""
+	if desired.Job != nil && !keepHA {
+		restore = st.JobStatus.UpgradeSavepointPath
+	}
+	return r.deploy(ctx, s, desired, restore, keepHA)
+}
+
+// deploy records what is about to be deployed (spec, job id, restore path), then applies the
+// cluster's objects. keepJobID keeps the job id (first deployment, or a last-state restore
+// through HA, which finds the job's checkpoints by its id).
+func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, restore string, keepJobID bool) (ctrl.Result, error) {
+	st := s.status()
+	if desired.Job != nil && (!keepJobID || st.JobStatus.JobID == "") {
+		st.JobStatus.JobID = deterministicJobID(string(s.dep.UID), st.ReconciliationStatus.ReconciliationTimestamp)
+	}
+	if desired.Job != nil {
+		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		st.JobStatus.UpgradeSavepointPath = restore
+	}
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+	ts := st.ReconciliationStatus.ReconciliationTimestamp
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it
+	if err := r.persist(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+
+	dep := s.dep.DeepCopy()
+	dep.Spec = *desired
+	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore}
+	if desired.Job != nil && desired.Job.AllowNonRestoredState != nil {
+		opts.AllowNonRestoredState = *desired.Job.AllowNonRestoredState
+	}
+	cluster, err := native.Build(dep, r.Defaults, opts)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("build cluster: %w", err)
+	}
+	if err := native.Apply(ctx, r.Client, cluster); err != nil {
+		return ctrl.Result{}, err
+	}
+	msg := "Starting deployment"
+	if restore != "" {
+		msg += " from " + restore
+	}
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSubmit, msg)
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.ReconciliationStatus.ReconciliationTimestamp = ts
+	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+}
+
+// stopWithSavepoint stops the job with a savepoint whose trigger id is recorded before it is
+// triggered; once complete, its path is what the next deployment restores.
+func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *scope, conf native.Config) (ctrl.Result, error) {
+	st := s.status()
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	}
+	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if st.JobStatus.SavepointInfo == nil {
+		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	info := st.JobStatus.SavepointInfo
+	jobID := st.JobStatus.JobID
+	if info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		res, err := cl.SavepointStatus(ctx, jobID, info.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			// The JobManager lost the operation (restart): trigger again under the same id.
+		case err != nil:
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		case res.State == flink.OperationInProgress:
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		case res.Failure != nil:
+			info.TriggerID, info.TriggerType = "", ""
+			msg := "Savepoint for the upgrade failed: " + res.Failure.Message()
+			st.Error = errorJSON("UpgradeFailureException", msg)
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		default:
+			sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location,
+				TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
+			info.LastSavepoint = &sp
+			info.SavepointHistory = append(info.SavepointHistory, sp)
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+			st.JobStatus.UpgradeSavepointPath = res.Location
+			st.JobStatus.State = flinkv1beta1.JobStatusFinished
+			log.FromContext(ctx).Info("upgrade savepoint completed", "path", res.Location)
+			return ctrl.Result{Requeue: true}, r.persist(ctx, s)
+		}
+	} else {
+		now := time.Now().UnixMilli()
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+		if err := r.persist(ctx, s); err != nil { // write-ahead: the id is known before Flink sees it
+			return ctrl.Result{}, err
+		}
+	}
+	err = cl.StopWithSavepoint(ctx, jobID, flink.StopRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
+	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
+		info.TriggerID, info.TriggerType = "", ""
+		msg := "Cannot stop the job with a savepoint: " + err.Error()
+		st.Error = errorJSON("UpgradeFailureException", msg)
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
+	}
+	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+}
+
+// keepLatestCheckpoint is last-state without HA: the latest completed checkpoint becomes the
+// restore path, recorded before the job is cancelled.
+func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s *scope, conf native.Config) (bool, error) {
+	st := s.status()
+	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	if err != nil {
+		return false, err
+	}
+	stats, err := cl.CheckpointStatistics(ctx, st.JobStatus.JobID)
+	if err != nil {
+		return false, nil
+	}
+	if stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+		msg := "last-state upgrade without HA needs a completed checkpoint; none yet"
+		st.Error = errorJSON("UpgradeFailureException", msg)
+		return false, nil
+	}
+	st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
+	if err := r.persist(ctx, s); err != nil {
+		return false, err
+	}
+	if err := cl.CancelJob(ctx, st.JobStatus.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
+		return false, nil
+	}
+	return true, nil
+}
+
+// cleanup runs on deletion: the cluster and its HA metadata go, then the finalizer.
+func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.dep, DeploymentFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.persist(ctx, s); err != nil { // lifecycle DELETING
+		return ctrl.Result{}, err
+	}
+	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !gone {
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	}
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Cluster deleted")
+	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
+	if err := r.Client.Update(ctx, s.dep); err != nil {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *FlinkDeploymentReconciler) requeueAfter(s *scope) time.Duration {
+	switch s.status().JobManagerDeploymentStatus {
+	case flinkv1beta1.JobManagerDeploying, flinkv1beta1.JobManagerDeployedNotReady:
+		return r.Intervals.ProgressCheck
+	}
+	if s.dep.Spec.Job != nil && s.status().JobStatus.State != flinkv1beta1.JobStatusRunning && !isTerminal(s.status().JobStatus.State) {
+		return r.Intervals.ProgressCheck
+	}
+	return r.Intervals.Reconcile
+}
+
+func jobRunning(st *flinkv1beta1.FlinkDeploymentStatus) bool {
+	return st.JobStatus.State == flinkv1beta1.JobStatusRunning
+}
+
+func upgradeModeOf(spec *flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.UpgradeMode {
+	if spec.Job == nil || spec.Job.UpgradeMode == "" {
+		return flinkv1beta1.UpgradeModeStateless
+	}
+	return spec.Job.UpgradeMode
+}
+
+// redeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
+func redeployRequested(before, after *flinkv1beta1.FlinkDeploymentSpec) bool {
+	if after.Job == nil || after.Job.SavepointRedeployNonce == nil {
+		return false
+	}
+	return before.Job == nil || before.Job.SavepointRedeployNonce == nil || *before.Job.SavepointRedeployNonce != *after.Job.SavepointRedeployNonce
+}
+
+// specChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade
+// mode, trigger nonces, initial savepoint, allowNonRestoredState, autoscaler reset) and
+// operator/autoscaler configuration keys do not restart anything.
+func specChanged(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) bool {
+	return !equalStatus(significant(deployed), significant(desired))
+}
+
+func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {
+	c := spec.DeepCopy()
+	if c.Job != nil {
+		c.Job.UpgradeMode, c.Job.SavepointTriggerNonce, c.Job.CheckpointTriggerNonce = "", nil, nil
+		c.Job.InitialSavepointPath, c.Job.AllowNonRestoredState, c.Job.AutoscalerResetNonce = "", nil, nil
+		if c.Job.State == "" {
+			c.Job.State = flinkv1beta1.JobStateRunning
+		}
+	}
+	if c.Mode == "" {
+		c.Mode = flinkv1beta1.DeploymentModeNative
+	}
+	if flat, err := c.FlinkConfiguration.Flatten(); err == nil {
+		for k := range flat {
+			if strings.HasPrefix(k, "kubernetes.operator.") || strings.HasPrefix(k, "job.autoscaler.") {
+				delete(flat, k)
+			}
+		}
+		c.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(flat)
+	}
+	raw, _ := json.Marshal(c)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+func describeChange(before, after *flinkv1beta1.FlinkDeploymentSpec) string {
+	a, b := significant(before), significant(after)
+	var changed []string
+	for k := range b {
+		if !equalStatus(a[k], b[k]) {
+			changed = append(changed, "spec."+k)
+		}
+	}
+	for k := range a {
+		if _, ok := b[k]; !ok {
+			changed = append(changed, "spec."+k)
+		}
+	}
+	if len(changed) == 0 {
+		return "Spec changed"
+	}
+	return "Spec changed: " + strings.Join(sortStrings(changed), ", ")
+}

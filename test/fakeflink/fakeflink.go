@@ -1,0 +1,164 @@
+// Package fakeflink is a scripted Flink JobManager REST server for tests that need to drive
+// the operator through states real Flink reaches rarely or slowly: jobs appear in the states
+// the test sets, savepoints complete or fail on command, and every request is recorded.
+// Test-only code; real-Flink tests use test/flinkcluster.
+package fakeflink
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Server is a fake JobManager shared by all clusters of a test.
+type Server struct {
+	*httptest.Server
+	mu sync.Mutex
+	// Version reported by GET /config.
+	Version string
+	jobs    map[string]string
+	// savepoints by trigger id: "" in progress, else location; failures in failed.
+	savepoints map[string]string
+	failed     map[string]string
+	// SavepointLocation returns the location of a completed savepoint for a trigger.
+	SavepointLocation func(jobID, trigger string) string
+	// OnStop is called with each stop-with-savepoint request before it is answered.
+	OnStop func(jobID, trigger string)
+	// AutoComplete completes savepoints as soon as they are triggered.
+	AutoComplete bool
+	requests     []string
+}
+
+// New starts a fake JobManager.
+func New(t testing.TB) *Server {
+	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{}, AutoComplete: true}
+	s.SavepointLocation = func(jobID, trigger string) string {
+		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// SetJob sets a job's state ("" removes it).
+func (s *Server) SetJob(id, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state == "" {
+		delete(s.jobs, id)
+		return
+	}
+	s.jobs[id] = state
+}
+
+// Job returns a job's state ("" when unknown).
+func (s *Server) Job(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.jobs[id]
+}
+
+// Requests returns "METHOD /path" of every request so far.
+func (s *Server) Requests() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.requests...)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+	s.mu.Unlock()
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.URL.Path == "/config":
+		writeJSON(w, 200, map[string]any{"flink-version": s.Version, "flink-revision": "fake", "features": map[string]bool{"web-submit": true}})
+	case r.URL.Path == "/overview":
+		writeJSON(w, 200, map[string]any{"taskmanagers": 1, "slots-total": 2, "flink-version": s.Version})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "status":
+		s.mu.Lock()
+		state, ok := s.jobs[parts[1]]
+		s.mu.Unlock()
+		if !ok {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job " + parts[1] + " not found"}})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"status": state})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "stop" && r.Method == http.MethodPost:
+		var body struct {
+			TriggerID string `json:"triggerId"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		if s.OnStop != nil {
+			s.OnStop(parts[1], body.TriggerID)
+		}
+		s.mu.Lock()
+		if _, ok := s.jobs[parts[1]]; !ok {
+			s.mu.Unlock()
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
+			return
+		}
+		if _, seen := s.savepoints[body.TriggerID]; !seen {
+			s.savepoints[body.TriggerID] = ""
+			if s.AutoComplete {
+				s.savepoints[body.TriggerID] = s.SavepointLocation(parts[1], body.TriggerID)
+				s.jobs[parts[1]] = "FINISHED"
+			}
+		}
+		s.mu.Unlock()
+		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
+	case len(parts) == 4 && parts[0] == "jobs" && parts[2] == "savepoints":
+		s.mu.Lock()
+		loc, ok := s.savepoints[parts[3]]
+		failure := s.failed[parts[3]]
+		s.mu.Unlock()
+		switch {
+		case !ok:
+			writeJSON(w, 404, map[string]any{"errors": []string{"There is no savepoint operation with triggerId=" + parts[3]}})
+		case failure != "":
+			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"},
+				"operation": map[string]any{"failure-cause": map[string]string{"class": "java.lang.Exception", "stack-trace": "java.lang.Exception: " + failure}}})
+		case loc == "":
+			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "IN_PROGRESS"}})
+		default:
+			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": map[string]string{"location": loc}})
+		}
+	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if _, ok := s.jobs[parts[1]]; !ok {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
+			return
+		}
+		s.jobs[parts[1]] = "CANCELED"
+		writeJSON(w, 202, map[string]any{})
+	default:
+		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
+	}
+}
+
+// CompleteSavepoint completes a pending savepoint (when AutoComplete is off), or fails it
+// with a message.
+func (s *Server) CompleteSavepoint(jobID, trigger, failure string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if failure != "" {
+		s.failed[trigger] = failure
+		s.savepoints[trigger] = "failed"
+		return
+	}
+	s.savepoints[trigger] = s.SavepointLocation(jobID, trigger)
+	s.jobs[jobID] = "FINISHED"
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	out, _ := json.Marshal(body)
+	_, _ = io.WriteString(w, string(out))
+}
