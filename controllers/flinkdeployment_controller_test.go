@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
@@ -127,7 +128,9 @@ func (r *recordedEvents) has(substr string) bool {
 
 func startOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	skip := true // every test starts its own manager in this process
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
 	require.NoError(t, err)
 	rec := record.NewFakeRecorder(1000)
 	events := &recordedEvents{}
@@ -358,4 +361,109 @@ func flinkIDLike(s string) bool {
 		}
 	}
 	return true
+}
+
+// TestUpgradeModes runs one upgrade per mode and checks what the new deployment restores from.
+func TestUpgradeModes(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+
+	tests := []struct {
+		name, mode   string
+		config       map[string]string
+		wantRestore  func(oldJob string) string
+		wantSameJob  bool
+		wantOldState string
+	}{
+		{name: "stateless", mode: "stateless", wantRestore: func(string) string { return "" }, wantOldState: "RUNNING"},
+		{name: "last-state-no-ha", mode: "last-state", wantRestore: fakeflink.CheckpointPath, wantOldState: "CANCELED"},
+		{name: "last-state-ha", mode: "last-state", config: map[string]string{"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"},
+			wantRestore: func(string) string { return "" }, wantSameJob: true, wantOldState: "RUNNING"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := "mode-" + tt.name
+			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			dep := newDeployment(t, ns, "job")
+			dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeMode(tt.mode)
+			if tt.config != nil {
+				conf, err := dep.Spec.FlinkConfiguration.Flatten()
+				require.NoError(t, err)
+				for k, v := range tt.config {
+					conf[k] = v
+				}
+				dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+			}
+			require.NoError(t, c.Create(ctx, dep))
+			d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+				return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+			})
+			oldJob := d.Status.JobStatus.JobID
+			k.run(ns, "job", oldJob)
+			d = waitFor(t, c, ns, "job", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+			d.Spec.Image = "flink:1.20.1"
+			require.NoError(t, c.Update(ctx, d))
+			k.collect(ns, "job")
+			d = waitFor(t, c, ns, "job", "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+				jm := k.jobManager(ns, "job")
+				return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil &&
+					jm.Spec.Template.Spec.Containers[0].Image == "flink:1.20.1"
+			})
+			assert.Equal(t, tt.wantRestore(oldJob), restorePath(t, c, ns, "job"))
+			assert.Equal(t, tt.wantSameJob, d.Status.JobStatus.JobID == oldJob, "job id kept")
+			assert.Equal(t, tt.wantOldState, flink.Job(oldJob), "how the old job was stopped")
+		})
+	}
+
+	t.Run("a failed savepoint keeps the job running and says why", func(t *testing.T) {
+		const ns = "savepoint-fails"
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
+		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		job := d.Status.JobStatus.JobID
+		k.run(ns, "job", job)
+		d = waitFor(t, c, ns, "job", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+		flink.SetAutoComplete(false)
+		defer flink.SetAutoComplete(true)
+		d.Spec.Job.Parallelism = 3
+		require.NoError(t, c.Update(ctx, d))
+		d = waitFor(t, c, ns, "job", "savepoint triggered", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.SavepointInfo != nil && d.Status.JobStatus.SavepointInfo.TriggerID != ""
+		})
+		assert.Equal(t, flinkv1beta1.LifecycleUpgrading, d.Status.LifecycleState)
+		flink.CompleteSavepoint(job, d.Status.JobStatus.SavepointInfo.TriggerID, "disk full")
+		d = waitFor(t, c, ns, "job", "error recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return strings.Contains(d.Status.Error, "Savepoint for the upgrade failed: java.lang.Exception: disk full")
+		})
+		assert.Equal(t, "RUNNING", flink.Job(job))
+		assert.NotNil(t, k.jobManager(ns, "job"), "the running cluster is kept")
+		assert.True(t, events.has("SavepointError"))
+	})
+
+	t.Run("a JobManager deleted behind the operator's back is reported", func(t *testing.T) {
+		const ns = "missing"
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
+		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		k.run(ns, "job", d.Status.JobStatus.JobID)
+		waitFor(t, c, ns, "job", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+		require.NoError(t, c.Delete(ctx, k.jobManager(ns, "job")))
+		d = waitFor(t, c, ns, "job", "MISSING", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
+		})
+		assert.Equal(t, flinkv1beta1.JobStatusReconciling, d.Status.JobStatus.State)
+		assert.Contains(t, d.Status.Error, "Missing JobManager deployment")
+		assert.False(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Running"))
+		assert.True(t, events.has("Missing"))
+	})
 }

@@ -29,14 +29,14 @@ type Server struct {
 	SavepointLocation func(jobID, trigger string) string
 	// OnStop is called with each stop-with-savepoint request before it is answered.
 	OnStop func(jobID, trigger string)
-	// AutoComplete completes savepoints as soon as they are triggered.
-	AutoComplete bool
+	// autoComplete completes savepoints as soon as they are triggered (the default).
+	autoComplete bool
 	requests     []string
 }
 
 // New starts a fake JobManager.
 func New(t testing.TB) *Server {
-	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{}, AutoComplete: true}
+	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{}, autoComplete: true}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -105,7 +105,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
-			if s.AutoComplete {
+			if s.autoComplete {
 				s.savepoints[body.TriggerID] = s.SavepointLocation(parts[1], body.TriggerID)
 				s.jobs[parts[1]] = "FINISHED"
 			}
@@ -128,6 +128,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": map[string]string{"location": loc}})
 		}
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "checkpoints" && r.Method == http.MethodGet:
+		s.mu.Lock()
+		_, ok := s.jobs[parts[1]]
+		s.mu.Unlock()
+		if !ok {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": 7},
+			"latest": map[string]any{"completed": map[string]any{"id": 7, "external_path": CheckpointPath(parts[1])}}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -140,6 +150,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
 	}
+}
+
+// SetAutoComplete says whether savepoints complete as soon as they are triggered; when not,
+// CompleteSavepoint ends them.
+func (s *Server) SetAutoComplete(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.autoComplete = on
 }
 
 // CompleteSavepoint completes a pending savepoint (when AutoComplete is off), or fails it
@@ -162,3 +180,6 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	out, _ := json.Marshal(body)
 	_, _ = io.WriteString(w, string(out))
 }
+
+// CheckpointPath is the latest completed checkpoint the fake reports for a job.
+func CheckpointPath(jobID string) string { return "file:/flink/checkpoints/" + jobID + "/chk-7" }
