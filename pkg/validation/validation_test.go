@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/yamlmerge"
 )
 
 const validDeployment = `
@@ -31,32 +32,11 @@ func patched(t *testing.T, base, patch string) *flinkv1beta1.FlinkDeployment {
 	var b, p map[string]any
 	require.NoError(t, yaml.Unmarshal([]byte(base), &b))
 	require.NoError(t, yaml.Unmarshal([]byte(patch), &p))
-	raw, err := yaml.Marshal(mergeMaps(b, p))
+	raw, err := yaml.Marshal(yamlmerge.Merge(b, p))
 	require.NoError(t, err)
 	dep := &flinkv1beta1.FlinkDeployment{}
 	require.NoError(t, yaml.UnmarshalStrict(raw, dep))
 	return dep
-}
-
-func mergeMaps(base, patch map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, pv := range patch {
-		if pv == nil {
-			delete(out, k)
-			continue
-		}
-		if pm, ok := pv.(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeMaps(bm, pm)
-				continue
-			}
-		}
-		out[k] = pv
-	}
-	return out
 }
 
 func messages(errs field.ErrorList) []string {

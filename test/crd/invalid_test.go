@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/flink-operator/flink-operator/test/yamlmerge"
 )
 
 const validDeployment = `
@@ -106,7 +108,7 @@ func TestInvalidResourcesAreRejected(t *testing.T) {
 			var patch map[string]any
 			require.NoError(t, yaml.Unmarshal([]byte(tt.patch), &patch))
 			spec, _, _ := unstructured.NestedMap(obj.Object, "spec")
-			obj.Object["spec"] = mergeMaps(spec, patch)
+			obj.Object["spec"] = yamlmerge.Merge(spec, patch)
 			obj.SetNamespace(ns)
 			obj.SetName(fmt.Sprintf("%s-%d", obj.GetName(), i))
 
@@ -132,22 +134,4 @@ func mustObject(t *testing.T, doc string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal([]byte(doc), &obj.Object))
 	return obj
-}
-
-// mergeMaps returns base with patch merged in recursively (patch wins on scalars).
-func mergeMaps(base, patch map[string]any) map[string]any {
-	out := map[string]any{}
-	for k, v := range base {
-		out[k] = v
-	}
-	for k, pv := range patch {
-		if pm, ok := pv.(map[string]any); ok {
-			if bm, ok := out[k].(map[string]any); ok {
-				out[k] = mergeMaps(bm, pm)
-				continue
-			}
-		}
-		out[k] = pv
-	}
-	return out
 }
