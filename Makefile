@@ -32,6 +32,10 @@ ENVTEST_ASSETS_DIR = $(LOCALBIN)/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
 KUBE_APISERVER = $(ENVTEST_ASSETS_DIR)/kube-apiserver
 ETCD = $(ENVTEST_ASSETS_DIR)/etcd
 KUBECTL = $(ENVTEST_ASSETS_DIR)/kubectl
+# The local cluster (test/localcluster) adds the controller manager and scheduler, so Deployments
+# become ReplicaSets and Pods, and EndpointSlices follow pod readiness, as in a real cluster.
+KUBE_CONTROLLER_MANAGER = $(ENVTEST_ASSETS_DIR)/kube-controller-manager
+KUBE_SCHEDULER = $(ENVTEST_ASSETS_DIR)/kube-scheduler
 # Without these, /version reports v0.0.0-master and kubectl and OLM's minKubeVersion check fail.
 KUBE_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33 \
@@ -85,10 +89,18 @@ verify: manifests generate ## Fail when generated files are stale or gofmt / go 
 	@echo "verify: ok"
 
 .PHONY: test
-test: manifests generate envtest-assets flink-dist ## Run all tests: unit, envtest (real kube-apiserver + etcd) and real-Flink suites.
+test: unit e2e ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, then the e2e suite.
+
+.PHONY: unit
+unit: manifests generate envtest-assets flink-dist ## Unit, envtest and real-Flink tests (everything but e2e).
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" \
 		go test ./... -count=1 -timeout 30m
+
+.PHONY: e2e
+e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout 40m -v 2>&1 | \
+		grep -E --line-buffered '^(=== RUN|--- |PASS|FAIL|ok|panic)|e2e.go|_test.go' ; exit $${PIPESTATUS[0]}
 
 .PHONY: golden
 golden: ## Rewrite pkg/native's golden files (review the diff before committing).
@@ -103,6 +115,11 @@ bench: ## Run benchmarks.
 .PHONY: build
 build: manifests generate ## Build the manager binary.
 	go build -o bin/manager ./cmd
+
+.PHONY: run-local
+run-local: manifests generate cluster-assets flink-dist ## Try it on one machine: local cluster, real Flink, operator, a sample job. Ctrl-C stops all.
+	go build -o $(LOCALBIN)/runlocal ./test/cmd/runlocal
+	$(LOCALBIN)/runlocal
 
 .PHONY: run
 run: manifests generate ## Run the operator against the current kube context (see hack/run.sh).
@@ -149,6 +166,17 @@ $(KUBE_APISERVER): hack/tools/kube/go.mod
 $(KUBECTL): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kubectl && mv $@.tmp $@
+
+.PHONY: cluster-assets
+cluster-assets: envtest-assets $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) ## Build the local cluster's control plane (envtest's plus controller manager and scheduler).
+
+$(KUBE_CONTROLLER_MANAGER): hack/tools/kube/go.mod
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-controller-manager && mv $@.tmp $@
+
+$(KUBE_SCHEDULER): hack/tools/kube/go.mod
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-scheduler && mv $@.tmp $@
 
 $(ETCD): hack/tools/etcd/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)

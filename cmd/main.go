@@ -48,6 +48,7 @@ type options struct {
 	webhookCertDir       string
 	jarSchemes           string
 	restURLTemplate      string
+	restAddress          string
 	restTimeout          time.Duration
 	reconcileInterval    time.Duration
 	progressInterval     time.Duration
@@ -77,6 +78,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.restURLTemplate, "flink-rest-url-template", controllers.DefaultRESTURLTemplate,
 		"Where a cluster's JobManager REST endpoint is; {{name}}, {{namespace}} and {{port}} are replaced. "+
 			"Change it when the operator runs outside the cluster (e.g. behind kubectl proxy or a port-forward).")
+	fs.StringVar(&o.restAddress, "flink-rest-address", controllers.RESTAddressService,
+		"How the operator addresses JobManagers: \"service\" uses --flink-rest-url-template; \"pod-ip\" uses the address "+
+			"of a ready JobManager pod behind the REST Service (operator outside the cluster with routable pod IPs).")
 	fs.DurationVar(&o.restTimeout, "flink-rest-timeout", 10*time.Second, "Timeout of a Flink REST call (kubernetes.operator.flink.client.timeout).")
 	fs.DurationVar(&o.reconcileInterval, "reconcile-interval", controllers.DefaultIntervals.Reconcile,
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
@@ -133,6 +137,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.restAddress != controllers.RESTAddressService && o.restAddress != controllers.RESTAddressPodIP {
+		return nil, fmt.Errorf("--flink-rest-address %q: allowed: %s, %s", o.restAddress, controllers.RESTAddressService, controllers.RESTAddressPodIP)
+	}
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
@@ -164,10 +171,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}
 	validator := o.validator()
 	if err := (&controllers.FlinkDeploymentReconciler{
-		Client:    mgr.GetClient(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
-		Flink:     &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Timeout: o.restTimeout},
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor("flink-operator"),
+		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
+			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout},
 		Validator: validator,
 		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {

@@ -67,7 +67,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
 		return nil
 	}
-	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
 	if err != nil {
 		return err
 	}

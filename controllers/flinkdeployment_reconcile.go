@@ -186,7 +186,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	}
-	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -242,7 +242,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 // restore path, recorded before the job is cancelled.
 func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s *scope, conf native.Config) (bool, error) {
 	st := s.status()
-	cl, err := r.Flink.For(s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
 	if err != nil {
 		return false, err
 	}

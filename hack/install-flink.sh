@@ -3,7 +3,9 @@
 #   the distribution's lib/, bin/ (bash-java-utils.jar) and plugins/ come from the
 #   apache-flink-libraries sdist on PyPI (pip download --no-deps; pip's cache makes reruns cheap),
 #   the example jobs from Maven Central (org.apache.flink:flink-examples-streaming, classifiers
-#   TopSpeedWindowing and WordCount; Maven's local repository caches them).
+#   TopSpeedWindowing and WordCount; Maven's local repository caches them). They land in
+#   examples/<Job>.jar and, as in the Flink image, in examples/streaming/<Job>.jar. Central has no
+#   StateMachineExample classifier (the image builds it), so our examples run TopSpeedWindowing.
 # Usage: hack/install-flink.sh FLINK_VERSION EXAMPLES_VERSION DEST
 set -euo pipefail
 version=$1 examples_version=$2 dest=$3
@@ -29,6 +31,8 @@ for job in TopSpeedWindowing WordCount; do
   mv "$tmp/x/examples/flink-examples-streaming-$job.jar" "$tmp/x/examples/$job.jar" 2>/dev/null ||
     mv "$tmp/x/examples/"*"$job"*.jar "$tmp/x/examples/$job.jar"
 done
+mkdir -p "$tmp/x/examples/streaming"
+for jar in "$tmp/x/examples/"*.jar; do ln -s "../$(basename "$jar")" "$tmp/x/examples/streaming/$(basename "$jar")"; done
 
 rm -rf "$dest"
 mkdir -p "$(dirname "$dest")"

@@ -70,6 +70,29 @@ func (d Dist) distJar() (string, error) {
 	return m[0], nil
 }
 
+// Installed returns the distributions `make flink-dist` installed under bin/flink.
+func Installed(repoRoot string) ([]Dist, error) {
+	dirs, err := filepath.Glob(filepath.Join(repoRoot, "bin", "flink", "*", ".installed"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Dist
+	for _, stamp := range dirs {
+		home := filepath.Dir(stamp)
+		out = append(out, Dist{Version: filepath.Base(home), Home: home})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no Flink distribution in %s (run `make flink-dist`)", filepath.Join(repoRoot, "bin", "flink"))
+	}
+	return out, nil
+}
+
+// Classpath is what Flink's scripts put on a JobManager's or TaskManager's classpath.
+func (d Dist) Classpath() (string, error) { return d.classpath() }
+
+// JavaModuleFlags are the JVM flags Flink's scripts add on Java 17.
+func JavaModuleFlags() []string { return append([]string(nil), javaModuleFlags...) }
+
 // classpath is lib/*.jar sorted with flink-dist last, as Flink's config.sh builds it.
 func (d Dist) classpath() (string, error) {
 	dist, err := d.distJar()

@@ -1,0 +1,268 @@
+// Package localcluster runs a Kubernetes control plane as local processes: etcd,
+// kube-apiserver, kube-controller-manager and kube-scheduler, all built from the Go module
+// proxy by `make cluster-assets`. With a node agent (package nodeagent) it behaves like a real
+// one-node cluster: Deployments become ReplicaSets and Pods, pods are scheduled, garbage is
+// collected and EndpointSlices follow pod readiness. Test and development tool only.
+package localcluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options say where the binaries are and where the cluster keeps its state.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+	BinDir string
+	// Dir holds the cluster's data, certificates, kubeconfig and process logs.
+	Dir string
+	// Log receives one line per lifecycle step; nil discards them.
+	Log io.Writer
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+
+	opts  Options
+	mu    sync.Mutex
+	procs []*process
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// Start starts the control plane and waits until the API server is ready. Stop it with Stop;
+// its processes also die with the calling process (they get SIGKILL when it exits).
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	c := &Cluster{opts: opts}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) logf(format string, args ...any) {
+	if c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, "localcluster: "+format+"\n", args...)
+	}
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+		if _, err := os.Stat(filepath.Join(c.opts.BinDir, b)); err != nil {
+			return fmt.Errorf("%s is missing in %s (run `make cluster-assets`): %w", b, c.opts.BinDir, err)
+		}
+	}
+	dir := c.opts.Dir
+	for _, d := range []string{"etcd", "certs", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	saKey := filepath.Join(dir, "sa.key")
+	saPub := filepath.Join(dir, "sa.pub")
+	if err := writeServiceAccountKeys(saKey, saPub); err != nil {
+		return fmt.Errorf("service account keys: %w", err)
+	}
+	token := randomToken()
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
+		return err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	if err := c.run("etcd", "--name=default", "--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--listen-metrics-urls=http://127.0.0.1:0", "--unsafe-no-fsync"); err != nil {
+		return err
+	}
+	certDir := filepath.Join(dir, "certs")
+	if err := c.run("kube-apiserver", "--etcd-servers="+etcdURL, "--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort), "--cert-dir="+certDir,
+		"--token-auth-file="+tokens, "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/24",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+saPub,
+		"--service-account-signing-key-file="+saKey, "--allow-privileged=true"); err != nil {
+		return err
+	}
+
+	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	c.Kubeconfig = filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, server, token); err != nil {
+		return err
+	}
+	c.Config = &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
+		QPS: 100, Burst: 200}
+	if err := waitReady(ctx, server, token, 60*time.Second); err != nil {
+		return fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(dir, "logs", "kube-apiserver.log"))
+	}
+	c.logf("kube-apiserver ready at %s", server)
+
+	k := "--kubeconfig=" + c.Kubeconfig
+	if err := c.run("kube-controller-manager", k, "--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
+		"--leader-elect=false", "--use-service-account-credentials=false",
+		"--service-account-private-key-file="+saKey, "--root-ca-file="+filepath.Join(certDir, "apiserver.crt"),
+		// Quick garbage collection and endpoint updates keep tests short.
+		"--concurrent-gc-syncs=5", "--endpointslice-updates-batch-period=0s"); err != nil {
+		return err
+	}
+	if err := c.run("kube-scheduler", k, "--authentication-kubeconfig="+c.Kubeconfig,
+		"--authorization-kubeconfig="+c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
+		"--leader-elect=false"); err != nil {
+		return err
+	}
+	c.logf("controller manager and scheduler started; kubeconfig %s", c.Kubeconfig)
+	return nil
+}
+
+func (c *Cluster) run(name string, args ...string) error {
+	logFile, err := os.Create(filepath.Join(c.opts.Dir, "logs", name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group, and SIGKILL when the starter dies: Ctrl-C never leaves a process behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); logFile.Close(); close(p.done) }()
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	return nil
+}
+
+// Stop stops the processes in reverse start order. The API server shuts down gracefully
+// for up to 15 s (it can take 20 s), then it is killed.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	procs := c.procs
+	c.procs = nil
+	c.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+}
+
+func waitReady(ctx context.Context, server, token string, timeout time.Duration) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, server+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("/readyz: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("not ready after %s: %w", timeout, last)
+}
+
+func writeKubeconfig(path, server, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "admin", Namespace: "default"}
+	cfg.CurrentContext = "local"
+	return clientcmd.WriteToFile(*cfg, path)
+}
+
+func writeServiceAccountKeys(keyPath, pubPath string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(pubPath, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// freePorts reserves n distinct loopback ports (released just before use; the window is tiny).
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("reserve a port"), err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}

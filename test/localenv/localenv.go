@@ -1,0 +1,220 @@
+// Package localenv assembles the local cluster with real Flink: the control plane of
+// package localcluster with the project's CRDs, a node agent that runs pods as Flink
+// processes, and (optionally) the operator binary, run outside the cluster the way a
+// developer runs it. `make run-local` and the e2e suite use it. Test and development only.
+package localenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/flink-operator/flink-operator/test/flinkcluster"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/localcluster"
+	"github.com/flink-operator/flink-operator/test/nodeagent"
+)
+
+// Options configure the environment.
+type Options struct {
+	// Dir holds everything the environment writes; it is created when missing.
+	Dir string
+	// Log receives progress lines of the cluster and the agent; nil discards them.
+	Log io.Writer
+	// Operator starts the operator binary (built from ./cmd) against the cluster.
+	Operator bool
+	// OperatorArgs are extra flags for the operator.
+	OperatorArgs []string
+}
+
+// Env is a running local environment.
+type Env struct {
+	Cluster *localcluster.Cluster
+	Agent   *nodeagent.Agent
+	Client  client.Client
+	Kube    kubernetes.Interface
+	Dir     string
+
+	cancel   context.CancelFunc
+	agentCtx context.Context
+	operator *exec.Cmd
+	opDone   chan struct{}
+}
+
+// Start brings the environment up: control plane, CRDs, node agent, operator.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	root, err := kubeenv.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	dists, err := flinkcluster.Installed(root)
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{Dir: dir}
+	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
+		BinDir: filepath.Join(root, "bin", "k8s", "1.33.4-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Env, error) { e.Stop(); return nil, err }
+
+	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{
+		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+		return fail(fmt.Errorf("install CRDs: %w", err))
+	}
+	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: kubeenv.Scheme()}); err != nil {
+		return fail(err)
+	}
+	if e.Kube, err = kubernetes.NewForConfig(e.Cluster.Config); err != nil {
+		return fail(err)
+	}
+	var agentCtx context.Context
+	agentCtx, e.cancel = context.WithCancel(context.Background())
+	e.agentCtx = agentCtx
+	e.Agent, err = nodeagent.Start(agentCtx, nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
+		Dir: filepath.Join(dir, "node"), Dists: dists, Log: opts.Log})
+	if err != nil {
+		return fail(err)
+	}
+	if opts.Operator {
+		if err := e.startOperator(ctx, root, opts.OperatorArgs); err != nil {
+			return fail(err)
+		}
+	}
+	return e, nil
+}
+
+// Namespace creates a namespace with the "flink" ServiceAccount upstream's examples run as
+// (upstream's Helm chart creates it in watched namespaces; a user creates it here).
+func (e *Env) Namespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "flink", Namespace: name}}
+	if err := e.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// OperatorLog is the operator's log file.
+func (e *Env) OperatorLog() string { return filepath.Join(e.Dir, "operator.log") }
+
+func (e *Env) startOperator(ctx context.Context, root string, extra []string) error {
+	bin := filepath.Join(e.Dir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build operator: %v: %s", err, out)
+	}
+	ports, err := freePorts(2)
+	if err != nil {
+		return err
+	}
+	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
+	args := append([]string{"--enable-webhooks=false", "--flink-rest-address=pod-ip",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extra...)
+	logFile, err := os.Create(e.OperatorLog())
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Cluster.Kubeconfig)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start operator: %w", err)
+	}
+	e.operator, e.opDone = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); logFile.Close(); close(e.opDone) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-e.opDone:
+			return fmt.Errorf("operator exited; log: %s", e.OperatorLog())
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("operator not ready after 60s; log: %s", e.OperatorLog())
+}
+
+// StopOperator stops the operator process (SIGTERM, then SIGKILL after 10 s).
+func (e *Env) StopOperator() {
+	if e.operator == nil {
+		return
+	}
+	_ = syscall.Kill(-e.operator.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-e.opDone:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-e.operator.Process.Pid, syscall.SIGKILL)
+		<-e.opDone
+	}
+	e.operator = nil
+}
+
+// Stop stops the operator, the node agent (killing every Flink process) and the control plane.
+func (e *Env) Stop() {
+	e.StopOperator()
+	if e.cancel != nil {
+		e.cancel()
+		if e.Agent != nil {
+			e.Agent.Wait()
+		}
+	}
+	if e.Cluster != nil {
+		e.Cluster.Stop()
+	}
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, errors.Join(errors.New("reserve a port"), err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}

@@ -1,0 +1,528 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/flink-operator/flink-operator/test/flinkcluster"
+)
+
+var metaGet = metav1.GetOptions{}
+
+// containerRunner runs one container's process, restarts it as the pod's restart policy
+// says, and runs its probes.
+type containerRunner struct {
+	r    *podRunner
+	spec corev1.Container
+	init bool
+
+	mu        sync.Mutex
+	state     corev1.ContainerState
+	lastState corev1.ContainerState
+	restarts  int32
+	started   bool
+	ready     bool
+	proc      *exec.Cmd
+	exited    chan struct{}
+	killed    bool
+	stopped   bool
+}
+
+func newContainerRunner(r *podRunner, c corev1.Container, init bool) *containerRunner {
+	return &containerRunner{r: r, spec: c, init: init,
+		state: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+}
+
+func (c *containerRunner) status() corev1.ContainerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	started := c.started
+	return corev1.ContainerStatus{
+		Name: c.spec.Name, Image: c.spec.Image, ImageID: "nodeagent://" + c.spec.Image,
+		State: c.state, LastTerminationState: c.lastState, RestartCount: c.restarts,
+		Ready: c.ready, Started: &started, ContainerID: c.containerID(),
+	}
+}
+
+func (c *containerRunner) containerID() string {
+	if c.proc == nil || c.proc.Process == nil {
+		return ""
+	}
+	return "nodeagent://" + strconv.Itoa(c.proc.Process.Pid)
+}
+
+func (c *containerRunner) setWaiting(reason, msg string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
+	c.ready = false
+}
+
+// runToCompletion runs an init container until it succeeds; false when it cannot.
+func (c *containerRunner) runToCompletion() bool {
+	for backoff := time.Second; ; backoff = min(2*backoff, 30*time.Second) {
+		code, ok := c.runOnce()
+		if !ok {
+			return false
+		}
+		if code == 0 {
+			return true
+		}
+		if c.r.pod.Spec.RestartPolicy == corev1.RestartPolicyNever || !c.sleep(backoff, "CrashLoopBackOff") {
+			return false
+		}
+		c.mu.Lock()
+		c.restarts++
+		c.mu.Unlock()
+	}
+}
+
+// run keeps the container running as its restart policy says.
+func (c *containerRunner) run() {
+	backoff := time.Duration(0)
+	for {
+		startedAt := time.Now()
+		code, ok := c.runOnce()
+		if !ok {
+			return
+		}
+		switch c.r.pod.Spec.RestartPolicy {
+		case corev1.RestartPolicyNever:
+			return
+		case corev1.RestartPolicyOnFailure:
+			if code == 0 {
+				return
+			}
+		}
+		// kubelet's crash loop back-off, shortened: immediate, then 5 s doubling to 60 s, reset
+		// after ten minutes of running.
+		if time.Since(startedAt) > 10*time.Minute {
+			backoff = 0
+		}
+		if !c.sleep(backoff, "CrashLoopBackOff") {
+			return
+		}
+		backoff = min(max(2*backoff, 5*time.Second), time.Minute)
+		c.mu.Lock()
+		c.restarts++
+		c.mu.Unlock()
+	}
+}
+
+func (c *containerRunner) sleep(d time.Duration, reason string) bool {
+	if d > 0 {
+		c.mu.Lock()
+		c.state = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason,
+			Message: fmt.Sprintf("back-off %s restarting failed container %s", d, c.spec.Name)}}
+		c.mu.Unlock()
+	}
+	select {
+	case <-c.r.ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// runOnce starts the process and waits for it; ok is false when it could not start or the
+// pod is stopping.
+func (c *containerRunner) runOnce() (exitCode int, ok bool) {
+	ctx := c.r.ctx
+	cmd, logPath, err := c.command(ctx)
+	if err != nil {
+		reason := "CreateContainerConfigError"
+		if strings.Contains(err.Error(), "not a Flink image") || strings.Contains(err.Error(), "entrypoints") {
+			reason = "ImageNotRunnable"
+		}
+		c.r.logf("container %s: %v", c.spec.Name, err)
+		c.setWaiting(reason, err.Error())
+		if reason == "ImageNotRunnable" {
+			<-ctx.Done()
+			return 0, false
+		}
+		return 1, ctx.Err() == nil // retried with back-off
+	}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return 0, false
+	}
+	if err := cmd.Start(); err != nil {
+		c.mu.Unlock()
+		c.setWaiting("RunContainerError", err.Error())
+		return 1, ctx.Err() == nil
+	}
+	exited := make(chan struct{})
+	c.proc, c.exited, c.killed = cmd, exited, false
+	c.started = c.spec.StartupProbe == nil
+	c.ready = false
+	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	c.mu.Unlock()
+	c.r.logf("container %s: started pid %d (%s)", c.spec.Name, cmd.Process.Pid, logPath)
+
+	probeCtx, stopProbes := context.WithCancel(ctx)
+	go c.probe(probeCtx)
+	err = cmd.Wait()
+	stopProbes()
+	close(exited)
+
+	code := 0
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	}
+	reason := "Completed"
+	if code != 0 {
+		reason = "Error"
+	}
+	if outOfMemory(logPath) {
+		reason = "OOMKilled"
+	}
+	c.mu.Lock()
+	started := c.state.Running.StartedAt
+	term := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: int32(code), Reason: reason,
+		StartedAt: started, FinishedAt: metav1.Now(), ContainerID: c.containerID(), Message: exitMessage(err, logPath)}}
+	c.state, c.lastState, c.ready, c.started = term, term, false, false
+	stopping := c.stopped
+	c.mu.Unlock()
+	c.r.logf("container %s: exited with %d (%s)", c.spec.Name, code, reason)
+	return code, !stopping && ctx.Err() == nil
+}
+
+// kill stops the container: SIGTERM, then SIGKILL after grace; it is not restarted.
+func (c *containerRunner) kill(grace time.Duration) {
+	c.mu.Lock()
+	c.stopped = true
+	proc, exited := c.proc, c.exited
+	c.mu.Unlock()
+	if proc == nil || proc.Process == nil {
+		return
+	}
+	signalGroup(proc, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		signalGroup(proc, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// restartForLiveness kills a process whose liveness probe failed; run restarts it.
+func (c *containerRunner) restartForLiveness() {
+	c.mu.Lock()
+	proc, exited := c.proc, c.exited
+	c.mu.Unlock()
+	signalGroup(proc, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		signalGroup(proc, syscall.SIGKILL)
+	}
+}
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd != nil && cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, sig)
+	}
+}
+
+// command builds the java process a Flink container runs.
+func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error) {
+	r := c.r
+	dist, err := distForImage(c.spec.Image, r.a.opts.Dists)
+	if err != nil {
+		return nil, "", err
+	}
+	env, order, err := r.containerEnv(ctx, c.spec)
+	if err != nil {
+		return nil, "", err
+	}
+	var words []string
+	for _, w := range append(append([]string{}, c.spec.Command...), c.spec.Args...) {
+		words = append(words, expandVars(w, env))
+	}
+	ep, err := flinkEntrypoint(words)
+	if err != nil {
+		return nil, "", err
+	}
+	rw := rewriter(append(r.pathMap(c.spec), pathRewrite{from: "/opt/flink", to: dist.Home}))
+
+	dir := filepath.Join(r.dir, "containers", c.spec.Name)
+	confDir := filepath.Join(dir, "conf")
+	if err := os.RemoveAll(confDir); err != nil {
+		return nil, "", err
+	}
+	confSource := env["FLINK_CONF_DIR"]
+	if confSource == "" {
+		confSource = "/opt/flink/conf"
+	}
+	overrides := map[string]string{}
+	for _, line := range strings.Split(env["FLINK_PROPERTIES"], "\n") { // the image entrypoint appends these
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) != "" {
+			overrides[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	for _, k := range []string{"jobmanager.bind-host", "taskmanager.bind-host", "rest.bind-address", "taskmanager.host"} {
+		overrides[k] = r.ip
+	}
+	if r.a.opts.Kubeconfig != "" {
+		overrides["kubernetes.config.file"] = r.a.opts.Kubeconfig
+	}
+	if err := writeConfig(rw.Replace(confSource), confDir, rw, overrides); err != nil {
+		return nil, "", err
+	}
+	args := make([]string, len(ep.args))
+	for i, a := range ep.args {
+		args[i] = rw.Replace(a)
+	}
+
+	classpath, err := dist.Classpath()
+	if err != nil {
+		return nil, "", err
+	}
+	procEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
+		"HOSTNAME=" + r.pod.Name, "FLINK_HOME=" + dist.Home, "FLINK_CONF_DIR=" + confDir,
+		"FLINK_LIB_DIR=" + filepath.Join(dist.Home, "lib"), "FLINK_PLUGINS_DIR=" + filepath.Join(dist.Home, "plugins"),
+		"FLINK_BIN_DIR=" + filepath.Join(dist.Home, "bin"), "FLINK_OPT_DIR=" + filepath.Join(dist.Home, "opt"),
+		"FLINK_LOG_DIR=" + filepath.Join(r.dir, "logs")}
+	if jh := os.Getenv("JAVA_HOME"); jh != "" {
+		procEnv = append(procEnv, "JAVA_HOME="+jh)
+	}
+	if r.a.opts.Kubeconfig != "" {
+		procEnv = append(procEnv, "KUBECONFIG="+r.a.opts.Kubeconfig)
+	}
+	for _, k := range order {
+		if k != "FLINK_CONF_DIR" && k != "FLINK_HOME" {
+			procEnv = append(procEnv, k+"="+rw.Replace(env[k]))
+		}
+	}
+
+	dynamic := dynamicProperties(args)
+	jvmMem, props, err := resourceParams(ctx, dist, classpath, ep.role, confDir, dynamic, procEnv)
+	if err != nil {
+		return nil, "", err
+	}
+	logPath := filepath.Join(r.dir, "logs", c.spec.Name+".log")
+	javaArgs := flinkcluster.JavaModuleFlags()
+	javaArgs = append(javaArgs, jvmMem...)
+	// Serial GC and C1 only: fewer threads and less compilation on a 2-core machine.
+	javaArgs = append(javaArgs, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+	javaArgs = append(javaArgs, strings.Fields(readConfigValue(confDir, "env.java.opts.all"))...)
+	javaArgs = append(javaArgs, strings.Fields(readConfigValue(confDir, "env.java.opts."+ep.role))...)
+	javaArgs = append(javaArgs,
+		"-Djdk.net.hosts.file="+r.hostsPath(), "-Dsun.net.inetaddr.ttl=1", "-Dsun.net.inetaddr.negative.ttl=0",
+		"-Dlog.file="+logPath,
+		"-Dlog4j.configurationFile=file:"+filepath.Join(confDir, "log4j-console.properties"),
+		"-cp", classpath, ep.mainClass, "--configDir", confDir)
+	javaArgs = append(append(javaArgs, props...), args...)
+
+	out, err := os.OpenFile(filepath.Join(r.dir, "logs", c.spec.Name+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command("java", javaArgs...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, procEnv, out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = nil
+	go func() { <-ctx.Done(); out.Close() }()
+	return cmd, filepath.Join(r.dir, "logs", c.spec.Name+".out"), nil
+}
+
+// probe runs the startup probe, then liveness and readiness, as kubelet does.
+func (c *containerRunner) probe(ctx context.Context) {
+	spec := c.spec
+	if p := spec.StartupProbe; p != nil {
+		if !c.waitFor(ctx, p) {
+			if ctx.Err() == nil {
+				c.r.logf("container %s: startup probe failed; restarting", spec.Name)
+				c.restartForLiveness()
+			}
+			return
+		}
+		c.mu.Lock()
+		c.started = true
+		c.mu.Unlock()
+	}
+	if spec.ReadinessProbe == nil {
+		c.mu.Lock()
+		c.ready = true
+		c.mu.Unlock()
+	} else {
+		go c.loop(ctx, spec.ReadinessProbe, func(ok bool) {
+			c.mu.Lock()
+			c.ready = ok
+			c.mu.Unlock()
+		})
+	}
+	if spec.LivenessProbe != nil {
+		c.loop(ctx, spec.LivenessProbe, func(ok bool) {
+			if !ok {
+				c.r.logf("container %s: liveness probe failed; restarting", spec.Name)
+				c.restartForLiveness()
+			}
+		})
+	}
+}
+
+// waitFor runs a probe until it succeeds once or fails failureThreshold times in a row.
+func (c *containerRunner) waitFor(ctx context.Context, p *corev1.Probe) bool {
+	period, failures := probeTimes(p)
+	if !sleepCtx(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
+		return false
+	}
+	for n := 0; n < failures; {
+		if c.check(ctx, p) {
+			return true
+		}
+		n++
+		if !sleepCtx(ctx, period) {
+			return false
+		}
+	}
+	return false
+}
+
+// loop reports a probe's verdict after successThreshold successes or failureThreshold failures.
+func (c *containerRunner) loop(ctx context.Context, p *corev1.Probe, verdict func(bool)) {
+	period, failures := probeTimes(p)
+	successes := max(int(p.SuccessThreshold), 1)
+	if !sleepCtx(ctx, time.Duration(p.InitialDelaySeconds)*time.Second) {
+		return
+	}
+	okRun, failRun := 0, 0
+	for {
+		if c.check(ctx, p) {
+			okRun, failRun = okRun+1, 0
+			if okRun >= successes {
+				verdict(true)
+			}
+		} else {
+			okRun, failRun = 0, failRun+1
+			if failRun >= failures {
+				verdict(false)
+				failRun = 0
+			}
+		}
+		if !sleepCtx(ctx, period) {
+			return
+		}
+	}
+}
+
+func probeTimes(p *corev1.Probe) (time.Duration, int) {
+	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
+	// Probe faster than asked during tests' short lives, but never slower.
+	period = min(period, 2*time.Second)
+	failures := int(max(p.FailureThreshold, 1))
+	if p.PeriodSeconds > 2 {
+		failures = failures * int(p.PeriodSeconds) / 2
+	}
+	return period, failures
+}
+
+func (c *containerRunner) check(ctx context.Context, p *corev1.Probe) bool {
+	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
+	switch {
+	case p.HTTPGet != nil:
+		port, err := c.port(p.HTTPGet.Port)
+		if err != nil {
+			return false
+		}
+		scheme := "http"
+		if p.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s:%d%s", scheme, c.r.ip, port, p.HTTPGet.Path), nil)
+		if err != nil {
+			return false
+		}
+		resp, err := (&http.Client{Timeout: timeout}).Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode >= 200 && resp.StatusCode < 400
+	case p.TCPSocket != nil:
+		port, err := c.port(p.TCPSocket.Port)
+		if err != nil {
+			return false
+		}
+		conn, err := net.DialTimeout("tcp", net.JoinHostPort(c.r.ip, strconv.Itoa(port)), timeout)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	}
+	// exec and gRPC probes need the container's filesystem; they count as passing here.
+	return true
+}
+
+func (c *containerRunner) port(p intstr.IntOrString) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range c.spec.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	return 0, fmt.Errorf("no port named %q", p.StrVal)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// outOfMemory reports whether the process log ends with a Java out-of-memory error.
+func outOfMemory(logPath string) bool {
+	tail := readTail(logPath, 64<<10)
+	return strings.Contains(tail, "java.lang.OutOfMemoryError")
+}
+
+func exitMessage(err error, logPath string) string {
+	if err == nil {
+		return ""
+	}
+	return lastLines(readTail(logPath, 8<<10), 3)
+}
+
+func readTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-n, 0)
+	buf := make([]byte, st.Size()-off)
+	_, _ = f.ReadAt(buf, off)
+	return string(buf)
+}
