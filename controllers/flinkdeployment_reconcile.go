@@ -20,7 +20,8 @@ import (
 // The reconcile state machine, from status.reconciliationStatus and what observe found:
 //
 //	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
-//	DEPLOYED, spec unchanged    → nothing; look again later
+//	DEPLOYED, spec unchanged    → manual (nonce) and periodic savepoints and checkpoints of a
+//	                              running job (flinkdeployment_snapshots.go); look again later
 //	DEPLOYED, spec changed      → record the new spec as UPGRADING (write-ahead), then upgrade:
 //	UPGRADING:
 //	  JobManager present        → stop the job as upgradeMode says:
@@ -49,7 +50,12 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 	}
 	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
 		if !specChanged(s.deployed, desired) {
-			return ctrl.Result{RequeueAfter: r.requeueAfter(s)}, nil
+			conf, err := r.config(s, desired)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			inFlight, err := r.snapshots(ctx, s, desired, conf)
+			return requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight), err
 		}
 		if err := r.startUpgrade(ctx, s, desired); err != nil {
 			return ctrl.Result{}, err

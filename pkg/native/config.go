@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -429,4 +430,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Duration reads a Flink duration ("30 s", "10min", "1h", "500ms", a bare number of
+// milliseconds); def when the key is unset.
+func (c Config) Duration(key string, def time.Duration) (time.Duration, error) {
+	raw := strings.TrimSpace(c[key])
+	if raw == "" {
+		return def, nil
+	}
+	d, err := ParseFlinkDuration(raw)
+	if err != nil {
+		return 0, fmt.Errorf("flinkConfiguration %s: %w", key, err)
+	}
+	return d, nil
+}
+
+// flinkDurationUnits are the unit spellings Flink's TimeUtils accepts.
+var flinkDurationUnits = map[string]time.Duration{
+	"": time.Millisecond, "ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond, "nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
+	"us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond, "microsecond": time.Microsecond, "microseconds": time.Microsecond,
+	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+}
+
+// ParseFlinkDuration parses Flink's duration syntax: a number and an optional unit.
+func ParseFlinkDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%q is not a duration: want a number with an optional unit (ms, s, min, h, d)", s)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	unit, ok := flinkDurationUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q, allowed: ms, s, min, h, d", s, strings.TrimSpace(s[i:]))
+	}
+	return time.Duration(n) * unit, nil
 }

@@ -1,0 +1,251 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Operator options of snapshots, with upstream's names and defaults.
+const (
+	optPeriodicSavepoint   = "kubernetes.operator.periodic.savepoint.interval"
+	optPeriodicCheckpoint  = "kubernetes.operator.periodic.checkpoint.interval"
+	optSavepointHistoryMax = "kubernetes.operator.savepoint.history.max.count"
+	defaultHistoryMax      = 10
+)
+
+// Event reasons of snapshots.
+const (
+	ReasonSavepoint       = "SavepointTriggered"
+	ReasonSavepointDone   = "SavepointCompleted"
+	ReasonCheckpoint      = "CheckpointTriggered"
+	ReasonCheckpointDone  = "CheckpointCompleted"
+	ReasonCheckpointError = "CheckpointError"
+)
+
+// snapshots takes manual (nonce) and periodic savepoints and checkpoints of a running job,
+// in the legacy status-field mode (status.jobStatus.savepointInfo / checkpointInfo). Each
+// trigger id is written to the status before Flink is asked, and followed to its end on later
+// reconciles, so nothing holds a worker and a restarted operator picks up where it left off.
+// It returns a requeue when a snapshot is in flight.
+func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (time.Duration, error) {
+	st := s.status()
+	if desired.Job == nil || !jobRunning(st) || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return 0, nil
+	}
+	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	if err != nil {
+		return 0, err
+	}
+	sp, err := r.savepoints(ctx, s, desired, conf, cl)
+	if err != nil {
+		return 0, err
+	}
+	cp, err := r.checkpoints(ctx, s, desired, conf, cl)
+	if err != nil {
+		return 0, err
+	}
+	if sp || cp {
+		return r.Intervals.ProgressCheck, nil
+	}
+	return 0, nil
+}
+
+func nonceChanged(deployed, desired *int64) bool {
+	return desired != nil && (deployed == nil || *deployed != *desired)
+}
+
+// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
+// nonce never triggers twice (the rest of the deployed spec is kept as it is).
+func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
+	spec := s.deployed.DeepCopy()
+	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
+	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
+	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
+	state := s.status().ReconciliationStatus.State
+	if err := s.recordDeployed(*spec, state); err != nil {
+		return err
+	}
+	s.status().ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it
+	return nil
+}
+
+// savepoints returns true while a savepoint is in flight.
+func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, cl *flink.Client) (bool, error) {
+	st := s.status()
+	if st.JobStatus.SavepointInfo == nil {
+		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	info := st.JobStatus.SavepointInfo
+	jobID := st.JobStatus.JobID
+	if info.TriggerID != "" && info.TriggerType != flinkv1beta1.SnapshotTriggerUpgrade {
+		res, err := cl.SavepointStatus(ctx, jobID, info.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			// The JobManager restarted and forgot it: ask again under the same id.
+			return true, r.triggerSavepoint(ctx, s, cl, info.TriggerType)
+		case err != nil, res.State == flink.OperationInProgress:
+			return true, nil
+		case res.Failure != nil:
+			msg := fmt.Sprintf("%s savepoint failed: %s", info.TriggerType, res.Failure.Message())
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+			st.Error = errorJSON("SavepointException", msg)
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
+			return false, r.persist(ctx, s)
+		}
+		done := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location, TriggerType: info.TriggerType,
+			FormatType: flinkv1beta1.SavepointFormatCanonical}
+		if info.TriggerType == flinkv1beta1.SnapshotTriggerManual {
+			done.TriggerNonce = s.deployed.Job.SavepointTriggerNonce
+		}
+		info.LastSavepoint = &done
+		info.SavepointHistory = append(info.SavepointHistory, done)
+		max := defaultHistoryMax
+		if n, err := conf.Int(optSavepointHistoryMax, defaultHistoryMax); err == nil && n > 0 {
+			max = n
+		}
+		if len(info.SavepointHistory) > max {
+			info.SavepointHistory = info.SavepointHistory[len(info.SavepointHistory)-max:]
+		}
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonSavepointDone, "%s savepoint completed: %s", done.TriggerType, res.Location)
+		return false, r.persist(ctx, s)
+	}
+
+	switch {
+	case nonceChanged(s.deployed.Job.SavepointTriggerNonce, desired.Job.SavepointTriggerNonce):
+		if err := s.recordNonces(desired); err != nil {
+			return false, err
+		}
+		return true, r.triggerSavepoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerManual)
+	case periodicDue(conf, optPeriodicSavepoint, info.LastPeriodicSavepointTimestamp, st.JobStatus.StartTime):
+		info.LastPeriodicSavepointTimestamp = time.Now().UnixMilli()
+		return true, r.triggerSavepoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerPeriodic)
+	}
+	return false, nil
+}
+
+func (r *FlinkDeploymentReconciler) triggerSavepoint(ctx context.Context, s *scope, cl *flink.Client, kind flinkv1beta1.SnapshotTriggerType) error {
+	info := s.status().JobStatus.SavepointInfo
+	if info.TriggerID == "" {
+		now := time.Now().UnixMilli()
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), kind, &now
+		info.FormatType = flinkv1beta1.SavepointFormatCanonical
+	}
+	if err := r.persist(ctx, s); err != nil { // write-ahead
+		return err
+	}
+	err := cl.TriggerSavepoint(ctx, s.status().JobStatus.JobID, flink.SavepointRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
+	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
+		msg := fmt.Sprintf("cannot trigger a %s savepoint: %v", kind, err)
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		s.status().Error = errorJSON("SavepointException", msg)
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
+		return r.persist(ctx, s)
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonSavepoint, "%s savepoint triggered", kind)
+	return nil
+}
+
+// checkpoints returns true while a checkpoint is in flight.
+func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, cl *flink.Client) (bool, error) {
+	st := s.status()
+	if st.JobStatus.CheckpointInfo == nil {
+		st.JobStatus.CheckpointInfo = &flinkv1beta1.CheckpointInfo{}
+	}
+	info := st.JobStatus.CheckpointInfo
+	jobID := st.JobStatus.JobID
+	if info.TriggerID != "" {
+		res, err := cl.CheckpointStatus(ctx, jobID, info.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			return true, r.triggerCheckpoint(ctx, s, cl, info.TriggerType)
+		case err != nil, res.State == flink.OperationInProgress:
+			return true, nil
+		case res.Failure != nil:
+			msg := fmt.Sprintf("%s checkpoint failed: %s", info.TriggerType, res.Failure.Message())
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+			st.Error = errorJSON("CheckpointException", msg)
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
+			return false, r.persist(ctx, s)
+		}
+		done := flinkv1beta1.Checkpoint{TimeStamp: time.Now().UnixMilli(), TriggerType: info.TriggerType, FormatType: flinkv1beta1.CheckpointTypeFull}
+		if info.TriggerType == flinkv1beta1.SnapshotTriggerManual {
+			done.TriggerNonce = s.deployed.Job.CheckpointTriggerNonce
+		}
+		info.LastCheckpoint = &done
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCheckpointDone, "%s checkpoint %d completed", done.TriggerType, res.CheckpointID)
+		return false, r.persist(ctx, s)
+	}
+	switch {
+	case nonceChanged(s.deployed.Job.CheckpointTriggerNonce, desired.Job.CheckpointTriggerNonce):
+		if err := s.recordNonces(desired); err != nil {
+			return false, err
+		}
+		return true, r.triggerCheckpoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerManual)
+	case periodicDue(conf, optPeriodicCheckpoint, info.LastPeriodicCheckpointTimestamp, st.JobStatus.StartTime):
+		info.LastPeriodicCheckpointTimestamp = time.Now().UnixMilli()
+		return true, r.triggerCheckpoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerPeriodic)
+	}
+	return false, nil
+}
+
+func (r *FlinkDeploymentReconciler) triggerCheckpoint(ctx context.Context, s *scope, cl *flink.Client, kind flinkv1beta1.SnapshotTriggerType) error {
+	info := s.status().JobStatus.CheckpointInfo
+	if info.TriggerID == "" {
+		now := time.Now().UnixMilli()
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), kind, &now
+		info.FormatType = flinkv1beta1.CheckpointTypeFull
+	}
+	if err := r.persist(ctx, s); err != nil { // write-ahead
+		return err
+	}
+	err := cl.TriggerCheckpoint(ctx, s.status().JobStatus.JobID, flink.CheckpointRequest{TriggerID: info.TriggerID, Type: flink.CheckpointFull})
+	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
+		msg := fmt.Sprintf("cannot trigger a %s checkpoint: %v", kind, err)
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		s.status().Error = errorJSON("CheckpointException", msg)
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
+		return r.persist(ctx, s)
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCheckpoint, "%s checkpoint triggered", kind)
+	return nil
+}
+
+// periodicDue: an interval option is set and that long has passed since the last periodic
+// snapshot (or since the job started, for the first one).
+func periodicDue(conf native.Config, key string, last int64, jobStart string) bool {
+	interval, err := conf.Duration(key, 0)
+	if err != nil || interval <= 0 {
+		return false
+	}
+	since := last
+	if since == 0 {
+		if ms, err := parseMillis(jobStart); err == nil {
+			since = ms
+		}
+	}
+	return time.Since(time.UnixMilli(since)) >= interval
+}
+
+func parseMillis(s string) (int64, error) {
+	var v int64
+	_, err := fmt.Sscan(s, &v)
+	return v, err
+}
+
+// requeueSooner picks the earlier of two requeues (zero means none).
+func requeueSooner(res ctrl.Result, d time.Duration) ctrl.Result {
+	if d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
+		res.RequeueAfter = d
+	}
+	return res
+}

@@ -1,0 +1,365 @@
+//go:build e2e
+
+// Package e2e runs the operator binary against the local cluster with real Flink (package
+// localenv): upstream's e2e scenarios, asserted on CR status and conditions and on Flink's
+// own REST answers. Run with `make e2e` (part of `make test`).
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/localenv"
+)
+
+var env *localenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "flink-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, OperatorArgs: []string{
+		"--progress-check-interval=2s", "--reconcile-interval=10s"}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
+		return 1
+	}
+	fmt.Printf("e2e: local cluster and operator up in %s (state in %s)\n", time.Since(start).Round(time.Millisecond), dir)
+	code := m.Run()
+	env.Stop()
+	if code == 0 {
+		_ = os.RemoveAll(dir)
+	} else {
+		fmt.Printf("e2e: failed; operator log %s, pod logs %s\n", env.OperatorLog(), filepath.Join(dir, "node", "pods"))
+		printTail(env.OperatorLog(), 40)
+	}
+	return code
+}
+
+func printTail(path string, n int) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	fmt.Println(strings.Join(lines, "\n"))
+}
+
+// example loads a FlinkDeployment from examples/ into a namespace.
+func example(t *testing.T, path, namespace string) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	root, err := kubeenv.RepoRoot()
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(root, path))
+	require.NoError(t, err)
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, yaml.UnmarshalStrict(data, dep), path)
+	dep.Namespace = namespace
+	require.NoError(t, env.Namespace(context.Background(), namespace))
+	return dep
+}
+
+func logf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf(time.Now().Format("15:04:05")+" "+format, args...)
+}
+
+// waitFor polls the FlinkDeployment until cond holds.
+func waitFor(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	dep := &flinkv1beta1.FlinkDeployment{}
+	for {
+		err := env.Client.Get(context.Background(), key, dep)
+		if err == nil && cond(dep) {
+			logf(t, "%s: %s", key.Name, what)
+			return dep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s not reached in %s; lifecycle=%s jm=%s job=%s error=%s (operator log %s)", key.Name, what, timeout,
+				dep.Status.LifecycleState, dep.Status.JobManagerDeploymentStatus, dep.Status.JobStatus.State, dep.Status.Error, env.OperatorLog())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// readyAndRunning: Ready=True for the current generation and the job RUNNING.
+func readyAndRunning(d *flinkv1beta1.FlinkDeployment) bool {
+	c := meta.FindStatusCondition(d.Status.Conditions, "Ready")
+	return c != nil && c.Status == "True" && c.ObservedGeneration == d.Generation &&
+		d.Status.JobStatus.State == flinkv1beta1.JobStatusRunning && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+}
+
+func patch(t *testing.T, key client.ObjectKey, change func(*flinkv1beta1.FlinkDeployment)) {
+	t.Helper()
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, env.Client.Get(context.Background(), key, dep))
+	before := dep.DeepCopy()
+	change(dep)
+	require.NoError(t, env.Client.Patch(context.Background(), dep, client.MergeFrom(before)))
+}
+
+// jobManagerPod is the running JobManager pod of a cluster.
+func jobManagerPod(t *testing.T, key client.ObjectKey) *corev1.Pod {
+	t.Helper()
+	var pods corev1.PodList
+	require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+		client.MatchingLabels{native.LabelApp: key.Name, native.LabelComponent: native.ComponentJobManager}))
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && p.Status.PodIP != "" {
+			return p
+		}
+	}
+	t.Fatalf("%s: no JobManager pod", key.Name)
+	return nil
+}
+
+// flinkREST is a client of the cluster's JobManager, as Flink itself answers.
+func flinkREST(t *testing.T, key client.ObjectKey) *flink.Client {
+	t.Helper()
+	cl, err := flink.New(flink.Options{URL: "http://" + jobManagerPod(t, key).Status.PodIP + ":8081", Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	return cl
+}
+
+// allTasksRunning waits until Flink reports every task of the job RUNNING.
+func allTasksRunning(t *testing.T, key client.ObjectKey, jobID string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
+		if err == nil && details.AllTasksRunning() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: tasks not all running: %v", jobID, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// restoredFrom is the checkpoint or savepoint Flink says the job restored from.
+func restoredFrom(t *testing.T, key client.ObjectKey, jobID string) *flink.CheckpointRef {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		stats, err := flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
+		if err == nil && stats.Latest.Restored != nil {
+			return stats.Latest.Restored
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: Flink reports no restore: %v", jobID, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// completedCheckpoint waits for a checkpoint completed after the job (re)started.
+func completedCheckpoint(t *testing.T, key client.ObjectKey, jobID string) *flink.CheckpointRef {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		stats, err := flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
+		if err == nil && stats.Latest.Completed != nil {
+			return stats.Latest.Completed
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: no completed checkpoint: %v", jobID, err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// localPath turns a file: URI Flink reported into a path on this machine (the node agent
+// rewrote the container paths to local ones).
+func localPath(uri string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(uri, "file://"), "file:")
+}
+
+// TestApplicationWithHA is upstream's core e2e flow on one application cluster with
+// Kubernetes HA: it comes up; a manual savepoint lands on disk; a parallelism change with a
+// savepoint upgrade restores from the upgrade savepoint; a last-state upgrade keeps the job id
+// and restores from the latest checkpoint; a killed JobManager recovers through HA; suspend
+// and resume keep the state; deletion removes every object.
+func TestApplicationWithHA(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-ha")
+	key := client.ObjectKeyFromObject(dep)
+	start := time.Now()
+	require.NoError(t, env.Client.Create(ctx, dep))
+
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	logf(t, "deployed in %s", time.Since(start).Round(time.Second))
+	jobID := d.Status.JobStatus.JobID
+	require.Equal(t, flinkv1beta1.LifecycleStable, d.Status.LifecycleState)
+	require.Equal(t, flinkv1beta1.JobManagerReady, d.Status.JobManagerDeploymentStatus)
+	allTasksRunning(t, key, jobID)
+	var ha corev1.ConfigMapList
+	require.NoError(t, env.Client.List(ctx, &ha, client.InNamespace(key.Namespace), native.HALabels(key.Name)))
+	require.NotEmpty(t, ha.Items, "Kubernetes HA keeps its ConfigMaps in the API server")
+
+	t.Run("manual savepoint", func(t *testing.T) {
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
+		d := waitFor(t, key, "manual savepoint completed", 2*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			sp := d.Status.JobStatus.SavepointInfo
+			return sp != nil && sp.LastSavepoint != nil && sp.LastSavepoint.TriggerType == flinkv1beta1.SnapshotTriggerManual && sp.TriggerID == ""
+		})
+		sp := d.Status.JobStatus.SavepointInfo.LastSavepoint
+		require.Equal(t, int64(1), *sp.TriggerNonce)
+		require.FileExists(t, filepath.Join(localPath(sp.Location), "_metadata"))
+		require.Equal(t, jobID, d.Status.JobStatus.JobID, "a manual savepoint does not restart the job")
+	})
+
+	t.Run("parallelism change with savepoint upgrade restores the savepoint", func(t *testing.T) {
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+		d := waitFor(t, key, "upgraded to parallelism 2", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return readyAndRunning(d) && d.Status.JobStatus.SavepointInfo.LastSavepoint.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+		})
+		upgradeSavepoint := d.Status.JobStatus.SavepointInfo.LastSavepoint.Location
+		newJob := d.Status.JobStatus.JobID
+		allTasksRunning(t, key, newJob)
+		restored := restoredFrom(t, key, newJob)
+		require.True(t, restored.IsSavepoint)
+		require.Equal(t, localPath(upgradeSavepoint), localPath(restored.ExternalPath), "Flink restored the upgrade savepoint")
+		details, err := flinkREST(t, key).JobDetails(ctx, newJob)
+		require.NoError(t, err)
+		for _, v := range details.Vertices {
+			require.Equal(t, 2, v.Parallelism, "vertex %s", v.Name)
+		}
+		jobID = newJob
+	})
+
+	t.Run("last-state upgrade keeps the job id and restores the latest checkpoint", func(t *testing.T) {
+		cp := completedCheckpoint(t, key, jobID)
+		logf(t, "checkpoint %d completed before the upgrade", cp.ID)
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+			d.Spec.FlinkConfiguration = setConfig(t, d.Spec.FlinkConfiguration, "execution.checkpointing.interval", "4s")
+		})
+		d := waitFor(t, key, "upgraded with last-state", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return readyAndRunning(d) && strings.Contains(string(d.Status.ReconciliationStatus.LastReconciledSpec), `"4s"`)
+		})
+		require.Equal(t, jobID, d.Status.JobStatus.JobID, "last-state through HA keeps the job id")
+		restored := restoredFrom(t, key, jobID)
+		require.False(t, restored.IsSavepoint)
+		require.GreaterOrEqual(t, restored.ID, cp.ID, "restored from the latest checkpoint or a newer one")
+		allTasksRunning(t, key, jobID)
+	})
+
+	t.Run("a killed JobManager recovers through HA", func(t *testing.T) {
+		cp := completedCheckpoint(t, key, jobID)
+		pod := jobManagerPod(t, key)
+		pid := 0
+		_, err := fmt.Sscanf(pod.Status.ContainerStatuses[0].ContainerID, "nodeagent://%d", &pid)
+		require.NoError(t, err)
+		logf(t, "killing JobManager process %d of pod %s", pid, pod.Name)
+		require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			p := &corev1.Pod{}
+			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pod), p))
+			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "JobManager container did not come back")
+			time.Sleep(time.Second)
+		}
+		d := waitFor(t, key, "Ready again after the JobManager restart", 3*time.Minute, readyAndRunning)
+		require.Equal(t, jobID, d.Status.JobStatus.JobID)
+		restored := restoredFrom(t, key, jobID)
+		require.False(t, restored.IsSavepoint)
+		require.GreaterOrEqual(t, restored.ID, cp.ID)
+		allTasksRunning(t, key, jobID)
+	})
+
+	t.Run("suspend and resume", func(t *testing.T) {
+		cp := completedCheckpoint(t, key, jobID)
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateSuspended })
+		waitFor(t, key, "SUSPENDED", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+		})
+		requireNoPods(t, key)
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateRunning })
+		d := waitFor(t, key, "resumed", 3*time.Minute, readyAndRunning)
+		require.Equal(t, jobID, d.Status.JobStatus.JobID, "last-state resume through HA keeps the job id")
+		restored := restoredFrom(t, key, jobID)
+		require.GreaterOrEqual(t, restored.ID, cp.ID)
+		allTasksRunning(t, key, jobID)
+	})
+
+	t.Run("delete removes every object", func(t *testing.T) {
+		require.NoError(t, env.Client.Delete(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: dep.ObjectMeta}))
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			err := env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "FlinkDeployment not deleted")
+			time.Sleep(time.Second)
+		}
+		requireNoPods(t, key)
+		labels := client.MatchingLabels{native.LabelApp: key.Name}
+		var cms corev1.ConfigMapList
+		require.NoError(t, env.Client.List(ctx, &cms, client.InNamespace(key.Namespace), labels))
+		require.Empty(t, cms.Items, "ConfigMaps left (HA included)")
+		var svcs corev1.ServiceList
+		require.NoError(t, env.Client.List(ctx, &svcs, client.InNamespace(key.Namespace), labels))
+		require.Empty(t, svcs.Items)
+	})
+}
+
+// requireNoPods waits until the cluster has no pods left.
+func requireNoPods(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var pods corev1.PodList
+		require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+			client.MatchingLabels{native.LabelApp: key.Name}))
+		if len(pods.Items) == 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%d pods left", len(pods.Items))
+		time.Sleep(time.Second)
+	}
+}
+
+func setConfig(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value string) flinkv1beta1.FlinkConfiguration {
+	t.Helper()
+	flat, err := conf.Flatten()
+	require.NoError(t, err)
+	flat[key] = value
+	return flinkv1beta1.NewFlinkConfiguration(flat)
+}
+
+func ptr[T any](v T) *T { return &v }
