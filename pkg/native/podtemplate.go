@@ -28,7 +28,7 @@ func MergePods(base, overlay *corev1.Pod) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
-	overlayJSON, err := json.Marshal(overlay)
+	overlayJSON, err := withoutNulls(overlay)
 	if err != nil {
 		return nil, err
 	}
@@ -41,4 +41,37 @@ func MergePods(base, overlay *corev1.Pod) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("merge pod templates: %w", err)
 	}
 	return out, nil
+}
+
+// withoutNulls marshals a pod without its null fields. In a strategic merge patch a null
+// deletes the field, and corev1.PodSpec.Containers has no omitempty: a template that only sets
+// labels would otherwise delete every container of the template it is merged onto.
+func withoutNulls(pod *corev1.Pod) ([]byte, error) {
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	dropNulls(m)
+	return json.Marshal(m)
+}
+
+func dropNulls(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, val := range t {
+			if val == nil {
+				delete(t, k)
+				continue
+			}
+			dropNulls(val)
+		}
+	case []any:
+		for _, val := range t {
+			dropNulls(val)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -79,4 +80,15 @@ func TestMergePodsNil(t *testing.T) {
 	got, err = MergePods(nil, nil)
 	require.NoError(t, err)
 	assert.Equal(t, &corev1.Pod{}, got)
+}
+
+func TestMergePodsKeepsContainersOfAMetadataOnlyOverlay(t *testing.T) {
+	base := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: MainContainer,
+		Env: []corev1.EnvVar{{Name: "TEAM", Value: "streaming"}}}}}}
+	overlay := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"role": "coordinator"}}}
+	got, err := MergePods(base, overlay)
+	require.NoError(t, err)
+	require.Len(t, got.Spec.Containers, 1, "a template with only metadata must not delete containers")
+	require.Equal(t, []corev1.EnvVar{{Name: "TEAM", Value: "streaming"}}, got.Spec.Containers[0].Env)
+	require.Equal(t, "coordinator", got.Labels["role"])
 }

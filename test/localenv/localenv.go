@@ -55,6 +55,7 @@ type Env struct {
 	agentCtx context.Context
 	operator *exec.Cmd
 	opDone   chan struct{}
+	agentLog *os.File
 }
 
 // Start brings the environment up: control plane, CRDs, node agent, operator.
@@ -95,8 +96,16 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	var agentCtx context.Context
 	agentCtx, e.cancel = context.WithCancel(context.Background())
 	e.agentCtx = agentCtx
+	agentLog := opts.Log
+	if agentLog == nil {
+		f, err := os.Create(filepath.Join(dir, "nodeagent.log"))
+		if err != nil {
+			return fail(err)
+		}
+		e.agentLog, agentLog = f, f
+	}
 	e.Agent, err = nodeagent.Start(agentCtx, nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
-		Dir: filepath.Join(dir, "node"), Dists: dists, Log: opts.Log})
+		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog})
 	if err != nil {
 		return fail(err)
 	}
@@ -197,6 +206,9 @@ func (e *Env) Stop() {
 	}
 	if e.Cluster != nil {
 		e.Cluster.Stop()
+	}
+	if e.agentLog != nil {
+		e.agentLog.Close()
 	}
 }
 

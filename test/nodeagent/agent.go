@@ -70,9 +70,9 @@ type Agent struct {
 
 	done chan struct{}
 
-	podInformer   cache.SharedIndexInformer
+	podInformer     cache.SharedIndexInformer
 	serviceInformer cache.SharedIndexInformer
-	hostname      string
+	hostname        string
 }
 
 // Start registers the node and starts running its pods. The agent stops, killing every
@@ -305,7 +305,7 @@ func (a *Agent) heartbeat(ctx context.Context) {
 		case apierrors.IsNotFound(err):
 			_, err = leases.Create(ctx, &coordinationv1.Lease{
 				ObjectMeta: metav1.ObjectMeta{Name: a.opts.NodeName, Namespace: corev1.NamespaceNodeLease},
-				Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.opts.NodeName), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(a.opts.NodeName), LeaseDurationSeconds: ptr.To[int32](40), RenewTime: &now},
 			}, metav1.CreateOptions{})
 		case err == nil:
 			lease.Spec.RenewTime = &now

@@ -154,7 +154,13 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 			<-ctx.Done()
 			return 0, false
 		}
-		return 1, ctx.Err() == nil // retried with back-off
+		// As kubelet reports a container that could not start: exit code 128, StartError.
+		now := metav1.Now()
+		c.mu.Lock()
+		c.lastState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 128, Reason: "StartError",
+			Message: err.Error(), StartedAt: now, FinishedAt: now}}
+		c.mu.Unlock()
+		return 128, ctx.Err() == nil // retried with back-off
 	}
 	c.mu.Lock()
 	if c.stopped {

@@ -164,9 +164,17 @@ func rewriter(rw []pathRewrite) *strings.Replacer {
 	return strings.NewReplacer(pairs...)
 }
 
+// imageDefaultConfig is the configuration the Flink image ships in /opt/flink/conf, used
+// when nothing is mounted there.
+var imageDefaultConfig = map[string]any{
+	"jobmanager.rpc.address": "localhost", "jobmanager.rpc.port": "6123",
+	"jobmanager.memory.process.size": "1600m", "taskmanager.memory.process.size": "1728m",
+	"taskmanager.numberOfTaskSlots": "1", "parallelism.default": "1",
+}
+
 // writeConfig writes the Flink configuration a container reads: the mounted file with
-// container paths rewritten, then the agent's overrides (bind addresses of the pod's own
-// loopback address, the kubeconfig), applied last.
+// container paths rewritten (or the image's default one), then the agent's overrides (bind
+// addresses of the pod's own loopback address, the kubeconfig), applied last.
 func writeConfig(srcDir, dstDir string, rw *strings.Replacer, overrides map[string]string) error {
 	if err := os.MkdirAll(dstDir, 0o755); err != nil {
 		return err
@@ -200,6 +208,10 @@ func writeConfig(srcDir, dstDir string, rw *strings.Replacer, overrides map[stri
 	if data, err := os.ReadFile(path); err == nil {
 		if err := yaml.Unmarshal(data, &conf); err != nil {
 			return fmt.Errorf("config.yaml: %w", err)
+		}
+	} else {
+		for k, v := range imageDefaultConfig {
+			conf[k] = v
 		}
 	}
 	for k, v := range overrides {
