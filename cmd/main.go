@@ -29,6 +29,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -49,6 +50,7 @@ type options struct {
 	jarSchemes           string
 	restURLTemplate      string
 	restAddress          string
+	artifactMaxSize      int64
 	restTimeout          time.Duration
 	reconcileInterval    time.Duration
 	progressInterval     time.Duration
@@ -86,6 +88,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
 	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
 		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
+	fs.Int64Var(&o.artifactMaxSize, "artifact-max-size", artifact.DefaultMaxSize,
+		"Largest session job jar the operator fetches and uploads, in bytes.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
 }
@@ -180,6 +184,18 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
+	}
+	if err := (&controllers.FlinkSessionJobReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor("flink-operator"),
+		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
+			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout},
+		Artifacts: &artifact.Fetcher{MaxSize: o.artifactMaxSize},
+		Validator: validator,
+		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
 	if o.enableWebhooks {
 		if err := flinkwebhook.Setup(mgr, validator); err != nil {

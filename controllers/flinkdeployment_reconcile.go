@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -278,6 +279,26 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 	}
 	if err := r.persist(ctx, s); err != nil { // lifecycle DELETING
 		return ctrl.Result{}, err
+	}
+	if s.dep.Spec.Job == nil {
+		// A session cluster outlives its session jobs (upstream's
+		// kubernetes.operator.session.deletion.block-on-session-jobs, default true): deleting it
+		// first would strand their state. Delete the FlinkSessionJobs, then the session goes.
+		var jobs flinkv1beta1.FlinkSessionJobList
+		if err := r.Client.List(ctx, &jobs, client.InNamespace(s.dep.Namespace)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("list session jobs: %w", err)
+		}
+		var waiting []string
+		for _, j := range jobs.Items {
+			if j.Spec.DeploymentName == s.dep.Name {
+				waiting = append(waiting, j.Name)
+			}
+		}
+		if len(waiting) > 0 {
+			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
+				"Waiting for the session jobs of this session cluster to be deleted: %s", strings.Join(waiting, ", "))
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
 	}
 	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{})
 	if err != nil {

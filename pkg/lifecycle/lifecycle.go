@@ -136,3 +136,22 @@ func camel(s string) string {
 	}
 	return b.String()
 }
+
+// SessionJobConditions returns the conditions of a FlinkSessionJob's status: Running when
+// its job runs, Ready when it is also STABLE or DEPLOYED for this generation.
+func SessionJobConditions(s *flinkv1beta1.CommonStatus, generation int64) []metav1.Condition {
+	state := s.JobStatus.State
+	if state == "" {
+		state = flinkv1beta1.JobStatusReconciling
+	}
+	running := metav1.Condition{Type: ConditionRunning, ObservedGeneration: generation, Reason: camel(string(state)),
+		Message: "Job status " + string(state), Status: boolStatus(state == flinkv1beta1.JobStatusRunning)}
+	stable := s.LifecycleState == flinkv1beta1.LifecycleStable || s.LifecycleState == flinkv1beta1.LifecycleDeployed
+	ready := metav1.Condition{Type: ConditionReady, ObservedGeneration: generation, Reason: camel(string(s.LifecycleState)),
+		Message: "Lifecycle state " + string(s.LifecycleState),
+		Status:  boolStatus(stable && running.Status == metav1.ConditionTrue && s.ObservedGeneration == generation)}
+	if ready.Reason == "" {
+		ready.Reason = "Created"
+	}
+	return []metav1.Condition{running, ready}
+}

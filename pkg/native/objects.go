@@ -502,9 +502,14 @@ func ownerRef(dep *flinkv1beta1.FlinkDeployment) metav1.OwnerReference {
 		Name: dep.Name, UID: dep.UID, Controller: &t, BlockOwnerDeletion: &f}
 }
 
-// parseMap reads Flink's map syntax "k1:v1,k2:v2".
+// parseMap reads Flink's map syntax "k1:v1,k2:v2" from a configuration key.
 func parseMap(conf Config, key string) (map[string]string, error) {
-	raw := strings.TrimSpace(conf[key])
+	return ParseMap(conf[key], key)
+}
+
+// ParseMap reads Flink's map syntax "k1:v1,k2:v2"; key names the option in errors.
+func ParseMap(raw, key string) (map[string]string, error) {
+	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, nil
 	}

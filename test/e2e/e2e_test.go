@@ -45,7 +45,7 @@ func run(m *testing.M) int {
 	defer cancel()
 	start := time.Now()
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, OperatorArgs: []string{
-		"--progress-check-interval=2s", "--reconcile-interval=10s"}})
+		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
 		return 1

@@ -32,11 +32,26 @@ type Server struct {
 	// autoComplete completes savepoints as soon as they are triggered (the default).
 	autoComplete bool
 	requests     []string
+	// jars uploaded and not deleted, by id; runs records each jar run's request body.
+	jars map[string]int
+	runs []RunRequest
+	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
+	FailRun string
+}
+
+// RunRequest is what a POST /jars/:id/run asked for.
+type RunRequest struct {
+	JarID         string `json:"-"`
+	JobID         string `json:"jobId"`
+	EntryClass    string `json:"entryClass"`
+	Parallelism   int    `json:"parallelism"`
+	SavepointPath string `json:"savepointPath"`
 }
 
 // New starts a fake JobManager.
 func New(t testing.TB) *Server {
-	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{}, autoComplete: true}
+	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
+		autoComplete: true, jars: map[string]int{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -61,6 +76,20 @@ func (s *Server) Job(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.jobs[id]
+}
+
+// Runs returns the jar runs so far.
+func (s *Server) Runs() []RunRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]RunRequest(nil), s.runs...)
+}
+
+// Jars returns the number of uploaded jars not deleted yet.
+func (s *Server) Jars() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.jars)
 }
 
 // Requests returns "METHOD /path" of every request so far.
@@ -138,6 +167,43 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": 7},
 			"latest": map[string]any{"completed": map[string]any{"id": 7, "external_path": CheckpointPath(parts[1])}}})
+	case r.URL.Path == "/jars/upload" && r.Method == http.MethodPost:
+		body, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		id := fmt.Sprintf("%d_job.jar", len(s.jars)+len(s.runs)+1)
+		s.jars[id] = len(body)
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"filename": "/tmp/flink-web-upload/" + id, "status": "success"})
+	case len(parts) == 3 && parts[0] == "jars" && parts[2] == "run" && r.Method == http.MethodPost:
+		var req RunRequest
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		req.JarID = parts[1]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.runs = append(s.runs, req)
+		switch {
+		case s.FailRun != "":
+			writeJSON(w, 400, map[string]any{"errors": []string{s.FailRun}})
+		case s.jobs[req.JobID] != "" && s.jobs[req.JobID] != "CANCELED" && s.jobs[req.JobID] != "FINISHED":
+			writeJSON(w, 409, map[string]any{"errors": []string{"Job has already been submitted."}})
+		default:
+			s.jobs[req.JobID] = "RUNNING"
+			writeJSON(w, 200, map[string]any{"jobid": req.JobID})
+		}
+	case len(parts) == 2 && parts[0] == "jars" && r.Method == http.MethodDelete:
+		s.mu.Lock()
+		delete(s.jars, parts[1])
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{})
+	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodGet:
+		s.mu.Lock()
+		state, ok := s.jobs[parts[1]]
+		s.mu.Unlock()
+		if !ok {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job " + parts[1] + " not found"}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1, "vertices": []any{}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
 		s.mu.Lock()
 		defer s.mu.Unlock()

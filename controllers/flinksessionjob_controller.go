@@ -1,0 +1,262 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+)
+
+// SessionJobFinalizer is upstream's finalizer name for session jobs.
+const SessionJobFinalizer = "flinksessionjobs.flink.apache.org/finalizer"
+
+// FlinkSessionJobReconciler runs jobs on session clusters (FlinkDeployments without a job).
+type FlinkSessionJobReconciler struct {
+	Client    client.Client
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Flink     *FlinkClients
+	Artifacts *artifact.Fetcher
+	Defaults  native.Defaults
+	Validator *validation.Validator
+	Intervals Intervals
+}
+
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs/status;flinksessionjobs/finalizers,verbs=get;update;patch
+
+// SetupWithManager watches session jobs, and their session FlinkDeployments so a job is
+// submitted as soon as its session becomes ready.
+func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Intervals == (Intervals{}) {
+		r.Intervals = DefaultIntervals
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
+		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
+		return fmt.Errorf("index session jobs by deployment: %w", err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&flinkv1beta1.FlinkSessionJob{}).
+		Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession)).
+		Named("flinksessionjob").
+		Complete(r)
+}
+
+// sessionJobDeploymentField indexes session jobs by spec.deploymentName.
+const sessionJobDeploymentField = "spec.deploymentName"
+
+func (r *FlinkSessionJobReconciler) jobsOfSession(ctx context.Context, o client.Object) []reconcile.Request {
+	var jobs flinkv1beta1.FlinkSessionJobList
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(o.GetNamespace()), client.MatchingFields{sessionJobDeploymentField: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(jobs.Items))
+	for _, j := range jobs.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
+	}
+	return out
+}
+
+// jobScope is one reconcile's view of a session job.
+type jobScope struct {
+	job      *flinkv1beta1.FlinkSessionJob
+	original *flinkv1beta1.FlinkSessionJob
+	// deployed is the last reconciled spec (nil before the first deployment).
+	deployed *flinkv1beta1.FlinkSessionJobSpec
+	// session is the session cluster (nil when it does not exist).
+	session *flinkv1beta1.FlinkDeployment
+	// flink talks to the session cluster (nil unless its JobManager is ready).
+	flink *flink.Client
+	conf  native.Config
+}
+
+func (s *jobScope) status() *flinkv1beta1.FlinkSessionJobStatus { return &s.job.Status }
+
+// Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
+// writes the status once.
+func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := &flinkv1beta1.FlinkSessionJob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinksessionjob", req.NamespacedName))
+	s := &jobScope{job: job, original: job.DeepCopy()}
+	var spec flinkv1beta1.FlinkSessionJobSpec
+	if found, _, err := flinkv1beta1.DecodeReconciledSpec(job.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
+		s.deployed = &spec
+	}
+	if err := r.connect(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if !job.DeletionTimestamp.IsZero() {
+		return r.cleanupJob(ctx, s)
+	}
+	if !controllerutil.ContainsFinalizer(job, SessionJobFinalizer) {
+		controllerutil.AddFinalizer(job, SessionJobFinalizer)
+		if err := r.Client.Update(ctx, job); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
+		}
+		s.original = job.DeepCopy()
+	}
+	r.observeJob(ctx, s)
+	target, ok := r.validateJob(ctx, s)
+	if !ok {
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, r.finishJob(ctx, s, nil)
+	}
+	result, err := r.reconcileJob(ctx, s, target)
+	return result, r.finishJob(ctx, s, err)
+}
+
+// connect finds the session cluster and, when its JobManager is ready, a REST client for it.
+func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) error {
+	session := &flinkv1beta1.FlinkDeployment{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.job.Namespace, Name: s.job.Spec.DeploymentName}, session)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("session %s: %w", s.job.Spec.DeploymentName, err)
+	}
+	s.session = session
+	conf, err := native.EffectiveConfig(session, r.Defaults, native.BuildOptions{})
+	if err != nil {
+		return nil // the session's own reconciler reports its configuration errors
+	}
+	s.conf = conf
+	if session.Status.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return nil
+	}
+	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, conf)
+	if err != nil {
+		return nil // not reachable yet; observed as not ready
+	}
+	s.flink = cl
+	return nil
+}
+
+// observeJob reads the job's state from the session cluster.
+func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope) {
+	st := s.status()
+	if s.flink == nil || st.JobStatus.JobID == "" {
+		return
+	}
+	details, err := s.flink.JobDetails(ctx, st.JobStatus.JobID)
+	switch {
+	case flink.IsNotFound(err):
+		if st.JobStatus.State != flinkv1beta1.JobStatusReconciling && !isTerminal(st.JobStatus.State) {
+			// The session lost the job (a JobManager restart without HA): submit it again.
+			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s; submitting it again",
+				st.JobStatus.JobID, s.session.Name)
+			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		}
+		return
+	case err != nil:
+		return
+	}
+	state := flinkv1beta1.JobStatusState(details.State)
+	if state != st.JobStatus.State && st.JobStatus.State != "" {
+		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
+	}
+	st.JobStatus.State = state
+	st.JobStatus.JobName = details.Name
+	if details.StartTime > 0 {
+		st.JobStatus.StartTime = fmt.Sprint(details.StartTime)
+	}
+	st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
+	// A job that runs the spec last reconciled is stable.
+	if state == flinkv1beta1.JobStatusRunning && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed {
+		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
+	}
+}
+
+func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {
+	errs := r.Validator.ValidateSessionJob(ctx, s.job, nil, s.session)
+	if len(errs) == 0 {
+		if isValidationError(s.status().Error) {
+			s.status().Error = ""
+		}
+		return &s.job.Spec, true
+	}
+	msg := errs.ToAggregate().Error()
+	s.status().Error = errorJSON("ValidationError", msg)
+	r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonValidationError, msg)
+	if s.deployed == nil {
+		return nil, false
+	}
+	return s.deployed, true
+}
+
+func (r *FlinkSessionJobReconciler) finishJob(ctx context.Context, s *jobScope, reconcileErr error) error {
+	if reconcileErr != nil {
+		s.status().Error = errorJSON("ReconcileError", reconcileErr.Error())
+		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
+	}
+	if err := r.persistJob(ctx, s); err != nil {
+		if reconcileErr != nil {
+			return fmt.Errorf("%w (and writing status failed: %v)", reconcileErr, err)
+		}
+		return err
+	}
+	return reconcileErr
+}
+
+func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
+	st := s.status()
+	var jobState flinkv1beta1.JobState
+	if s.deployed != nil && s.deployed.Job != nil {
+		jobState = s.deployed.Job.State
+	}
+	st.LifecycleState = lifecycle.State(&st.CommonStatus, "", !s.job.DeletionTimestamp.IsZero(), jobState)
+	for _, c := range lifecycle.SessionJobConditions(&st.CommonStatus, s.job.Generation) {
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+}
+
+// persistJob writes the status (the write-ahead log) when it changed.
+func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope) error {
+	r.computeJobStatus(s)
+	if equalStatus(s.original.Status, s.job.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s.job, client.MergeFrom(s.original)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status: %w", err)
+	}
+	s.original = s.job.DeepCopy()
+	return nil
+}
+
+// recordJobSpec writes spec as the last reconciled spec in the given reconciliation state.
+func (s *jobScope) recordJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState) error {
+	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, s.deployed == nil)
+	if err != nil {
+		return err
+	}
+	rs := &s.status().ReconciliationStatus
+	rs.LastReconciledSpec, rs.State = raw, state
+	rs.ReconciliationTimestamp = time.Now().UnixMilli()
+	s.status().ObservedGeneration = s.job.Generation
+	deployed := spec
+	s.deployed = &deployed
+	return nil
+}

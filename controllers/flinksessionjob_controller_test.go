@@ -1,0 +1,202 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+func startSessionJobOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
+	t.Helper()
+	skip := true
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: &skip}})
+	require.NoError(t, err)
+	rec := record.NewFakeRecorder(1000)
+	events := &recordedEvents{}
+	events.record(rec)
+	r := &FlinkSessionJobReconciler{
+		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
+		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20},
+		Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
+	}
+	require.NoError(t, r.SetupWithManager(mgr))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return events
+}
+
+// TestFlinkSessionJobLifecycle drives a session job through submission (with a failed first
+// attempt), a savepoint upgrade and deletion against a scripted session cluster.
+func TestFlinkSessionJobLifecycle(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "sessionjobs"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	events := startSessionJobOperator(t, env, flink)
+
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 2, UpgradeMode: flinkv1beta1.UpgradeModeSavepoint,
+			State: flinkv1beta1.JobStateRunning}}}
+	key := client.ObjectKeyFromObject(job)
+	flink.FailRun = "org.apache.flink.client.program.ProgramInvocationException: boom"
+	require.NoError(t, c.Create(ctx, job))
+
+	getJob := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	waitJob := func(what string, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
+		t.Helper()
+		var last *flinkv1beta1.FlinkSessionJob
+		deadline := time.Now().Add(20 * time.Second)
+		for last = getJob(); !cond(last); last = getJob() {
+			require.True(t, time.Now().Before(deadline), "%s; status %+v; runs %+v", what, last.Status, flink.Runs())
+			time.Sleep(50 * time.Millisecond)
+		}
+		return last
+	}
+
+	// Session not ready: nothing is submitted.
+	time.Sleep(500 * time.Millisecond)
+	require.Empty(t, flink.Runs())
+	require.Equal(t, flinkv1beta1.JobStatusReconciling, getJob().Status.JobStatus.State)
+
+	session = get(t, c, ns, "session")
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+
+	// The first run fails: the job id was recorded before it and the error is reported.
+	failed := waitJob("submission error recorded", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.Error != "" && len(flink.Runs()) > 0
+	})
+	jobID := failed.Status.JobStatus.JobID
+	require.Len(t, jobID, 32)
+	require.Equal(t, jobID, flink.Runs()[0].JobID, "the job id is written to the status before Flink sees it")
+	require.Contains(t, failed.Status.Error, "JobSubmissionException")
+	require.Eventually(t, func() bool { return events.has("Job submission failed") }, 5*time.Second, 50*time.Millisecond)
+
+	// The retry submits under the same id; the uploaded jar is deleted.
+	flink.FailRun = ""
+	running := waitJob("RUNNING and Ready", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning && conditionTrue(j.Status.Conditions, "Ready")
+	})
+	require.Equal(t, jobID, running.Status.JobStatus.JobID)
+	runs := flink.Runs()
+	require.Equal(t, jobID, runs[len(runs)-1].JobID)
+	require.Equal(t, 2, runs[len(runs)-1].Parallelism)
+	require.Zero(t, flink.Jars(), "uploaded jars are deleted after the run")
+	require.Equal(t, flinkv1beta1.LifecycleStable, running.Status.LifecycleState)
+
+	// A savepoint upgrade: stop with a savepoint, run the new spec from it under a new id.
+	patchSessionJob(t, c, key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 3 })
+	upgraded := waitJob("upgraded", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.JobStatus.JobID != jobID && j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	})
+	last := flink.Runs()[len(flink.Runs())-1]
+	require.Equal(t, 3, last.Parallelism)
+	require.Equal(t, upgraded.Status.JobStatus.SavepointInfo.LastSavepoint.Location, last.SavepointPath)
+	require.Equal(t, "FINISHED", flink.Job(jobID), "the old job stopped with its savepoint")
+
+	// Deletion cancels the job, then lets the resource go.
+	require.NoError(t, c.Delete(ctx, upgraded))
+	require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{})) },
+		20*time.Second, 50*time.Millisecond)
+	require.Equal(t, "CANCELED", flink.Job(upgraded.Status.JobStatus.JobID))
+}
+
+// TestFlinkSessionJobErrors: bad jars give clear errors, and a job whose session is gone is
+// deleted without waiting.
+func TestFlinkSessionJobErrors(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "sessionjob-errors"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+	events := startSessionJobOperator(t, env, flink)
+
+	mk := func(name, jarURI, deployment string) client.ObjectKey {
+		j := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: deployment, Job: &flinkv1beta1.JobSpec{JarURI: jarURI,
+				UpgradeMode: flinkv1beta1.UpgradeModeStateless, State: flinkv1beta1.JobStateRunning}}}
+		require.NoError(t, c.Create(ctx, j))
+		return client.ObjectKeyFromObject(j)
+	}
+	errorOf := func(key client.ObjectKey, substr string) {
+		t.Helper()
+		j := &flinkv1beta1.FlinkSessionJob{}
+		deadline := time.Now().Add(20 * time.Second)
+		for c.Get(ctx, key, j) != nil || !strings.Contains(j.Status.Error, substr) {
+			require.True(t, time.Now().Before(deadline), "want an error with %q, status.error is %q", substr, j.Status.Error)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	errorOf(mk("scheme", "s3://bucket/job.jar", "session"), `spec.job.jarURI: Unsupported value: \"s3://bucket/job.jar\": supported values: \"file://...\", \"https://...\"`)
+	errorOf(mk("missing", "file:///does/not/exist.jar", "session"), "no such file or directory")
+	require.Eventually(t, func() bool { return events.has("ValidationError") }, 5*time.Second, 50*time.Millisecond)
+
+	orphan := mk("orphan", "file:///does/not/exist.jar", "no-such-session")
+	require.NoError(t, c.Delete(ctx, &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: orphan.Name}}))
+	require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, orphan, &flinkv1beta1.FlinkSessionJob{})) },
+		20*time.Second, 50*time.Millisecond, "a job without a session is deleted at once")
+}
+
+func patchSessionJob(t *testing.T, c client.Client, key client.ObjectKey, change func(*flinkv1beta1.FlinkSessionJob)) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		if c.Get(context.Background(), key, j) != nil {
+			return false
+		}
+		change(j)
+		return c.Update(context.Background(), j) == nil
+	}, 5*time.Second, 50*time.Millisecond)
+}
+
+func conditionTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+

@@ -1,0 +1,346 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Options of session jobs, with upstream's names.
+const (
+	optArtifactHeaders     = "kubernetes.operator.user.artifacts.http.header"
+	optSavepointOnDeletion = "kubernetes.operator.job.savepoint-on-deletion"
+	optCleanupTimeout      = "kubernetes.operator.resource.cleanup.timeout"
+)
+
+// The session job state machine, from status.reconciliationStatus and the job on the session:
+//
+//	nothing reconciled yet, suspended → record the spec; nothing runs
+//	session JobManager not ready      → wait (progress-check interval)
+//	nothing reconciled yet            → deploy
+//	DEPLOYED, job RECONCILING         → (re)submit under the recorded job id (crash between the
+//	                                    write-ahead and the submission, or a session that lost it)
+//	DEPLOYED, spec changed            → record the new spec as UPGRADING (write-ahead), then:
+//	UPGRADING, job not terminal       → stop it as upgradeMode says: savepoint (stop-with-savepoint,
+//	                                    trigger id first, path recorded), last-state (latest
+//	                                    checkpoint recorded, then cancel), stateless (cancel)
+//	UPGRADING, job terminal/absent    → suspended: DEPLOYED (SUSPENDED); else deploy from what was kept
+//
+// deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
+// the jar is uploaded and run; submitting an id Flink already runs counts as done.
+func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScope, target *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
+	st := s.status()
+	desired := target.DeepCopy()
+	suspended := desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended
+	switch {
+	case s.deployed == nil && suspended:
+		return ctrl.Result{}, s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed)
+	case s.flink == nil:
+		st.JobStatus.State = orReconciling(st.JobStatus.State)
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	case s.deployed == nil:
+		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
+		return r.deployJob(ctx, s, desired, desired.Job.InitialSavepointPath)
+	}
+	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
+		if !jobSpecChanged(s.deployed, desired) {
+			if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" &&
+				(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) {
+				return r.submit(ctx, s, s.deployed)
+			}
+			if s.deployed.Job != nil && nonceChanged(s.deployed.Job.SavepointTriggerNonce, desired.Job.SavepointTriggerNonce) {
+				// Manual savepoints of session jobs come with the FlinkStateSnapshot work.
+				r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError,
+					"savepointTriggerNonce is not supported for session jobs yet; the nonce is recorded")
+				spec := s.deployed.DeepCopy()
+				spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
+				if err := s.recordJobSpec(*spec, st.ReconciliationStatus.State); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
+			return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
+		}
+		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
+		st.JobStatus.UpgradeSavepointPath = ""
+		if redeployJobRequested(s.deployed, desired) {
+			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
+		}
+		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.persistJob(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
+}
+
+func orReconciling(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
+	if s == "" {
+		return flinkv1beta1.JobStatusReconciling
+	}
+	return s
+}
+
+// upgradeJob stops the running job as the upgrade mode says, then deploys the new spec.
+func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
+	st := s.status()
+	// A savepoint triggered for this upgrade is followed to its end, whatever the job's state
+	// became meanwhile (it is FINISHED once the stop completed).
+	info := st.JobStatus.SavepointInfo
+	pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+	if pending || (st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) && st.JobStatus.State != flinkv1beta1.JobStatusReconciling) {
+		done, err := r.stopJob(ctx, s, jobUpgradeMode(desired))
+		if err != nil || !done {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		}
+	}
+	if desired.Job.State == flinkv1beta1.JobStateSuspended {
+		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !isTerminal(st.JobStatus.State) {
+			st.JobStatus.State = flinkv1beta1.JobStatusFinished
+		}
+		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
+		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	}
+	restore := st.JobStatus.UpgradeSavepointPath
+	if jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless {
+		restore = ""
+	}
+	st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
+	return r.deployJob(ctx, s, desired, restore)
+}
+
+// stopJob stops the job keeping what the mode needs; done once the job is terminal.
+func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mode flinkv1beta1.UpgradeMode) (bool, error) {
+	st := s.status()
+	jobID := st.JobStatus.JobID
+	if st.JobStatus.SavepointInfo == nil {
+		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	info := st.JobStatus.SavepointInfo
+	switch {
+	case mode == flinkv1beta1.UpgradeModeSavepoint || info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade:
+		if info.TriggerID == "" {
+			now := time.Now().UnixMilli()
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+			if err := r.persistJob(ctx, s); err != nil { // write-ahead
+				return false, err
+			}
+			err := s.flink.StopWithSavepoint(ctx, jobID, flink.StopRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
+			if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
+				info.TriggerID, info.TriggerType = "", ""
+				msg := "Cannot stop the job with a savepoint: " + err.Error()
+				st.Error = errorJSON("UpgradeFailureException", msg)
+				r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError, msg)
+			}
+			return false, nil
+		}
+		res, err := s.flink.SavepointStatus(ctx, jobID, info.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			info.TriggerID = "" // the session restarted: trigger again
+			return false, nil
+		case err != nil, res.State == flink.OperationInProgress:
+			return false, nil
+		case res.Failure != nil:
+			info.TriggerID, info.TriggerType = "", ""
+			msg := "Savepoint for the upgrade failed: " + res.Failure.Message()
+			st.Error = errorJSON("UpgradeFailureException", msg)
+			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError, msg)
+			return false, nil
+		}
+		sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location,
+			TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
+		info.LastSavepoint = &sp
+		info.SavepointHistory = append(info.SavepointHistory, sp)
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		st.JobStatus.UpgradeSavepointPath = res.Location
+		st.JobStatus.State = flinkv1beta1.JobStatusFinished
+		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", res.Location)
+		return true, r.persistJob(ctx, s)
+	case mode == flinkv1beta1.UpgradeModeLastState:
+		// Session jobs have no HA of their own: the latest checkpoint is the restore point.
+		stats, err := s.flink.CheckpointStatistics(ctx, jobID)
+		if err != nil {
+			return false, nil
+		}
+		if stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+			st.Error = errorJSON("UpgradeFailureException", "last-state upgrade needs a completed checkpoint; none yet")
+			return false, nil
+		}
+		st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
+		if err := r.persistJob(ctx, s); err != nil {
+			return false, err
+		}
+	}
+	if err := s.flink.CancelJob(ctx, jobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
+		return false, nil
+	}
+	state, err := s.flink.JobStatus(ctx, jobID)
+	if flink.IsNotFound(err) || (err == nil && isTerminal(flinkv1beta1.JobStatusState(state))) {
+		st.JobStatus.State = flinkv1beta1.JobStatusCanceled
+		return true, nil
+	}
+	return false, nil
+}
+
+// deployJob records the new job id, restore path and spec (write-ahead), then submits.
+func (r *FlinkSessionJobReconciler) deployJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, restore string) (ctrl.Result, error) {
+	st := s.status()
+	ts := st.ReconciliationStatus.ReconciliationTimestamp
+	st.JobStatus.JobID = deterministicJobID(string(s.job.UID), ts)
+	st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+	st.JobStatus.UpgradeSavepointPath = restore
+	if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+		return ctrl.Result{}, err
+	}
+	st.ReconciliationStatus.ReconciliationTimestamp = ts
+	if err := r.persistJob(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.submit(ctx, s, desired)
+}
+
+// submit uploads the jar, runs it under the recorded job id and deletes the upload.
+func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spec *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
+	st := s.status()
+	job := spec.Job
+	headers, err := parseHeaders(s.conf[optArtifactHeaders])
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	jar, name, err := r.Artifacts.Open(ctx, job.JarURI, headers)
+	if err != nil {
+		st.Error = errorJSON("ArtifactException", err.Error())
+		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, err.Error())
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	}
+	jarID, err := s.flink.UploadJar(ctx, name, jar)
+	jar.Close()
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("upload %s: %w", job.JarURI, err)
+	}
+	defer func() {
+		if err := s.flink.DeleteJar(ctx, jarID); err != nil {
+			log.FromContext(ctx).Info("could not delete the uploaded jar", "jar", jarID, "error", err.Error())
+		}
+	}()
+	jobConf, err := spec.FlinkConfiguration.Flatten()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	req := flink.RunJarRequest{JobID: st.JobStatus.JobID, EntryClass: job.EntryClass, Args: job.Args,
+		Parallelism: int(job.Parallelism), SavepointPath: st.JobStatus.UpgradeSavepointPath, FlinkConfiguration: jobConf}
+	if job.AllowNonRestoredState != nil {
+		req.AllowNonRestoredState = *job.AllowNonRestoredState
+	}
+	if mode := s.conf["execution.state-recovery.claim-mode"]; mode != "" {
+		req.ClaimMode = flink.ClaimMode(strings.ToUpper(mode))
+	}
+	if _, err := s.flink.RunJar(ctx, jarID, req); err != nil {
+		if flink.IsConflict(err) || strings.Contains(err.Error(), "already") {
+			// Submitted before a crash: the job id is Flink's, nothing to do.
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
+		msg := fmt.Sprintf("Job submission failed: %v", err)
+		st.Error = errorJSON("JobSubmissionException", msg)
+		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, msg)
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	}
+	st.Error = ""
+	msg := "Job submitted to session " + s.session.Name
+	if st.JobStatus.UpgradeSavepointPath != "" {
+		msg += " from " + st.JobStatus.UpgradeSavepointPath
+	}
+	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSubmit, msg)
+	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+}
+
+func (r *FlinkSessionJobReconciler) jobRequeue(s *jobScope) time.Duration {
+	if s.status().JobStatus.State != flinkv1beta1.JobStatusRunning && !isTerminal(s.status().JobStatus.State) {
+		return r.Intervals.ProgressCheck
+	}
+	return r.Intervals.Reconcile
+}
+
+// cleanupJob stops the job on deletion (savepoint when savepoint-on-deletion is set, else
+// cancel), then drops the finalizer. It never blocks on a session that is gone or not ready,
+// and gives up after the cleanup timeout with a Warning event.
+func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(s.job, SessionJobFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	if err := r.persistJob(ctx, s); err != nil { // lifecycle DELETING
+		return ctrl.Result{}, err
+	}
+	st := s.status()
+	timeout, _ := s.conf.Duration(optCleanupTimeout, 5*time.Minute)
+	expired := time.Since(s.job.DeletionTimestamp.Time) > timeout
+	if s.flink != nil && st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) && !expired {
+		state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
+		if err == nil && !isTerminal(flinkv1beta1.JobStatusState(state)) {
+			mode := flinkv1beta1.UpgradeModeStateless
+			if strings.EqualFold(s.conf[optSavepointOnDeletion], "true") {
+				mode = flinkv1beta1.UpgradeModeSavepoint
+			}
+			done, err := r.stopJob(ctx, s, mode)
+			if err != nil || !done {
+				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.persistJob(ctx, s)
+			}
+		}
+	}
+	if expired {
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "Gave up stopping job %s after %s", st.JobStatus.JobID, timeout)
+	} else {
+		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
+	}
+	controllerutil.RemoveFinalizer(s.job, SessionJobFinalizer)
+	if err := r.Client.Update(ctx, s.job); err != nil {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func jobUpgradeMode(spec *flinkv1beta1.FlinkSessionJobSpec) flinkv1beta1.UpgradeMode {
+	if spec.Job == nil || spec.Job.UpgradeMode == "" {
+		return flinkv1beta1.UpgradeModeStateless
+	}
+	return spec.Job.UpgradeMode
+}
+
+func redeployJobRequested(before, after *flinkv1beta1.FlinkSessionJobSpec) bool {
+	if after.Job == nil || after.Job.SavepointRedeployNonce == nil {
+		return false
+	}
+	return before.Job == nil || before.Job.SavepointRedeployNonce == nil || *before.Job.SavepointRedeployNonce != *after.Job.SavepointRedeployNonce
+}
+
+// jobSpecChanged ignores what upstream marks IGNORE (as for FlinkDeployments).
+func jobSpecChanged(deployed, desired *flinkv1beta1.FlinkSessionJobSpec) bool {
+	norm := func(spec *flinkv1beta1.FlinkSessionJobSpec) map[string]any {
+		wrapped := flinkv1beta1.FlinkDeploymentSpec{Job: spec.Job, FlinkConfiguration: spec.FlinkConfiguration, RestartNonce: spec.RestartNonce}
+		m := significant(&wrapped)
+		m["deploymentName"] = spec.DeploymentName
+		return m
+	}
+	return !equalStatus(norm(deployed), norm(desired))
+}
+
+// parseHeaders reads Flink's map syntax "k1:v1,k2:v2".
+func parseHeaders(raw string) (map[string]string, error) {
+	return native.ParseMap(raw, optArtifactHeaders)
+}
