@@ -199,4 +199,3 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 	}
 	return false
 }
-

@@ -144,7 +144,9 @@ func TestNodeAgentReportsFailures(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
-	s := status("not-flink", func(s corev1.ContainerStatus) bool { return s.State.Waiting != nil && s.State.Waiting.Reason == "ImageNotRunnable" })
+	s := status("not-flink", func(s corev1.ContainerStatus) bool {
+		return s.State.Waiting != nil && s.State.Waiting.Reason == "ImageNotRunnable"
+	})
 	require.Contains(t, s.State.Waiting.Message, "busybox:1.36")
 	s = status("crashing", func(s corev1.ContainerStatus) bool {
 		return s.RestartCount >= 1 && s.LastTerminationState.Terminated != nil
