@@ -24,12 +24,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -141,7 +143,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.restAddress != controllers.RESTAddressService && o.restAddress != controllers.RESTAddressPodIP {
+	if o.restAddress != "" && o.restAddress != controllers.RESTAddressService && o.restAddress != controllers.RESTAddressPodIP {
 		return nil, fmt.Errorf("--flink-rest-address %q: allowed: %s, %s", o.restAddress, controllers.RESTAddressService, controllers.RESTAddressPodIP)
 	}
 	var tlsOpts []func(*tls.Config)
@@ -174,12 +176,21 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("add health check: %w", err)
 	}
 	validator := o.validator()
+	// Metrics go to controller-runtime's registry, served on the metrics endpoint with its own
+	// controller, workqueue and client metrics.
+	lifecycleMetrics := opmetrics.NewLifecycleTracker()
+	restMetrics := opmetrics.NewRESTMetrics()
+	if err := opmetrics.Register(ctrlmetrics.Registry, append(restMetrics.Collectors(), lifecycleMetrics.Collector(),
+		&opmetrics.ResourceCollector{Reader: mgr.GetCache()})...); err != nil {
+		return nil, fmt.Errorf("register metrics: %w", err)
+	}
 	if err := (&controllers.FlinkDeploymentReconciler{
 		Client:   mgr.GetClient(),
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor("flink-operator"),
 		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout},
+			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Lifecycle: lifecycleMetrics,
 		Validator: validator,
 		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
@@ -190,7 +201,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorderFor("flink-operator"),
 		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout},
+			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Lifecycle: lifecycleMetrics,
 		Artifacts: &artifact.Fetcher{MaxSize: o.artifactMaxSize},
 		Validator: validator,
 		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -97,6 +99,25 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 	code, body = get("http://" + o.metricsAddr + "/metrics")
 	require.Equal(t, http.StatusOK, code)
 	assert.Contains(t, body, "leader_election_master_status")
+
+	// Resource metrics follow the resources: a FlinkDeployment appears in the counts and
+	// leaves no series once deleted. (This one fails validation, so nothing is deployed.)
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}))
+	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders"},
+		Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: flinkv1beta1.FlinkVersion1_20,
+			Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}
+	require.NoError(t, env.Client.Create(ctx, dep))
+	require.Eventually(t, func() bool {
+		_, body := get("http://" + o.metricsAddr + "/metrics")
+		return strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="team-a"} 1`) &&
+			strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="team-a",state="FAILED"} 1`)
+	}, 30*time.Second, 200*time.Millisecond, "metrics of the new FlinkDeployment")
+	require.NoError(t, env.Client.Delete(ctx, dep))
+	require.Eventually(t, func() bool {
+		_, body := get("http://" + o.metricsAddr + "/metrics")
+		return !strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="team-a"}`) &&
+			!strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="team-a"`)
+	}, 30*time.Second, 200*time.Millisecond, "series of the deleted FlinkDeployment are gone")
 
 	cancel()
 	select {

@@ -18,6 +18,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -59,6 +60,8 @@ type FlinkDeploymentReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
+	// Lifecycle, when set, records lifecycle transition durations.
+	Lifecycle *metrics.LifecycleTracker
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
@@ -178,6 +181,9 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 		jobState = s.deployed.Job.State
 	}
 	st.LifecycleState = lifecycle.State(&st.CommonStatus, st.JobManagerDeploymentStatus, !s.dep.DeletionTimestamp.IsZero(), jobState)
+	if r.Lifecycle != nil {
+		r.Lifecycle.Observe(s.dep.UID, s.dep.Namespace, metrics.KindDeployment, st.LifecycleState)
+	}
 	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

@@ -308,6 +308,9 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	}
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Cluster deleted")
+	if r.Lifecycle != nil {
+		r.Lifecycle.Forget(s.dep.UID)
+	}
 	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
 	if err := r.Client.Update(ctx, s.dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

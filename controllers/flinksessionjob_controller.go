@@ -21,6 +21,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -38,6 +39,8 @@ type FlinkSessionJobReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
+	// Lifecycle, when set, records lifecycle transition durations.
+	Lifecycle *metrics.LifecycleTracker
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch;update;patch
@@ -225,6 +228,9 @@ func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
 		jobState = s.deployed.Job.State
 	}
 	st.LifecycleState = lifecycle.State(&st.CommonStatus, "", !s.job.DeletionTimestamp.IsZero(), jobState)
+	if r.Lifecycle != nil {
+		r.Lifecycle.Observe(s.job.UID, s.job.Namespace, metrics.KindSessionJob, st.LifecycleState)
+	}
 	for _, c := range lifecycle.SessionJobConditions(&st.CommonStatus, s.job.Generation) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}

@@ -308,6 +308,9 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 	} else {
 		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
 	}
+	if r.Lifecycle != nil {
+		r.Lifecycle.Forget(s.job.UID)
+	}
 	controllerutil.RemoveFinalizer(s.job, SessionJobFinalizer)
 	if err := r.Client.Update(ctx, s.job); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
