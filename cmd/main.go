@@ -32,6 +32,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -53,6 +54,7 @@ type options struct {
 	restURLTemplate      string
 	restAddress          string
 	artifactMaxSize      int64
+	secretKeyPatterns    string
 	restTimeout          time.Duration
 	reconcileInterval    time.Duration
 	progressInterval     time.Duration
@@ -90,10 +92,23 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
 	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
 		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
+	fs.StringVar(&o.secretKeyPatterns, "secret-key-patterns", strings.Join(redact.DefaultKeyPatterns, ","),
+		"Comma-separated, case-insensitive substrings of Flink configuration keys whose values are masked in logs, events and status.")
 	fs.Int64Var(&o.artifactMaxSize, "artifact-max-size", artifact.DefaultMaxSize,
 		"Largest session job jar the operator fetches and uploads, in bytes.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+// keyPatterns parses --secret-key-patterns; nil (the defaults) when unset.
+func (o *options) keyPatterns() []string {
+	var out []string
+	for _, p := range strings.Split(o.secretKeyPatterns, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // validator builds the validation rules the webhooks (and reconcilers) apply.
@@ -190,9 +205,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Recorder: mgr.GetEventRecorderFor("flink-operator"),
 		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
-		Lifecycle: lifecycleMetrics,
-		Validator: validator,
-		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+		Lifecycle:         lifecycleMetrics,
+		SecretKeyPatterns: o.keyPatterns(),
+		Validator:         validator,
+		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}
@@ -202,10 +218,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Recorder: mgr.GetEventRecorderFor("flink-operator"),
 		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
-		Lifecycle: lifecycleMetrics,
-		Artifacts: &artifact.Fetcher{MaxSize: o.artifactMaxSize},
-		Validator: validator,
-		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+		Lifecycle:         lifecycleMetrics,
+		SecretKeyPatterns: o.keyPatterns(),
+		Artifacts:         &artifact.Fetcher{MaxSize: o.artifactMaxSize},
+		Validator:         validator,
+		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}

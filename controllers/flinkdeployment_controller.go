@@ -20,6 +20,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -62,6 +63,9 @@ type FlinkDeploymentReconciler struct {
 	Intervals Intervals
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
+	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
+	// status messages; redact.DefaultKeyPatterns when nil.
+	SecretKeyPatterns []string
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
@@ -92,9 +96,31 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, dep); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := newScope(dep)
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinkdeployment", req.NamespacedName))
+	// Secrets of this resource are masked in everything this reconcile logs, records or returns.
+	conf, _ := dep.Spec.FlinkConfiguration.Flatten()
+	red := redact.New(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...)...)
+	rr := *r
+	rr.Recorder = red.Recorder(r.Recorder)
+	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinkdeployment", req.NamespacedName))
+	result, err := rr.reconcileDeployment(ctx, dep, red)
+	return result, red.Error(err)
+}
 
+// deploymentPods are the pod templates of a FlinkDeployment.
+func deploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
+	pods := []*corev1.Pod{dep.Spec.PodTemplate}
+	if dep.Spec.JobManager != nil {
+		pods = append(pods, dep.Spec.JobManager.PodTemplate)
+	}
+	if dep.Spec.TaskManager != nil {
+		pods = append(pods, dep.Spec.TaskManager.PodTemplate)
+	}
+	return pods
+}
+
+func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, red *redact.Redactor) (ctrl.Result, error) {
+	s := newScope(dep)
+	s.redact = red
 	if !dep.DeletionTimestamp.IsZero() {
 		return r.cleanup(ctx, s)
 	}
@@ -122,6 +148,8 @@ type scope struct {
 	original *flinkv1beta1.FlinkDeployment
 	// deployed is the last reconciled spec (nil before the first deployment).
 	deployed *flinkv1beta1.FlinkDeploymentSpec
+	// redact masks the resource's secrets in status messages.
+	redact *redact.Redactor
 }
 
 func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
@@ -197,6 +225,7 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 // describes. A merge patch of the status subresource: the operator is its only writer.
 func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error {
 	r.computeStatus(s)
+	s.status().Error = s.redact.String(s.status().Error)
 	if equalStatus(s.original.Status, s.dep.Status) {
 		return nil
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -41,6 +42,8 @@ type FlinkSessionJobReconciler struct {
 	Intervals Intervals
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
+	// SecretKeyPatterns mark configuration keys whose values are masked (see FlinkDeploymentReconciler).
+	SecretKeyPatterns []string
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch;update;patch
@@ -87,8 +90,9 @@ type jobScope struct {
 	// session is the session cluster (nil when it does not exist).
 	session *flinkv1beta1.FlinkDeployment
 	// flink talks to the session cluster (nil unless its JobManager is ready).
-	flink *flink.Client
-	conf  native.Config
+	flink  *flink.Client
+	conf   native.Config
+	redact *redact.Redactor
 }
 
 func (s *jobScope) status() *flinkv1beta1.FlinkSessionJobStatus { return &s.job.Status }
@@ -100,8 +104,17 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinksessionjob", req.NamespacedName))
-	s := &jobScope{job: job, original: job.DeepCopy()}
+	conf, _ := job.Spec.FlinkConfiguration.Flatten()
+	red := redact.New(redact.Values(conf, r.SecretKeyPatterns)...)
+	rr := *r
+	rr.Recorder = red.Recorder(r.Recorder)
+	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinksessionjob", req.NamespacedName))
+	result, err := rr.reconcileSessionJob(ctx, job, red)
+	return result, red.Error(err)
+}
+
+func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) (ctrl.Result, error) {
+	s := &jobScope{job: job, original: job.DeepCopy(), redact: red}
 	var spec flinkv1beta1.FlinkSessionJobSpec
 	if found, _, err := flinkv1beta1.DecodeReconciledSpec(job.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
 		s.deployed = &spec
@@ -239,6 +252,7 @@ func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
 // persistJob writes the status (the write-ahead log) when it changed.
 func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope) error {
 	r.computeJobStatus(s)
+	s.status().Error = s.redact.String(s.status().Error)
 	if equalStatus(s.original.Status, s.job.Status) {
 		return nil
 	}

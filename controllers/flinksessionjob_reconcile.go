@@ -71,9 +71,13 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 			return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
 		}
 		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
-		st.JobStatus.UpgradeSavepointPath = ""
-		if redeployJobRequested(s.deployed, desired) {
+		// upgradeSavepointPath is what the next submission restores: a suspended job resumes
+		// from the savepoint it stopped with; a running one gets a fresh one below.
+		switch {
+		case redeployJobRequested(s.deployed, desired):
 			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
+		case jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless, !isTerminal(st.JobStatus.State):
+			st.JobStatus.UpgradeSavepointPath = ""
 		}
 		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
 			return ctrl.Result{}, err
