@@ -45,6 +45,9 @@ type options struct {
 	enableLeaderElection bool
 	leaderElectionID     string
 	leaderElectionNS     string
+	leaseDuration        time.Duration
+	renewDeadline        time.Duration
+	retryPeriod          time.Duration
 	watchNamespaces      string
 	enableHTTP2          bool
 	enableWebhooks       bool
@@ -70,6 +73,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Elect a leader through a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flink-operator.flink.apache.org",
 		"Name of the Lease used for leader election.")
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long a standby waits after the leader's last renewal before taking over.")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew before it steps down (and exits).")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "Interval of leader election attempts.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the Lease; defaults to the operator's own namespace.")
 	fs.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
@@ -98,6 +106,13 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Largest session job jar the operator fetches and uploads, in bytes.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil // controller-runtime's default
+	}
+	return &d
 }
 
 // keyPatterns parses --secret-key-patterns; nil (the defaults) when unset.
@@ -179,6 +194,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		LeaderElection:          o.enableLeaderElection,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectionNS,
+		LeaseDuration:           durationOrNil(o.leaseDuration),
+		RenewDeadline:           durationOrNil(o.renewDeadline),
+		RetryPeriod:             durationOrNil(o.retryPeriod),
 		// The operator exits right after losing the lease, so stepping down early is safe
 		// and lets a standby take over without waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,

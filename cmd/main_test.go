@@ -6,7 +6,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
@@ -134,4 +139,73 @@ func freeAddr(t *testing.T) string {
 	require.NoError(t, err)
 	defer l.Close()
 	return fmt.Sprintf("127.0.0.1:%d", l.Addr().(*net.TCPAddr).Port)
+}
+
+// TestLeaderFailover: two replicas share the Lease; when the leader is killed (SIGKILL, so it
+// cannot step down), the standby takes over after the lease expires and reconciles.
+func TestLeaderFailover(t *testing.T) {
+	env := kubeenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const leaseNS, ns, id = "flink-operator-system", "failover", "flink-operator-failover"
+	for _, n := range []string{leaseNS, ns} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+	}
+	admin, err := env.Environment.AddUser(envtest.User{Name: "leader", Groups: []string{"system:masters"}}, nil)
+	require.NoError(t, err)
+	kubeconfig, err := admin.KubeConfig()
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kubeconfig"), kubeconfig, 0o600))
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "manager"), ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, string(out))
+
+	lease := []string{"--leader-elect", "--leader-election-id=" + id, "--leader-election-namespace=" + leaseNS,
+		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
+	leader := exec.Command(filepath.Join(dir, "manager"), append([]string{"--enable-webhooks=false", "--metrics-bind-address=0",
+		"--health-probe-bind-address=" + freeAddr(t)}, lease...)...)
+	leader.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
+	logFile, err := os.Create(filepath.Join(dir, "leader.log"))
+	require.NoError(t, err)
+	leader.Stdout, leader.Stderr = logFile, logFile
+	require.NoError(t, leader.Start())
+	defer func() { _ = leader.Process.Kill(); _ = leader.Wait() }()
+
+	holder := func() string {
+		l := &coordinationv1.Lease{}
+		if env.Client.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: id}, l) != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	require.Eventually(t, func() bool { return holder() != "" }, 30*time.Second, 100*time.Millisecond, "no leader")
+	first := holder()
+
+	standby, err := newManager(env.Config, options{metricsAddr: "0", probeAddr: freeAddr(t), enableLeaderElection: true,
+		leaderElectionID: id, leaderElectionNS: leaseNS, leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second,
+		retryPeriod: 500 * time.Millisecond, reconcileInterval: time.Minute, progressInterval: time.Second})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- standby.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	reconciled := func(name string) bool {
+		d := &flinkv1beta1.FlinkDeployment{}
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d) == nil && d.Status.LifecycleState != ""
+	}
+	create := func(name string) {
+		require.NoError(t, env.Client.Create(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: flinkv1beta1.FlinkVersion1_20,
+				Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}))
+	}
+	create("before")
+	require.Eventually(t, func() bool { return reconciled("before") }, 30*time.Second, 100*time.Millisecond, "the leader reconciles")
+	require.Equal(t, first, holder(), "the standby does not take the lease from a live leader")
+
+	require.NoError(t, leader.Process.Signal(syscall.SIGKILL))
+	_ = leader.Wait()
+	create("after")
+	require.Eventually(t, func() bool { return reconciled("after") }, 30*time.Second, 100*time.Millisecond, "the standby took over and reconciles")
+	require.NotEqual(t, first, holder())
 }
