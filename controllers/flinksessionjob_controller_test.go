@@ -130,6 +130,19 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	require.Equal(t, upgraded.Status.JobStatus.SavepointInfo.LastSavepoint.Location, last.SavepointPath)
 	require.Equal(t, "FINISHED", flink.Job(jobID), "the old job stopped with its savepoint")
 
+	// Suspend stops with a savepoint; resume restores it.
+	patchSessionJob(t, c, key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateSuspended })
+	suspended := waitJob("SUSPENDED", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+	})
+	suspendSavepoint := suspended.Status.JobStatus.SavepointInfo.LastSavepoint.Location
+	require.Equal(t, suspendSavepoint, suspended.Status.JobStatus.UpgradeSavepointPath)
+	patchSessionJob(t, c, key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateRunning })
+	upgraded = waitJob("resumed", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.JobStatus.JobID != suspended.Status.JobStatus.JobID && j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	})
+	require.Equal(t, suspendSavepoint, flink.Runs()[len(flink.Runs())-1].SavepointPath, "resumed from the suspend savepoint")
+
 	// Deletion cancels the job, then lets the resource go.
 	require.NoError(t, c.Delete(ctx, upgraded))
 	require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{})) },

@@ -118,6 +118,8 @@ func TestSessionJobs(t *testing.T) {
 		})
 		patchJob(t, stateful, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateRunning })
 		j := waitForJob(t, stateful, "resumed", 2*time.Minute, jobReady)
+		logf(t, "resumed as job %s from %q (last savepoint %+v)", j.Status.JobStatus.JobID, j.Status.JobStatus.UpgradeSavepointPath,
+			j.Status.JobStatus.SavepointInfo.LastSavepoint)
 		restored := restoredFrom(t, sessionKey, j.Status.JobStatus.JobID)
 		require.Equal(t, localPath(j.Status.JobStatus.SavepointInfo.LastSavepoint.Location), localPath(restored.ExternalPath))
 	})
