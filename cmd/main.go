@@ -16,11 +16,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec and OIDC auth for kubeconfigs
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -32,6 +35,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
+	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
@@ -58,9 +62,13 @@ type options struct {
 	restAddress          string
 	artifactMaxSize      int64
 	secretKeyPatterns    string
-	restTimeout          time.Duration
-	reconcileInterval    time.Duration
-	progressInterval     time.Duration
+	configMap            string
+	configMapNamespace   string
+	// live is the dynamic configuration the reconcilers read (set by run, not a flag).
+	live              *operatorconfig.Store
+	restTimeout       time.Duration
+	reconcileInterval time.Duration
+	progressInterval  time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -100,12 +108,24 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
 	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
 		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
+	fs.StringVar(&o.configMap, "config-map", "",
+		"Operator ConfigMap (config.yaml or flink-conf.yaml, upstream's format): kubernetes.operator.* options and default "+
+			"Flink configuration, watched and applied without a restart. Flags given explicitly win over it.")
+	fs.StringVar(&o.configMapNamespace, "config-map-namespace", envOr("OPERATOR_NAMESPACE", os.Getenv("POD_NAMESPACE")),
+		"Namespace of --config-map (env OPERATOR_NAMESPACE or POD_NAMESPACE).")
 	fs.StringVar(&o.secretKeyPatterns, "secret-key-patterns", strings.Join(redact.DefaultKeyPatterns, ","),
 		"Comma-separated, case-insensitive substrings of Flink configuration keys whose values are masked in logs, events and status.")
 	fs.Int64Var(&o.artifactMaxSize, "artifact-max-size", artifact.DefaultMaxSize,
 		"Largest session job jar the operator fetches and uploads, in bytes.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 func durationOrNil(d time.Duration) *time.Duration {
@@ -201,6 +221,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// and lets a standby take over without waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         cache.Options{DefaultNamespaces: namespaces},
+		// run rebuilds the manager in-process when the watched namespaces change; controller
+		// names are unique per manager, not per process.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -225,6 +248,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
+		Live:              o.live,
 		Validator:         validator,
 		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
@@ -238,6 +262,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
+		Live:              o.live,
 		Artifacts:         &artifact.Fetcher{MaxSize: o.artifactMaxSize},
 		Validator:         validator,
 		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
@@ -280,19 +305,81 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 
+	explicit := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
+	if os.Getenv("WATCH_NAMESPACE") != "" { // OLM's install modes set it; it wins, as upstream's env does
+		explicit["watch-namespaces"] = true
+	}
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		log.Error(err, "no Kubernetes configuration (kubeconfig or in-cluster)")
 		os.Exit(1)
 	}
-	mgr, err := newManager(cfg, o)
-	if err != nil {
-		log.Error(err, "unable to set up the manager")
+	if err := run(ctrl.SetupSignalHandler(), cfg, o, explicit); err != nil {
+		log.Error(err, "operator stopped with an error")
 		os.Exit(1)
 	}
-	log.Info("starting manager", "watchNamespaces", o.watchNamespaces, "leaderElection", o.enableLeaderElection)
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-		log.Error(err, "manager stopped with an error")
-		os.Exit(1)
+}
+
+// run runs the manager until ctx ends. With --config-map, the ConfigMap is loaded first (a
+// configuration that does not parse stops the start) and then watched: intervals, the REST
+// timeout and default Flink configuration apply from the next reconcile; a change of the
+// watched namespaces restarts the controllers in-process (the caches are per namespace).
+func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]bool) error {
+	log := ctrl.Log.WithName("setup")
+	store := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: o.reconcileInterval,
+		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces})
+	if o.configMap != "" {
+		if o.configMapNamespace == "" {
+			return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
+		}
+		kc, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		w := &operatorconfig.Watcher{Client: kc, Namespace: o.configMapNamespace, Name: o.configMap,
+			Base: store.Get(), Explicit: explicit, Store: store,
+			Log: func(msg string, kv ...any) { ctrl.Log.WithName("config").Info(msg, kv...) }}
+		if err := w.Load(ctx); err != nil {
+			return err
+		}
+		go w.Run(ctx)
+	}
+	o.live = store
+	for {
+		changed := store.Changed()
+		settings := store.Get()
+		o.watchNamespaces = settings.WatchNamespaces
+		mgr, err := newManager(cfg, o)
+		if err != nil {
+			return err
+		}
+		mctx, cancel := context.WithCancel(ctx)
+		restart := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-mctx.Done():
+					return
+				case <-changed:
+					changed = store.Changed()
+					if store.Get().WatchNamespaces != settings.WatchNamespaces {
+						close(restart)
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		log.Info("starting manager", "watchNamespaces", settings.WatchNamespaces, "leaderElection", o.enableLeaderElection)
+		err = mgr.Start(mctx)
+		cancel()
+		select {
+		case <-restart:
+			log.Info("watched namespaces changed; restarting the controllers", "watchNamespaces", store.Get().WatchNamespaces)
+			continue
+		default:
+		}
+		return err
 	}
 }

@@ -209,3 +209,68 @@ func TestLeaderFailover(t *testing.T) {
 	require.Eventually(t, func() bool { return reconciled("after") }, 30*time.Second, 100*time.Millisecond, "the standby took over and reconciles")
 	require.NotEqual(t, first, holder())
 }
+
+// TestDynamicConfiguration: the operator ConfigMap's watched namespaces and reconcile interval
+// change while it runs, and both take effect without a restart of the process.
+func TestDynamicConfiguration(t *testing.T) {
+	env := kubeenv.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const opNS = "flink-operator-system"
+	for _, n := range []string{opNS, "ns-a", "ns-b"} {
+		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: "flink-operator-config"},
+		Data: map[string]string{"config.yaml": "kubernetes.operator.watched.namespaces: ns-a\nkubernetes.operator.reconcile.interval: 1 h\n"}}
+	require.NoError(t, env.Client.Create(ctx, cm))
+
+	o := options{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), configMap: cm.Name, configMapNamespace: opNS,
+		reconcileInterval: time.Minute, progressInterval: time.Second, restTimeout: time.Second}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, env.Config, o, map[string]bool{}) }()
+	defer func() { cancel(); <-done }()
+
+	invalid := func(ns string) *flinkv1beta1.FlinkDeployment {
+		return &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: flinkv1beta1.FlinkVersion1_20,
+				Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}
+	}
+	reconciled := func(ns string) bool {
+		d := &flinkv1beta1.FlinkDeployment{}
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, d) == nil && d.Status.LifecycleState != ""
+	}
+	reconciles := func() float64 {
+		resp, err := http.Get("http://" + o.metricsAddr + "/metrics")
+		if err != nil {
+			return -1
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		total := 0.0
+		for _, line := range strings.Split(string(body), "\n") {
+			if strings.HasPrefix(line, `controller_runtime_reconcile_total{controller="flinkdeployment"`) {
+				var v float64
+				_, _ = fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v)
+				total += v
+			}
+		}
+		return total
+	}
+	require.NoError(t, env.Client.Create(ctx, invalid("ns-a")))
+	require.NoError(t, env.Client.Create(ctx, invalid("ns-b")))
+	require.Eventually(t, func() bool { return reconciled("ns-a") }, 30*time.Second, 100*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	require.False(t, reconciled("ns-b"), "ns-b is not watched yet")
+	before := reconciles()
+	time.Sleep(2 * time.Second)
+	require.InDelta(t, before, reconciles(), 1, "with a 1 h interval a failed resource is not looked at again")
+
+	cm.Data["config.yaml"] = "kubernetes.operator.watched.namespaces: ns-a,ns-b\nkubernetes.operator.reconcile.interval: 1 s\n"
+	require.NoError(t, env.Client.Update(ctx, cm))
+	require.Eventually(t, func() bool { return reconciled("ns-b") }, 30*time.Second, 100*time.Millisecond, "ns-b is watched after the change")
+	require.Eventually(t, func() bool {
+		start := reconciles()
+		time.Sleep(2 * time.Second)
+		return reconciles()-start >= 3
+	}, 20*time.Second, 100*time.Millisecond, "the 1 s reconcile interval applies")
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -63,6 +64,9 @@ type FlinkDeploymentReconciler struct {
 	Intervals Intervals
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
+	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
+	// default Flink configuration replace the fields above from the next reconcile on.
+	Live *operatorconfig.Store
 	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
 	// status messages; redact.DefaultKeyPatterns when nil.
 	SecretKeyPatterns []string
@@ -101,6 +105,7 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	red := redact.New(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...)...)
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
+	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinkdeployment", req.NamespacedName))
 	result, err := rr.reconcileDeployment(ctx, dep, red)
 	return result, red.Error(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -42,6 +43,9 @@ type FlinkSessionJobReconciler struct {
 	Intervals Intervals
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
+	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
+	// default Flink configuration replace the fields above from the next reconcile on.
+	Live *operatorconfig.Store
 	// SecretKeyPatterns mark configuration keys whose values are masked (see FlinkDeploymentReconciler).
 	SecretKeyPatterns []string
 }
@@ -108,6 +112,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	red := redact.New(redact.Values(conf, r.SecretKeyPatterns)...)
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
+	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinksessionjob", req.NamespacedName))
 	result, err := rr.reconcileSessionJob(ctx, job, red)
 	return result, red.Error(err)

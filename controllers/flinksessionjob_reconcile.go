@@ -71,6 +71,7 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 			return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
 		}
 		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
+		log.FromContext(ctx).Info("spec changed", "jobState", st.JobStatus.State, "keptPath", st.JobStatus.UpgradeSavepointPath)
 		// upgradeSavepointPath is what the next submission restores: a suspended job resumes
 		// from the savepoint it stopped with; a running one gets a fresh one below.
 		switch {
@@ -118,6 +119,7 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		}
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
 		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
+		log.FromContext(ctx).Info("job suspended", "resumeFrom", st.JobStatus.UpgradeSavepointPath)
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	restore := st.JobStatus.UpgradeSavepointPath
@@ -175,6 +177,7 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 		st.JobStatus.UpgradeSavepointPath = res.Location
 		st.JobStatus.State = flinkv1beta1.JobStatusFinished
 		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", res.Location)
+		log.FromContext(ctx).Info("job stopped with a savepoint", "job", jobID, "path", res.Location)
 		return true, r.persistJob(ctx, s)
 	case mode == flinkv1beta1.UpgradeModeLastState:
 		// Session jobs have no HA of their own: the latest checkpoint is the restore point.
@@ -271,6 +274,7 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 		msg += " from " + st.JobStatus.UpgradeSavepointPath
 	}
 	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSubmit, msg)
+	log.FromContext(ctx).Info("job submitted", "job", st.JobStatus.JobID, "restoreFrom", st.JobStatus.UpgradeSavepointPath)
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 }
 

@@ -1,0 +1,20 @@
+package controllers
+
+import (
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
+)
+
+// liveSettings returns the operator settings in force now: the dynamic configuration's when
+// there is one (so a changed ConfigMap applies from the next reconcile), else the fixed ones.
+func liveSettings(live *operatorconfig.Store, intervals Intervals, defaults native.Defaults, flink *FlinkClients) (Intervals, native.Defaults, *FlinkClients) {
+	if live == nil {
+		return intervals, defaults, flink
+	}
+	s := live.Get()
+	fc := *flink
+	if s.RESTTimeout > 0 {
+		fc.Timeout = s.RESTTimeout
+	}
+	return Intervals{Reconcile: s.ReconcileInterval, ProgressCheck: s.ProgressCheckInterval}, s.Defaults, &fc
+}

@@ -1,0 +1,231 @@
+// Package operatorconfig holds the operator's own configuration as upstream shapes it: a
+// ConfigMap with config.yaml (or the legacy flink-conf.yaml) whose kubernetes.operator.* keys
+// configure the operator and whose other keys are default Flink configuration for every
+// cluster (with per-namespace and per-Flink-version sections). The ConfigMap is watched, and
+// a change takes effect at once without a restart; command-line flags given explicitly win.
+package operatorconfig
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Operator option keys (upstream's names).
+const (
+	KeyReconcileInterval = "kubernetes.operator.reconcile.interval"
+	KeyProgressCheck     = "kubernetes.operator.observer.progress-check.interval"
+	KeyRESTTimeout       = "kubernetes.operator.flink.client.timeout"
+	KeyWatchedNamespaces = "kubernetes.operator.watched.namespaces"
+)
+
+// Settings is one consistent view of the operator configuration.
+type Settings struct {
+	ReconcileInterval     time.Duration
+	ProgressCheckInterval time.Duration
+	RESTTimeout           time.Duration
+	// WatchNamespaces is a comma-separated list; empty watches all namespaces.
+	WatchNamespaces string
+	// Defaults are the default Flink configuration of managed clusters.
+	Defaults native.Defaults
+}
+
+// Parse reads the ConfigMap's data: config.yaml (flat or nested YAML) or flink-conf.yaml
+// (flat "key: value" lines). An empty ConfigMap is an empty configuration.
+func Parse(data map[string]string) (map[string]string, error) {
+	if raw, ok := data["config.yaml"]; ok {
+		js, err := yaml.YAMLToJSON([]byte(raw))
+		if err != nil {
+			return nil, fmt.Errorf("config.yaml: %w", err)
+		}
+		if strings.TrimSpace(string(js)) == "null" {
+			return map[string]string{}, nil
+		}
+		var fc flinkv1beta1.FlinkConfiguration
+		if err := json.Unmarshal(js, &fc); err != nil {
+			return nil, fmt.Errorf("config.yaml: %w", err)
+		}
+		flat, err := fc.Flatten()
+		if err != nil {
+			return nil, fmt.Errorf("config.yaml: %w", err)
+		}
+		return flat, nil
+	}
+	out := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(data["flink-conf.yaml"]))
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			return nil, fmt.Errorf("flink-conf.yaml line %d: %q is not \"key: value\"", n, line)
+		}
+		out[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"'`)
+	}
+	return out, nil
+}
+
+// Build derives settings from a parsed configuration over base (the command line), keeping
+// the base value of every option named in explicit (flags given on the command line).
+func Build(conf map[string]string, base Settings, explicit map[string]bool) (Settings, error) {
+	out := base
+	nc := native.Config(conf)
+	durations := []struct {
+		key  string
+		dst  *time.Duration
+		flag string
+	}{
+		{KeyReconcileInterval, &out.ReconcileInterval, "reconcile-interval"},
+		{KeyProgressCheck, &out.ProgressCheckInterval, "progress-check-interval"},
+		{KeyRESTTimeout, &out.RESTTimeout, "flink-rest-timeout"},
+	}
+	for _, d := range durations {
+		if explicit[d.flag] {
+			continue
+		}
+		v, err := nc.Duration(d.key, *d.dst)
+		if err != nil {
+			return Settings{}, err
+		}
+		if v <= 0 {
+			return Settings{}, fmt.Errorf("%s: must be positive, got %s", d.key, conf[d.key])
+		}
+		*d.dst = v
+	}
+	if ns, ok := conf[KeyWatchedNamespaces]; ok && !explicit["watch-namespaces"] {
+		out.WatchNamespaces = strings.TrimSpace(ns)
+		if out.WatchNamespaces == "JOSDK_ALL_NAMESPACES" { // upstream's spelling of "all"
+			out.WatchNamespaces = ""
+		}
+	}
+	defaults, err := native.DefaultsFromOperatorConfig(conf)
+	if err != nil {
+		return Settings{}, err
+	}
+	out.Defaults = defaults
+	return out, nil
+}
+
+// Store holds the current settings and tells subscribers when they change.
+type Store struct {
+	mu      sync.Mutex
+	current Settings
+	changed chan struct{}
+}
+
+// NewStore starts with initial settings.
+func NewStore(initial Settings) *Store {
+	return &Store{current: initial, changed: make(chan struct{})}
+}
+
+// Get returns the current settings.
+func (s *Store) Get() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Set replaces the settings and wakes every Changed channel handed out before.
+func (s *Store) Set(v Settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.current = v
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Changed is closed at the next Set.
+func (s *Store) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.changed
+}
+
+// Watcher keeps a Store in line with a ConfigMap.
+type Watcher struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Name      string
+	// Base is the command line's settings; Explicit names the flags given explicitly.
+	Base     Settings
+	Explicit map[string]bool
+	Store    *Store
+	// Log reports each applied configuration and each rejected one.
+	Log func(msg string, keysAndValues ...any)
+}
+
+// Load reads the ConfigMap once (a missing ConfigMap is an empty configuration).
+func (w *Watcher) Load(ctx context.Context) error {
+	cm, err := w.Client.CoreV1().ConfigMaps(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("operator ConfigMap %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	var data map[string]string
+	if err == nil {
+		data = cm.Data
+	}
+	return w.apply(data)
+}
+
+func (w *Watcher) apply(data map[string]string) error {
+	conf, err := Parse(data)
+	if err != nil {
+		return fmt.Errorf("operator ConfigMap %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	s, err := Build(conf, w.Base, w.Explicit)
+	if err != nil {
+		return fmt.Errorf("operator ConfigMap %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	w.Store.Set(s)
+	if w.Log != nil {
+		w.Log("applied operator configuration", "configMap", w.Namespace+"/"+w.Name,
+			"reconcileInterval", s.ReconcileInterval.String(), "progressCheckInterval", s.ProgressCheckInterval.String(),
+			"restTimeout", s.RESTTimeout.String(), "watchNamespaces", s.WatchNamespaces)
+	}
+	return nil
+}
+
+// Run watches the ConfigMap until ctx ends. A configuration that does not parse is reported
+// and ignored: the last good one stays in force.
+func (w *Watcher) Run(ctx context.Context) {
+	factory := informers.NewSharedInformerFactoryWithOptions(w.Client, 0, informers.WithNamespace(w.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.Name).String()
+		}))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	onChange := func(obj any) {
+		var data map[string]string
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			data = cm.Data
+		}
+		if err := w.apply(data); err != nil && w.Log != nil {
+			w.Log("rejected operator configuration; keeping the previous one", "error", err.Error())
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onChange,
+		UpdateFunc: func(_, obj any) { onChange(obj) },
+		DeleteFunc: func(any) { onChange(nil) },
+	})
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}

@@ -1,0 +1,83 @@
+package operatorconfig
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name string
+		data map[string]string
+		want map[string]string
+		err  string
+	}{
+		{name: "flat config.yaml", data: map[string]string{"config.yaml": "kubernetes.operator.reconcile.interval: 15 s\ntaskmanager.numberOfTaskSlots: 2\n"},
+			want: map[string]string{"kubernetes.operator.reconcile.interval": "15 s", "taskmanager.numberOfTaskSlots": "2"}},
+		{name: "nested config.yaml", data: map[string]string{"config.yaml": "kubernetes:\n  operator:\n    watched:\n      namespaces: a,b\n"},
+			want: map[string]string{"kubernetes.operator.watched.namespaces": "a,b"}},
+		{name: "legacy flink-conf.yaml", data: map[string]string{"flink-conf.yaml": "# comment\nkubernetes.operator.flink.client.timeout: 30s\nenv.java.opts: -Da=b\n"},
+			want: map[string]string{"kubernetes.operator.flink.client.timeout": "30s", "env.java.opts": "-Da=b"}},
+		{name: "empty", data: nil, want: map[string]string{}},
+		{name: "bad legacy line", data: map[string]string{"flink-conf.yaml": "not a pair"}, err: `line 1: "not a pair"`},
+		{name: "bad yaml", data: map[string]string{"config.yaml": "a: [b"}, err: "config.yaml"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse(tt.data)
+			if tt.err != "" {
+				require.ErrorContains(t, err, tt.err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestBuild(t *testing.T) {
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second}
+	conf := map[string]string{
+		KeyReconcileInterval: "15 s", KeyProgressCheck: "5s", KeyRESTTimeout: "1 min", KeyWatchedNamespaces: "team-a, team-b",
+		"taskmanager.numberOfTaskSlots": "4",
+		"kubernetes.operator.default-configuration.namespace.team-a.parallelism.default": "8",
+	}
+	s, err := Build(conf, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 15*time.Second, s.ReconcileInterval)
+	assert.Equal(t, 5*time.Second, s.ProgressCheckInterval)
+	assert.Equal(t, time.Minute, s.RESTTimeout)
+	assert.Equal(t, "team-a, team-b", s.WatchNamespaces)
+	assert.Equal(t, "4", s.Defaults.Base["taskmanager.numberOfTaskSlots"])
+	assert.Equal(t, "8", s.Defaults.Namespace["team-a"]["parallelism.default"])
+	assert.NotContains(t, s.Defaults.Base, KeyReconcileInterval, "operator options never reach Flink")
+
+	s, err = Build(conf, base, map[string]bool{"reconcile-interval": true, "watch-namespaces": true})
+	require.NoError(t, err)
+	assert.Equal(t, time.Minute, s.ReconcileInterval, "an explicit flag wins")
+	assert.Empty(t, s.WatchNamespaces)
+
+	s, err = Build(map[string]string{KeyWatchedNamespaces: "JOSDK_ALL_NAMESPACES"}, Settings{WatchNamespaces: "x", ReconcileInterval: 1, ProgressCheckInterval: 1, RESTTimeout: 1}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, s.WatchNamespaces, "upstream's all-namespaces value")
+
+	_, err = Build(map[string]string{KeyReconcileInterval: "soon"}, base, nil)
+	require.ErrorContains(t, err, "kubernetes.operator.reconcile.interval")
+	_, err = Build(map[string]string{KeyProgressCheck: "0"}, base, nil)
+	require.ErrorContains(t, err, "must be positive")
+}
+
+func TestStoreNotifiesChanges(t *testing.T) {
+	s := NewStore(Settings{ReconcileInterval: time.Second})
+	ch := s.Changed()
+	s.Set(Settings{ReconcileInterval: 2 * time.Second})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed was not closed by Set")
+	}
+	assert.Equal(t, 2*time.Second, s.Get().ReconcileInterval)
+}
