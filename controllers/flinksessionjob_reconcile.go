@@ -77,7 +77,11 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 		switch {
 		case redeployJobRequested(s.deployed, desired):
 			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
-		case jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless, !isTerminal(st.JobStatus.State):
+		case jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless:
+			st.JobStatus.UpgradeSavepointPath = ""
+		case s.deployed.Job != nil && s.deployed.Job.State == flinkv1beta1.JobStateSuspended:
+			// Resuming: the path recorded when the job was suspended stays.
+		case !isTerminal(st.JobStatus.State):
 			st.JobStatus.UpgradeSavepointPath = ""
 		}
 		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
@@ -117,6 +121,9 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		if !isTerminal(st.JobStatus.State) {
 			st.JobStatus.State = flinkv1beta1.JobStatusFinished
 		}
+		// The stopped job is done with (as upstream, its id is cleared): a later observation of
+		// its lingering state in the session must not make it look alive again.
+		st.JobStatus.JobID = ""
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
 		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
 		log.FromContext(ctx).Info("job suspended", "resumeFrom", st.JobStatus.UpgradeSavepointPath)
