@@ -70,6 +70,8 @@ type FlinkDeploymentReconciler struct {
 	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
 	// status messages; redact.DefaultKeyPatterns when nil.
 	SecretKeyPatterns []string
+
+	exceptions *exceptionReporter
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
@@ -86,6 +88,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Intervals == (Intervals{}) {
 		r.Intervals = DefaultIntervals
 	}
+	r.exceptions = newExceptionReporter()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flinkv1beta1.FlinkDeployment{}).
 		Owns(&appsv1.Deployment{}).
@@ -108,6 +111,9 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinkdeployment", req.NamespacedName))
 	result, err := rr.reconcileDeployment(ctx, dep, red)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil // read again: someone wrote the object meanwhile
+	}
 	return result, red.Error(err)
 }
 
@@ -134,6 +140,7 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 		if err := r.Client.Update(ctx, dep); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		s.original = dep.DeepCopy() // the status is patched against the updated object
 	}
 
 	if err := r.observe(ctx, s); err != nil {
@@ -193,6 +200,9 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 // finish computes the lifecycle state and conditions and writes the status if it changed.
 func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconcileErr error) error {
 	st := s.status()
+	if apierrors.IsConflict(reconcileErr) {
+		return reconcileErr
+	}
 	if reconcileErr != nil {
 		st.Error = errorJSON("ReconcileError", reconcileErr.Error())
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
@@ -234,7 +244,9 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if equalStatus(s.original.Status, s.dep.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.dep, client.MergeFrom(s.original)); err != nil {
+	// Optimistic locking: a status computed from a stale cached object must not overwrite a
+	// newer one (it could drop a trigger id written ahead); the conflict requeues with fresh state.
+	if err := r.Client.Status().Patch(ctx, s.dep, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

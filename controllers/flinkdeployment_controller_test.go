@@ -224,6 +224,30 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		assert.Equal(t, int32(1), d.Status.TaskManager.Replicas, "parallelism 2 on 2 slots")
 		assert.True(t, events.has("Submit"))
 		assert.True(t, events.has("JobStatusChanged"))
+		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Reconciling"))
+		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Stalled"))
+	})
+
+	t.Run("job failures become Warning events, each once", func(t *testing.T) {
+		count := func() int {
+			events.mu.Lock()
+			defer events.mu.Unlock()
+			n := 0
+			for _, e := range events.events {
+				if strings.Contains(e, "Warning JobException") {
+					n++
+				}
+			}
+			return n
+		}
+		flink.AddException(firstJob, "java.lang.IllegalStateException", "bad record 1", "Window(TumblingEventTimeWindows)", 1000)
+		flink.AddException(firstJob, "java.io.IOException", "sink unavailable", "Sink: Print", 2000)
+		require.Eventually(t, func() bool { return count() == 2 }, 10*time.Second, 50*time.Millisecond)
+		assert.True(t, events.has("java.io.IOException: sink unavailable (task Sink: Print)"))
+		time.Sleep(1500 * time.Millisecond) // more reconciles: nothing is reported twice
+		assert.Equal(t, 2, count())
+		flink.AddException(firstJob, "java.lang.RuntimeException", "again", "Sink: Print", 3000)
+		require.Eventually(t, func() bool { return count() == 3 }, 10*time.Second, 50*time.Millisecond)
 	})
 
 	var savepoint string

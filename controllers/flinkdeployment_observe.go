@@ -83,7 +83,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	st.ClusterInfo["flink-version"], st.ClusterInfo["flink-revision"] = cfg.FlinkVersion, cfg.FlinkRevision
 
 	if s.deployed.Job != nil {
-		r.observeJob(ctx, s, cl)
+		r.observeJob(ctx, s, cl, conf)
 	}
 	r.markStable(s, conf)
 	return nil
@@ -107,7 +107,7 @@ func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
 }
 
 // observeJob reads the job's state from Flink.
-func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl *flink.Client) {
+func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
 	st := s.status()
 	if st.JobStatus.JobID == "" {
 		return
@@ -122,6 +122,7 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 	default:
 		next = flinkv1beta1.JobStatusState(state)
 	}
+	r.exceptions.report(ctx, r.Recorder, s.dep, s.dep.UID, cl, st.JobStatus.JobID, conf)
 	if next != st.JobStatus.State {
 		if next != flinkv1beta1.JobStatusReconciling {
 			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", orUnknown(st.JobStatus.State), next)

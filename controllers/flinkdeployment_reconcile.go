@@ -311,6 +311,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 	if r.Lifecycle != nil {
 		r.Lifecycle.Forget(s.dep.UID)
 	}
+	r.exceptions.forget(s.dep.UID)
 	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
 	if err := r.Client.Update(ctx, s.dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

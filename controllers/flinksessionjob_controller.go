@@ -115,6 +115,9 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinksessionjob", req.NamespacedName))
 	result, err := rr.reconcileSessionJob(ctx, job, red)
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil // read again: someone wrote the object meanwhile
+	}
 	return result, red.Error(err)
 }
 
@@ -226,6 +229,9 @@ func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope
 }
 
 func (r *FlinkSessionJobReconciler) finishJob(ctx context.Context, s *jobScope, reconcileErr error) error {
+	if apierrors.IsConflict(reconcileErr) {
+		return reconcileErr
+	}
 	if reconcileErr != nil {
 		s.status().Error = errorJSON("ReconcileError", reconcileErr.Error())
 		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
@@ -261,7 +267,9 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	if equalStatus(s.original.Status, s.job.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, s.job, client.MergeFrom(s.original)); err != nil {
+	// Optimistic locking: a status computed from a stale cached object must not overwrite a
+	// newer one (it could drop a trigger id written ahead); the conflict requeues with fresh state.
+	if err := r.Client.Status().Patch(ctx, s.job, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -127,6 +127,8 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	})
 	last := flink.Runs()[len(flink.Runs())-1]
 	require.Equal(t, 3, last.Parallelism)
+	reqs := flink.Requests()
+	require.NotNil(t, upgraded.Status.JobStatus.SavepointInfo.LastSavepoint, "requests %v", reqs[max(0, len(reqs)-25):])
 	require.Equal(t, upgraded.Status.JobStatus.SavepointInfo.LastSavepoint.Location, last.SavepointPath)
 	require.Equal(t, "FINISHED", flink.Job(jobID), "the old job stopped with its savepoint")
 

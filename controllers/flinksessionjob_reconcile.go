@@ -108,7 +108,23 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 	// became meanwhile (it is FINISHED once the stop completed).
 	info := st.JobStatus.SavepointInfo
 	pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-	if pending || (st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) && st.JobStatus.State != flinkv1beta1.JobStatusReconciling) {
+	stop := pending
+	if !pending && st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) {
+		stop = true
+		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling {
+			// Submitted but not observed yet, or never submitted: Flink knows which.
+			state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
+			switch {
+			case flink.IsNotFound(err):
+				stop = false
+			case err != nil:
+				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+			default:
+				stop = !isTerminal(flinkv1beta1.JobStatusState(state))
+			}
+		}
+	}
+	if stop {
 		done, err := r.stopJob(ctx, s, jobUpgradeMode(desired))
 		if err != nil || !done {
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err

@@ -4,6 +4,7 @@
 package lifecycle
 
 import (
+	"encoding/json"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,7 +77,57 @@ const (
 	// ConditionReady is true when the resource is STABLE or DEPLOYED and running: what
 	// `kubectl wait --for=condition=Ready` should wait for.
 	ConditionReady = "Ready"
+	// ConditionReconciling is true while the operator is acting: an upgrade, suspend, resume
+	// or rollback in flight, a JobManager coming up, a job being submitted.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is true when the resource needs a human: an invalid spec, a failed job
+	// or deployment, state that cannot be restored without help.
+	ConditionStalled = "Stalled"
 )
+
+// progress computes Reconciling and Stalled from the common status, the JobManager status
+// ("" for session jobs) and whether a job is expected to run.
+func progress(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeploymentStatus, withJob bool, generation int64) []metav1.Condition {
+	reconciling := metav1.Condition{Type: ConditionReconciling, ObservedGeneration: generation, Status: metav1.ConditionFalse,
+		Reason: "Settled", Message: "No action in flight"}
+	switch {
+	case s.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading:
+		reconciling.Status, reconciling.Reason, reconciling.Message = metav1.ConditionTrue, "Upgrading", "Applying the last spec change"
+	case s.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack:
+		reconciling.Status, reconciling.Reason, reconciling.Message = metav1.ConditionTrue, "RollingBack", "Rolling back to the last stable spec"
+	case jm == flinkv1beta1.JobManagerDeploying || jm == flinkv1beta1.JobManagerDeployedNotReady:
+		reconciling.Status, reconciling.Reason, reconciling.Message = metav1.ConditionTrue, "JobManagerStarting", "The JobManager is starting"
+	case withJob && s.LifecycleState != flinkv1beta1.LifecycleSuspended && (s.JobStatus.State == flinkv1beta1.JobStatusReconciling ||
+		s.JobStatus.State == flinkv1beta1.JobStatusCreated || s.JobStatus.State == flinkv1beta1.JobStatusInitializing):
+		reconciling.Status, reconciling.Reason, reconciling.Message = metav1.ConditionTrue, "JobStarting", "The job is being submitted or scheduled"
+	}
+
+	stalled := metav1.Condition{Type: ConditionStalled, ObservedGeneration: generation, Status: metav1.ConditionFalse,
+		Reason: "NotStalled", Message: "No human action needed"}
+	switch {
+	case strings.Contains(s.Error, "exception.ValidationError"):
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "InvalidSpec", errorMessage(s.Error)
+	case s.LifecycleState == flinkv1beta1.LifecycleFailed:
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "Failed", "Lifecycle state FAILED: "+errorMessage(s.Error)
+	case jm == flinkv1beta1.JobManagerError:
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "DeploymentFailed", errorMessage(s.Error)
+	}
+	return []metav1.Condition{reconciling, stalled}
+}
+
+// errorMessage extracts the message of status.error (upstream's JSON), or returns it as is.
+func errorMessage(statusError string) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal([]byte(statusError), &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	if statusError == "" {
+		return "no error recorded"
+	}
+	return statusError
+}
 
 // Conditions returns the conditions of a FlinkDeployment's status for its generation.
 func Conditions(s *flinkv1beta1.FlinkDeploymentStatus, application bool, generation int64) []metav1.Condition {
@@ -100,7 +151,7 @@ func Conditions(s *flinkv1beta1.FlinkDeploymentStatus, application bool, generat
 	if ready.Reason == "" {
 		ready.Reason = "Created"
 	}
-	return []metav1.Condition{running, ready}
+	return append([]metav1.Condition{running, ready}, progress(&s.CommonStatus, s.JobManagerDeploymentStatus, application, generation)...)
 }
 
 func sessionReason(jm flinkv1beta1.JobManagerDeploymentStatus) (string, string) {
@@ -153,5 +204,5 @@ func SessionJobConditions(s *flinkv1beta1.CommonStatus, generation int64) []meta
 	if ready.Reason == "" {
 		ready.Reason = "Created"
 	}
-	return []metav1.Condition{running, ready}
+	return append([]metav1.Condition{running, ready}, progress(s, "", true, generation)...)
 }

@@ -60,3 +60,51 @@ func TestConditions(t *testing.T) {
 	assert.Equal(t, "Failing", Conditions(s, true, 4)[0].Reason)
 	assert.Equal(t, "RolledBack", camel("ROLLED_BACK"))
 }
+
+func TestReconcilingAndStalled(t *testing.T) {
+	cond := func(conds []metav1.Condition, typ string) metav1.Condition {
+		for _, c := range conds {
+			if c.Type == typ {
+				return c
+			}
+		}
+		t.Fatalf("no %s condition", typ)
+		return metav1.Condition{}
+	}
+	tests := []struct {
+		name                      string
+		status                    flinkv1beta1.FlinkDeploymentStatus
+		reconciling, stalled      metav1.ConditionStatus
+		reconcilingReason, reason string
+	}{
+		{name: "settled", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady,
+			CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleStable, JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning}}},
+			reconciling: "False", stalled: "False", reconcilingReason: "Settled", reason: "NotStalled"},
+		{name: "upgrading", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
+			ReconciliationStatus: flinkv1beta1.ReconciliationStatus{State: flinkv1beta1.ReconciliationUpgrading}}},
+			reconciling: "True", stalled: "False", reconcilingReason: "Upgrading", reason: "NotStalled"},
+		{name: "JobManager starting", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerDeploying},
+			reconciling: "True", stalled: "False", reconcilingReason: "JobManagerStarting", reason: "NotStalled"},
+		{name: "invalid spec", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
+			Error: `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationError","message":"spec.job.jarURI: Required value"}`}},
+			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "InvalidSpec"},
+		{name: "failed job", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady,
+			CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleFailed, JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusFailed}}},
+			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "Failed"},
+		{name: "deployment error", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerError},
+			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "DeploymentFailed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Conditions(&tt.status, true, 3)
+			r, s := cond(got, "Reconciling"), cond(got, "Stalled")
+			assert.Equal(t, tt.reconciling, r.Status)
+			assert.Equal(t, tt.reconcilingReason, r.Reason)
+			assert.Equal(t, tt.stalled, s.Status)
+			assert.Equal(t, tt.reason, s.Reason)
+			assert.Equal(t, int64(3), s.ObservedGeneration)
+		})
+	}
+	got := cond(Conditions(&tests[3].status, true, 3), "Stalled")
+	assert.Equal(t, "spec.job.jarURI: Required value", got.Message, "the message of status.error")
+}

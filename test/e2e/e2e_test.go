@@ -8,6 +8,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -316,6 +318,33 @@ func TestApplicationWithHA(t *testing.T) {
 		restored := restoredFrom(t, key, jobID)
 		require.GreaterOrEqual(t, restored.ID, cp.ID)
 		allTasksRunning(t, key, jobID)
+	})
+
+	t.Run("the operator's metrics saw it all", func(t *testing.T) {
+		resp, err := http.Get(env.MetricsURL)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		series := func(name, labels string) float64 {
+			for _, line := range strings.Split(string(body), "\n") {
+				if strings.HasPrefix(line, name+"{"+labels+"}") {
+					var v float64
+					_, _ = fmt.Sscan(line[strings.LastIndex(line, " ")+1:], &v)
+					return v
+				}
+			}
+			return 0
+		}
+		transition := func(name string) float64 {
+			return series("flink_operator_lifecycle_transition_seconds_count", `kind="FlinkDeployment",namespace="e2e-ha",transition="`+name+`"`)
+		}
+		require.GreaterOrEqual(t, transition("Upgrade"), 2.0, "parallelism and last-state upgrades")
+		require.GreaterOrEqual(t, transition("Suspend"), 1.0)
+		require.GreaterOrEqual(t, transition("Resume"), 1.0)
+		require.GreaterOrEqual(t, transition("Stabilization"), 1.0)
+		require.Equal(t, 1.0, series("flink_operator_resources", `kind="FlinkDeployment",namespace="e2e-ha"`))
+		require.GreaterOrEqual(t, series("flink_operator_flink_rest_requests_total", `endpoint="POST /jobs/:jobid/stop",outcome="2xx"`), 1.0)
 	})
 
 	t.Run("delete removes every object", func(t *testing.T) {

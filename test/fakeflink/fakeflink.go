@@ -35,6 +35,8 @@ type Server struct {
 	// jars uploaded and not deleted, by id; runs records each jar run's request body.
 	jars map[string]int
 	runs []RunRequest
+	// exceptions by job id, newest first, as /jobs/:id/exceptions returns them.
+	exceptions map[string][]map[string]any
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
 }
@@ -51,7 +53,7 @@ type RunRequest struct {
 // New starts a fake JobManager.
 func New(t testing.TB) *Server {
 	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
-		autoComplete: true, jars: map[string]int{}}
+		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -76,6 +78,15 @@ func (s *Server) Job(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.jobs[id]
+}
+
+// AddException records a failure of a job (newest first in the answers).
+func (s *Server) AddException(jobID, name, message, task string, timestamp int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := map[string]any{"exceptionName": name, "stacktrace": name + ": " + message + "\n\tat org.example.Job.run(Job.java:1)",
+		"timestamp": timestamp, "taskName": task}
+	s.exceptions[jobID] = append([]map[string]any{e}, s.exceptions[jobID]...)
 }
 
 // Runs returns the jar runs so far.
@@ -195,6 +206,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		delete(s.jars, parts[1])
 		s.mu.Unlock()
 		writeJSON(w, 200, map[string]any{})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "exceptions":
+		s.mu.Lock()
+		entries := s.exceptions[parts[1]]
+		s.mu.Unlock()
+		if entries == nil {
+			entries = []map[string]any{}
+		}
+		writeJSON(w, 200, map[string]any{"exceptionHistory": map[string]any{"entries": entries, "truncated": false}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodGet:
 		s.mu.Lock()
 		state, ok := s.jobs[parts[1]]

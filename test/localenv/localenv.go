@@ -50,6 +50,8 @@ type Env struct {
 	Client  client.Client
 	Kube    kubernetes.Interface
 	Dir     string
+	// MetricsURL is the operator's metrics endpoint (when it runs).
+	MetricsURL string
 
 	cancel   context.CancelFunc
 	agentCtx context.Context
@@ -146,6 +148,7 @@ func (e *Env) startOperator(ctx context.Context, root string, extra []string) er
 		return err
 	}
 	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
+	e.MetricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"
 	args := append([]string{"--enable-webhooks=false", "--flink-rest-address=pod-ip",
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extra...)
 	logFile, err := os.Create(e.OperatorLog())
