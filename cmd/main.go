@@ -269,6 +269,16 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
+	if err := (&controllers.FlinkStateSnapshotReconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorderFor("flink-operator"),
+		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
+			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
+	}
 	if o.enableWebhooks {
 		if err := flinkwebhook.Setup(mgr, validator); err != nil {
 			return nil, err

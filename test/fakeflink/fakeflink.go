@@ -37,6 +37,9 @@ type Server struct {
 	runs []RunRequest
 	// exceptions by job id, newest first, as /jobs/:id/exceptions returns them.
 	exceptions map[string][]map[string]any
+	// triggered are the trigger ids of savepoints and checkpoints asked for; disposed the
+	// savepoint paths disposed.
+	triggered, disposed []string
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
 }
@@ -87,6 +90,20 @@ func (s *Server) AddException(jobID, name, message, task string, timestamp int64
 	e := map[string]any{"exceptionName": name, "stacktrace": name + ": " + message + "\n\tat org.example.Job.run(Job.java:1)",
 		"timestamp": timestamp, "taskName": task}
 	s.exceptions[jobID] = append([]map[string]any{e}, s.exceptions[jobID]...)
+}
+
+// Triggered returns the trigger ids of the savepoints and checkpoints triggered so far.
+func (s *Server) Triggered() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.triggered...)
+}
+
+// Disposed returns the savepoint paths disposed so far.
+func (s *Server) Disposed() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.disposed...)
 }
 
 // Runs returns the jar runs so far.
@@ -152,6 +169,50 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "savepoints" && r.Method == http.MethodPost:
+		var body struct {
+			TriggerID string `json:"triggerId"`
+			Target    string `json:"target-directory"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if state, ok := s.jobs[parts[1]]; !ok || state != "RUNNING" {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
+			return
+		}
+		s.triggered = append(s.triggered, body.TriggerID)
+		if _, seen := s.savepoints[body.TriggerID]; !seen {
+			s.savepoints[body.TriggerID] = ""
+			if s.autoComplete {
+				loc := s.SavepointLocation(parts[1], body.TriggerID)
+				if body.Target != "" {
+					loc = strings.TrimSuffix(body.Target, "/") + "/savepoint-" + parts[1][:6] + "-" + body.TriggerID[:12]
+				}
+				s.savepoints[body.TriggerID] = loc
+			}
+		}
+		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "checkpoints" && r.Method == http.MethodPost:
+		var body struct {
+			TriggerID string `json:"triggerId"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		s.triggered = append(s.triggered, body.TriggerID)
+		s.mu.Unlock()
+		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
+	case len(parts) == 4 && parts[0] == "jobs" && parts[2] == "checkpoints":
+		writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": map[string]any{"checkpointId": 7}})
+	case r.URL.Path == "/savepoint-disposal" && r.Method == http.MethodPost:
+		var body struct {
+			Path string `json:"savepoint-path"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		s.mu.Lock()
+		s.disposed = append(s.disposed, body.Path)
+		s.mu.Unlock()
+		writeJSON(w, 202, map[string]string{"request-id": "disposal-1"})
 	case len(parts) == 4 && parts[0] == "jobs" && parts[2] == "savepoints":
 		s.mu.Lock()
 		loc, ok := s.savepoints[parts[3]]

@@ -1,0 +1,412 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// SnapshotFinalizer is upstream's finalizer name for snapshots.
+const SnapshotFinalizer = "flinkstatesnapshots.flink.apache.org/finalizer"
+
+// Event reasons and labels of snapshots (upstream's).
+const (
+	ReasonSnapshotError     = "SnapshotError"
+	ReasonSnapshotAbandoned = "SnapshotAbandoned"
+	ReasonSnapshotCompleted = "SnapshotCompleted"
+
+	LabelSnapshotType     = "snapshot.type"
+	LabelSnapshotState    = "snapshot.state"
+	LabelSnapshotTrigger  = "snapshot.trigger-type"
+	LabelJobReferenceKind = "job-reference.kind"
+	LabelJobReferenceName = "job-reference.name"
+)
+
+// FlinkStateSnapshotReconciler takes savepoints and checkpoints that FlinkStateSnapshot
+// resources ask for.
+type FlinkStateSnapshotReconciler struct {
+	Client    client.Client
+	Scheme    *runtime.Scheme
+	Recorder  record.EventRecorder
+	Flink     *FlinkClients
+	Defaults  native.Defaults
+	Intervals Intervals
+	// BaseBackoff is the first retry delay after a failure (doubling after each); 10 s when 0.
+	BaseBackoff time.Duration
+}
+
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status;flinkstatesnapshots/finalizers,verbs=get;update;patch
+
+// SetupWithManager watches snapshots.
+func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Intervals == (Intervals{}) {
+		r.Intervals = DefaultIntervals
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").Complete(r)
+}
+
+// The snapshot state machine:
+//
+//	"" / TRIGGER_PENDING, alreadyExists   → COMPLETED with spec.savepoint.path
+//	TRIGGER_PENDING, backing off          → wait (10 s, 20 s, 40 s … after each failure)
+//	TRIGGER_PENDING, job missing/stopped  → ABANDONED
+//	TRIGGER_PENDING                       → trigger id written (IN_PROGRESS), then Flink asked
+//	IN_PROGRESS, Flink forgot the trigger → asked again under the same id
+//	IN_PROGRESS, failed                   → failures+1: FAILED past backoffLimit, else TRIGGER_PENDING
+//	IN_PROGRESS, done                     → COMPLETED with the path
+//	COMPLETED / FAILED / ABANDONED        → final
+//
+// Deletion disposes a COMPLETED savepoint with disposeOnDelete through the job's cluster.
+func (r *FlinkStateSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	snap := &flinkv1beta1.FlinkStateSnapshot{}
+	if err := r.Client.Get(ctx, req.NamespacedName, snap); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinkstatesnapshot", req.NamespacedName))
+	if !snap.DeletionTimestamp.IsZero() {
+		return r.dispose(ctx, snap)
+	}
+	if err := r.ensureMetadata(ctx, snap); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	original := snap.DeepCopy()
+	result, err := r.step(ctx, snap, original)
+	if perr := r.persistSnapshot(ctx, snap, original); perr != nil {
+		if apierrors.IsConflict(perr) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, perr
+	}
+	return result, err
+}
+
+func snapshotKind(s *flinkv1beta1.FlinkStateSnapshot) string {
+	if s.Spec.Checkpoint != nil {
+		return "CHECKPOINT"
+	}
+	return "SAVEPOINT"
+}
+
+// ensureMetadata adds the finalizer and the filtering labels.
+func (r *FlinkStateSnapshotReconciler) ensureMetadata(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) error {
+	before := snap.DeepCopy()
+	controllerutil.AddFinalizer(snap, SnapshotFinalizer)
+	labels := snap.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelSnapshotType] = snapshotKind(snap)
+	if labels[LabelSnapshotTrigger] == "" {
+		labels[LabelSnapshotTrigger] = string(flinkv1beta1.SnapshotTriggerManual)
+	}
+	if ref := snap.Spec.JobReference; ref != nil {
+		labels[LabelJobReferenceKind], labels[LabelJobReferenceName] = string(ref.Kind), ref.Name
+	}
+	state := snap.Status.State
+	if state == "" {
+		state = flinkv1beta1.SnapshotTriggerPending
+	}
+	labels[LabelSnapshotState] = string(state)
+	snap.SetLabels(labels)
+	if equalStatus(before.ObjectMeta, snap.ObjectMeta) {
+		return nil
+	}
+	return r.Client.Patch(ctx, snap, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+}
+
+func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot) error {
+	st := &snap.Status
+	ready := metav1.Condition{Type: "Ready", ObservedGeneration: snap.Generation, Status: metav1.ConditionFalse,
+		Reason: camelState(st.State), Message: "Snapshot " + string(st.State)}
+	if st.State == flinkv1beta1.SnapshotCompleted {
+		ready.Status, ready.Message = metav1.ConditionTrue, "Snapshot completed: "+st.Path
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	if equalStatus(original.Status, snap.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, snap, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("write status: %w", err)
+	}
+	original.Status = *snap.Status.DeepCopy()
+	original.ResourceVersion = snap.ResourceVersion
+	if snap.Labels[LabelSnapshotState] != string(st.State) && st.State != "" {
+		before := snap.DeepCopy()
+		snap.Labels[LabelSnapshotState] = string(st.State)
+		return r.Client.Patch(ctx, snap, client.MergeFrom(before))
+	}
+	return nil
+}
+
+func camelState(s flinkv1beta1.SnapshotState) string {
+	switch s {
+	case flinkv1beta1.SnapshotCompleted:
+		return "Completed"
+	case flinkv1beta1.SnapshotFailed:
+		return "Failed"
+	case flinkv1beta1.SnapshotAbandoned:
+		return "Abandoned"
+	case flinkv1beta1.SnapshotInProgress:
+		return "InProgress"
+	}
+	return "TriggerPending"
+}
+
+// target is the job a snapshot is of: its cluster's REST client and job id.
+type target struct {
+	flink *flink.Client
+	jobID string
+}
+
+// resolveTarget finds the referenced job; ok is false (with a reason) when it does not run.
+func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (target, string, error) {
+	ref := snap.Spec.JobReference
+	if ref == nil || ref.Name == "" {
+		return target{}, "spec.jobReference is required unless spec.savepoint.alreadyExists is true", nil
+	}
+	var cluster *flinkv1beta1.FlinkDeployment
+	var jobID string
+	switch ref.Kind {
+	case flinkv1beta1.JobKindFlinkDeployment, "":
+		dep := &flinkv1beta1.FlinkDeployment{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: ref.Name}, dep); err != nil {
+			if apierrors.IsNotFound(err) {
+				return target{}, fmt.Sprintf("FlinkDeployment %s not found", ref.Name), nil
+			}
+			return target{}, "", err
+		}
+		if dep.Spec.Job == nil || dep.Status.JobStatus.State != flinkv1beta1.JobStatusRunning {
+			return target{}, fmt.Sprintf("the job of FlinkDeployment %s is not running", ref.Name), nil
+		}
+		cluster, jobID = dep, dep.Status.JobStatus.JobID
+	case flinkv1beta1.JobKindFlinkSessionJob:
+		job := &flinkv1beta1.FlinkSessionJob{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: ref.Name}, job); err != nil {
+			if apierrors.IsNotFound(err) {
+				return target{}, fmt.Sprintf("FlinkSessionJob %s not found", ref.Name), nil
+			}
+			return target{}, "", err
+		}
+		if job.Status.JobStatus.State != flinkv1beta1.JobStatusRunning {
+			return target{}, fmt.Sprintf("FlinkSessionJob %s is not running", ref.Name), nil
+		}
+		dep := &flinkv1beta1.FlinkDeployment{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: job.Spec.DeploymentName}, dep); err != nil {
+			return target{}, fmt.Sprintf("session %s of FlinkSessionJob %s not found", job.Spec.DeploymentName, ref.Name), client.IgnoreNotFound(err)
+		}
+		cluster, jobID = dep, job.Status.JobStatus.JobID
+	default:
+		return target{}, fmt.Sprintf("spec.jobReference.kind %q: allowed: FlinkDeployment, FlinkSessionJob", ref.Kind), nil
+	}
+	conf, err := native.EffectiveConfig(cluster, r.Defaults, native.BuildOptions{})
+	if err != nil {
+		return target{}, "", err
+	}
+	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, conf)
+	if err != nil {
+		return target{}, "", err
+	}
+	return target{flink: cl, jobID: jobID}, "", nil
+}
+
+// step advances the state machine by one step.
+func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot) (ctrl.Result, error) {
+	st := &snap.Status
+	now := time.Now()
+	switch st.State {
+	case flinkv1beta1.SnapshotCompleted, flinkv1beta1.SnapshotFailed, flinkv1beta1.SnapshotAbandoned:
+		return ctrl.Result{}, nil
+	case "", flinkv1beta1.SnapshotTriggerPending:
+		st.State = flinkv1beta1.SnapshotTriggerPending
+		if sp := snap.Spec.Savepoint; sp != nil && sp.AlreadyExists != nil && *sp.AlreadyExists {
+			st.State, st.Path, st.ResultTimestamp = flinkv1beta1.SnapshotCompleted, sp.Path, strconv.FormatInt(now.UnixMilli(), 10)
+			return ctrl.Result{}, nil
+		}
+		if wait := r.backoffLeft(snap, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		tgt, why, err := r.resolveTarget(ctx, snap)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if why != "" {
+			st.State, st.Error = flinkv1beta1.SnapshotAbandoned, why
+			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonSnapshotAbandoned, why)
+			return ctrl.Result{}, nil
+		}
+		st.TriggerID, st.TriggerTimestamp, st.State = flink.NewTriggerID(), strconv.FormatInt(now.UnixMilli(), 10), flinkv1beta1.SnapshotInProgress
+		st.Error = ""
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
+	}
+	// IN_PROGRESS
+	tgt, why, err := r.resolveTarget(ctx, snap)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if why != "" {
+		return r.failed(snap, "the job went away while the snapshot was in progress: "+why), nil
+	}
+	var done bool
+	var path string
+	if snap.Spec.Checkpoint != nil {
+		res, err := tgt.flink.CheckpointStatus(ctx, tgt.jobID, st.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
+		case err != nil, res.State == flink.OperationInProgress:
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		case res.Failure != nil:
+			return r.failed(snap, "checkpoint failed: "+res.Failure.Message()), nil
+		}
+		done = true
+		if stats, err := tgt.flink.CheckpointStatistics(ctx, tgt.jobID); err == nil && stats.Latest.Completed != nil && stats.Latest.Completed.ID == res.CheckpointID {
+			path = stats.Latest.Completed.ExternalPath
+		}
+	} else {
+		res, err := tgt.flink.SavepointStatus(ctx, tgt.jobID, st.TriggerID)
+		switch {
+		case flink.IsTriggerNotFound(err):
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
+		case err != nil, res.State == flink.OperationInProgress:
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		case res.Failure != nil:
+			return r.failed(snap, "savepoint failed: "+res.Failure.Message()), nil
+		}
+		done, path = true, res.Location
+	}
+	if done {
+		st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, path, strconv.FormatInt(now.UnixMilli(), 10), ""
+		r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotKind(snap), path)
+	}
+	return ctrl.Result{}, nil
+}
+
+// trigger asks Flink under the recorded trigger id; the id is written before (write-ahead).
+func (r *FlinkStateSnapshotReconciler) trigger(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot, tgt target) error {
+	if err := r.persistSnapshot(ctx, snap, original); err != nil {
+		return err
+	}
+	var err error
+	if snap.Spec.Checkpoint != nil {
+		err = tgt.flink.TriggerCheckpoint(ctx, tgt.jobID, flink.CheckpointRequest{TriggerID: snap.Status.TriggerID, Type: flink.CheckpointFull})
+	} else {
+		req := flink.SavepointRequest{TriggerID: snap.Status.TriggerID, TargetDirectory: snap.Spec.Savepoint.Path, FormatType: flink.SavepointFormatCanonical}
+		if snap.Spec.Savepoint.FormatType == flinkv1beta1.SavepointFormatNative {
+			req.FormatType = flink.SavepointFormatNative
+		}
+		err = tgt.flink.TriggerSavepoint(ctx, tgt.jobID, req)
+	}
+	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
+		r.failed(snap, "trigger: "+err.Error())
+	}
+	return nil
+}
+
+// failed counts a failure: FAILED past the backoff limit, else pending a retry.
+func (r *FlinkStateSnapshotReconciler) failed(snap *flinkv1beta1.FlinkStateSnapshot, msg string) ctrl.Result {
+	st := &snap.Status
+	st.Failures++
+	st.Error = msg
+	st.TriggerID = ""
+	st.ResultTimestamp = strconv.FormatInt(time.Now().UnixMilli(), 10)
+	limit := int32(-1)
+	if snap.Spec.BackoffLimit != nil {
+		limit = *snap.Spec.BackoffLimit
+	}
+	if limit >= 0 && st.Failures > limit {
+		st.State = flinkv1beta1.SnapshotFailed
+		r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "%s failed after %d attempts: %s", snapshotKind(snap), st.Failures, msg)
+		return ctrl.Result{}
+	}
+	st.State = flinkv1beta1.SnapshotTriggerPending
+	r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "%s attempt %d failed, retrying: %s", snapshotKind(snap), st.Failures, msg)
+	return ctrl.Result{RequeueAfter: r.backoff(st.Failures)}
+}
+
+func (r *FlinkStateSnapshotReconciler) backoff(failures int32) time.Duration {
+	base := r.BaseBackoff
+	if base == 0 {
+		base = 10 * time.Second
+	}
+	return time.Duration(float64(base) * math.Pow(2, float64(min(failures, 16)-1)))
+}
+
+// backoffLeft is how long a retry still has to wait after the last failure.
+func (r *FlinkStateSnapshotReconciler) backoffLeft(snap *flinkv1beta1.FlinkStateSnapshot, now time.Time) time.Duration {
+	st := snap.Status
+	if st.Failures == 0 || st.ResultTimestamp == "" {
+		return 0
+	}
+	ms, err := strconv.ParseInt(st.ResultTimestamp, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.UnixMilli(ms).Add(r.backoff(st.Failures)).Sub(now)
+}
+
+// dispose runs on deletion: a completed savepoint with disposeOnDelete is disposed through
+// the referenced job's cluster; without a running job there is nothing to dispose with, so
+// the deletion waits (as upstream) unless the referenced resource is gone.
+func (r *FlinkStateSnapshotReconciler) dispose(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(snap, SnapshotFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	sp := snap.Spec.Savepoint
+	disposeOnDelete := sp != nil && (sp.DisposeOnDelete == nil || *sp.DisposeOnDelete)
+	if disposeOnDelete && snap.Status.State == flinkv1beta1.SnapshotCompleted && snap.Status.Path != "" {
+		tgt, why, err := r.resolveTarget(ctx, snap)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		switch {
+		case why != "" && r.targetExists(ctx, snap):
+			r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "Waiting to dispose %s: %s", snap.Status.Path, why)
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+		case why == "":
+			if _, err := tgt.flink.DisposeSavepoint(ctx, snap.Status.Path); err != nil {
+				r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "Disposing %s failed: %v", snap.Status.Path, err)
+				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+			}
+			r.Recorder.Eventf(snap, corev1.EventTypeNormal, "SnapshotDisposed", "Savepoint %s disposed", snap.Status.Path)
+		}
+	}
+	controllerutil.RemoveFinalizer(snap, SnapshotFinalizer)
+	if err := r.Client.Update(ctx, snap); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// targetExists: the referenced resource is still there (its job may come back to run).
+func (r *FlinkStateSnapshotReconciler) targetExists(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) bool {
+	ref := snap.Spec.JobReference
+	if ref == nil {
+		return false
+	}
+	var obj client.Object = &flinkv1beta1.FlinkDeployment{}
+	if ref.Kind == flinkv1beta1.JobKindFlinkSessionJob {
+		obj = &flinkv1beta1.FlinkSessionJob{}
+	}
+	return r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: ref.Name}, obj) == nil
+}
