@@ -225,6 +225,9 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 			st.JobStatus.UpgradeSavepointPath = res.Location
 			st.JobStatus.State = flinkv1beta1.JobStatusFinished
+			if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), res.Location); err != nil {
+				return ctrl.Result{}, err
+			}
 			log.FromContext(ctx).Info("upgrade savepoint completed", "path", res.Location)
 			return ctrl.Result{Requeue: true}, r.persist(ctx, s)
 		}

@@ -30,8 +30,10 @@ const (
 	ReasonCheckpointError = "CheckpointError"
 )
 
-// snapshots takes manual (nonce) and periodic savepoints and checkpoints of a running job,
-// in the legacy status-field mode (status.jobStatus.savepointInfo / checkpointInfo). Each
+// snapshots takes manual (nonce) and periodic savepoints and checkpoints of a running job: as
+// FlinkStateSnapshot resources (the default, snapshotresources.go), or in upstream's legacy
+// status-field mode (status.jobStatus.savepointInfo / checkpointInfo) when
+// kubernetes.operator.snapshot.resource.enabled is false. In legacy mode each
 // trigger id is written to the status before Flink is asked, and followed to its end on later
 // reconciles, so nothing holds a worker and a restarted operator picks up where it left off.
 // It returns a requeue when a snapshot is in flight.
@@ -39,6 +41,9 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 	st := s.status()
 	if desired.Job == nil || !jobRunning(st) || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return 0, nil
+	}
+	if snapshotResourcesEnabled(conf) {
+		return 0, requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired, conf))
 	}
 	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
 	if err != nil {
@@ -56,6 +61,21 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 		return r.Intervals.ProgressCheck, nil
 	}
 	return 0, nil
+}
+
+// jobSnapshots describes the deployment's job for snapshot resources.
+func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) jobSnapshots {
+	j := jobSnapshots{owner: s.dep, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: s.deployed.Job, desired: desired.Job,
+		status: &s.status().JobStatus, conf: conf,
+		recordNonces: func() error { return s.recordNonces(desired) },
+		persist:      func() error { return r.persist(ctx, s) }}
+	if j.deployed == nil {
+		j.deployed = &flinkv1beta1.JobSpec{}
+	}
+	if j.desired == nil {
+		j.desired = &flinkv1beta1.JobSpec{}
+	}
+	return j
 }
 
 func nonceChanged(deployed, desired *int64) bool {

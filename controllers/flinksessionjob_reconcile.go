@@ -58,13 +58,8 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 				(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) {
 				return r.submit(ctx, s, s.deployed)
 			}
-			if s.deployed.Job != nil && nonceChanged(s.deployed.Job.SavepointTriggerNonce, desired.Job.SavepointTriggerNonce) {
-				// Manual savepoints of session jobs come with the FlinkStateSnapshot work.
-				r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError,
-					"savepointTriggerNonce is not supported for session jobs yet; the nonce is recorded")
-				spec := s.deployed.DeepCopy()
-				spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
-				if err := s.recordJobSpec(*spec, st.ReconciliationStatus.State); err != nil {
+			if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {
+				if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired)); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
@@ -199,6 +194,9 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		st.JobStatus.UpgradeSavepointPath = res.Location
 		st.JobStatus.State = flinkv1beta1.JobStatusFinished
+		if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), res.Location); err != nil {
+			return false, err
+		}
 		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", res.Location)
 		log.FromContext(ctx).Info("job stopped with a savepoint", "job", jobID, "path", res.Location)
 		return true, r.persistJob(ctx, s)
@@ -347,6 +345,36 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// jobSnapshots describes the session job for snapshot resources; its options are the
+// session's configuration with the job's own over it.
+func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) jobSnapshots {
+	conf := native.Config{}
+	for k, v := range s.conf {
+		conf[k] = v
+	}
+	if own, err := s.job.Spec.FlinkConfiguration.Flatten(); err == nil {
+		for k, v := range own {
+			conf[k] = v
+		}
+	}
+	j := jobSnapshots{owner: s.job, kind: flinkv1beta1.JobKindFlinkSessionJob, deployed: s.deployed.Job, desired: desired.Job,
+		status: &s.status().JobStatus, conf: conf,
+		recordNonces: func() error {
+			spec := s.deployed.DeepCopy()
+			spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
+			spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
+			return s.recordJobSpec(*spec, s.status().ReconciliationStatus.State)
+		},
+		persist: func() error { return r.persistJob(ctx, s) }}
+	if j.deployed == nil {
+		j.deployed = &flinkv1beta1.JobSpec{}
+	}
+	if j.desired == nil {
+		j.desired = &flinkv1beta1.JobSpec{}
+	}
+	return j
 }
 
 func jobUpgradeMode(spec *flinkv1beta1.FlinkSessionJobSpec) flinkv1beta1.UpgradeMode {

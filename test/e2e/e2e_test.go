@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -229,16 +230,67 @@ func TestApplicationWithHA(t *testing.T) {
 	require.NoError(t, env.Client.List(ctx, &ha, client.InNamespace(key.Namespace), native.HALabels(key.Name)))
 	require.NotEmpty(t, ha.Items, "Kubernetes HA keeps its ConfigMaps in the API server")
 
-	t.Run("manual savepoint", func(t *testing.T) {
+	t.Run("manual savepoint (nonce) becomes a FlinkStateSnapshot", func(t *testing.T) {
 		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
-		d := waitFor(t, key, "manual savepoint completed", 2*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
-			sp := d.Status.JobStatus.SavepointInfo
-			return sp != nil && sp.LastSavepoint != nil && sp.LastSavepoint.TriggerType == flinkv1beta1.SnapshotTriggerManual && sp.TriggerID == ""
-		})
-		sp := d.Status.JobStatus.SavepointInfo.LastSavepoint
-		require.Equal(t, int64(1), *sp.TriggerNonce)
-		require.FileExists(t, filepath.Join(localPath(sp.Location), "_metadata"))
+		snaps := waitForSnapshots(t, key.Namespace, key.Name, "MANUAL", 1, time.Minute)
+		snap := waitSnapshotState(t, client.ObjectKeyFromObject(&snaps[0]), flinkv1beta1.SnapshotCompleted)
+		require.FileExists(t, filepath.Join(localPath(snap.Status.Path), "_metadata"))
+		d := &flinkv1beta1.FlinkDeployment{}
+		require.NoError(t, env.Client.Get(ctx, key, d))
+		require.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":1`, "the nonce is recorded")
 		require.Equal(t, jobID, d.Status.JobStatus.JobID, "a manual savepoint does not restart the job")
+	})
+
+	t.Run("a FlinkStateSnapshot savepoint restores into a new deployment", func(t *testing.T) {
+		snap := &flinkv1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: "before-migration"},
+			Spec: flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: "FlinkDeployment", Name: key.Name},
+				Savepoint: &flinkv1beta1.SavepointSpec{DisposeOnDelete: ptr(false)}}}
+		require.NoError(t, env.Client.Create(ctx, snap))
+		done := waitSnapshotState(t, client.ObjectKeyFromObject(snap), flinkv1beta1.SnapshotCompleted)
+		require.FileExists(t, filepath.Join(localPath(done.Status.Path), "_metadata"))
+
+		copyDep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", key.Namespace)
+		copyDep.Name = "restored-copy"
+		copyDep.Spec.Job.InitialSavepointPath = done.Status.Path
+		copyKey := client.ObjectKeyFromObject(copyDep)
+		require.NoError(t, env.Client.Create(ctx, copyDep))
+		c := waitFor(t, copyKey, "the copy runs", 3*time.Minute, readyAndRunning)
+		restored := restoredFrom(t, copyKey, c.Status.JobStatus.JobID)
+		require.Equal(t, localPath(done.Status.Path), localPath(restored.ExternalPath), "restored from the snapshot's savepoint")
+		require.NoError(t, env.Client.Delete(ctx, c))
+		requireNoPods(t, copyKey)
+	})
+
+	t.Run("periodic savepoints create snapshots and the history is trimmed", func(t *testing.T) {
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
+			conf := setConfig(t, d.Spec.FlinkConfiguration, "kubernetes.operator.periodic.savepoint.interval", "3s")
+			d.Spec.FlinkConfiguration = setConfig(t, conf, "kubernetes.operator.savepoint.history.max.count", "2")
+		})
+		seen := map[string]bool{}
+		deadline := time.Now().Add(2 * time.Minute)
+		for len(seen) < 4 {
+			require.True(t, time.Now().Before(deadline), "periodic snapshots seen: %v", seen)
+			for _, s := range listSnapshots(t, key.Namespace, key.Name, "PERIODIC") {
+				seen[s.Name] = true
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
+			conf := setConfig(t, d.Spec.FlinkConfiguration, "kubernetes.operator.periodic.savepoint.interval", "0")
+			d.Spec.FlinkConfiguration = conf
+		})
+		require.Eventually(t, func() bool {
+			completed := 0
+			for _, s := range listSnapshots(t, key.Namespace, key.Name, "") {
+				if s.Status.State == flinkv1beta1.SnapshotCompleted {
+					completed++
+				}
+			}
+			return completed >= 1 && completed <= 2
+		}, time.Minute, time.Second, "at most max.count (2) completed savepoint snapshots are kept, and at least one")
+		d := &flinkv1beta1.FlinkDeployment{}
+		require.NoError(t, env.Client.Get(ctx, key, d))
+		require.Equal(t, jobID, d.Status.JobStatus.JobID, "option changes do not restart the job")
 	})
 
 	t.Run("parallelism change with savepoint upgrade restores the savepoint", func(t *testing.T) {
@@ -394,3 +446,38 @@ func setConfig(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value st
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// listSnapshots lists the savepoint snapshots of a resource, of one trigger type ("" for all).
+func listSnapshots(t *testing.T, ns, name, trigger string) []flinkv1beta1.FlinkStateSnapshot {
+	t.Helper()
+	labels := client.MatchingLabels{"job-reference.name": name, "snapshot.type": "SAVEPOINT"}
+	if trigger != "" {
+		labels["snapshot.trigger-type"] = trigger
+	}
+	var list flinkv1beta1.FlinkStateSnapshotList
+	require.NoError(t, env.Client.List(context.Background(), &list, client.InNamespace(ns), labels))
+	return list.Items
+}
+
+func waitForSnapshots(t *testing.T, ns, name, trigger string, n int, timeout time.Duration) []flinkv1beta1.FlinkStateSnapshot {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		if l := listSnapshots(t, ns, name, trigger); len(l) >= n {
+			return l
+		}
+		require.True(t, time.Now().Before(deadline), "no %s snapshot of %s", trigger, name)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func waitSnapshotState(t *testing.T, key client.ObjectKey, state flinkv1beta1.SnapshotState) *flinkv1beta1.FlinkStateSnapshot {
+	t.Helper()
+	s := &flinkv1beta1.FlinkStateSnapshot{}
+	deadline := time.Now().Add(2 * time.Minute)
+	for env.Client.Get(context.Background(), key, s) != nil || s.Status.State != state {
+		require.True(t, time.Now().Before(deadline), "%s: want %s, status %+v", key.Name, state, s.Status)
+		time.Sleep(500 * time.Millisecond)
+	}
+	return s
+}

@@ -1,0 +1,198 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Options of snapshot resources (upstream's names and defaults).
+const (
+	optSnapshotResources   = "kubernetes.operator.snapshot.resource.enabled"
+	optSavepointHistoryAge = "kubernetes.operator.savepoint.history.max.age"
+	optDisposeOnDelete     = "kubernetes.operator.savepoint.dispose-on-delete"
+	optSavepointCleanup    = "kubernetes.operator.savepoint.cleanup.enabled"
+	defaultHistoryMaxAge   = 24 * time.Hour
+)
+
+// snapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
+// turns them off (upstream's legacy mode keeps them in status fields).
+func snapshotResourcesEnabled(conf native.Config) bool {
+	return !strings.EqualFold(strings.TrimSpace(conf[optSnapshotResources]), "false")
+}
+
+// jobSnapshots is what a job's snapshots are taken for: the resource, its job spec before
+// and after this reconcile, and how to record what was done.
+type jobSnapshots struct {
+	owner    client.Object
+	kind     flinkv1beta1.JobKind
+	deployed *flinkv1beta1.JobSpec
+	desired  *flinkv1beta1.JobSpec
+	status   *flinkv1beta1.JobStatus
+	conf     native.Config
+	// recordNonces writes desired's trigger nonces into the last reconciled spec.
+	recordNonces func() error
+	// persist writes the status.
+	persist func() error
+}
+
+// requestSnapshots creates the FlinkStateSnapshot resources the spec's nonces and the
+// periodic options ask for, and trims the savepoint history. The snapshot controller takes
+// them from there. A nonce is recorded once its snapshot resource exists (a crash in between
+// asks again: an extra savepoint rather than a lost one).
+func requestSnapshots(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots) error {
+	if j.status.SavepointInfo == nil {
+		j.status.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	if j.status.CheckpointInfo == nil {
+		j.status.CheckpointInfo = &flinkv1beta1.CheckpointInfo{}
+	}
+	now := time.Now()
+	manualSavepoint := nonceChanged(j.deployed.SavepointTriggerNonce, j.desired.SavepointTriggerNonce)
+	manualCheckpoint := nonceChanged(j.deployed.CheckpointTriggerNonce, j.desired.CheckpointTriggerNonce)
+	if manualSavepoint {
+		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerManual, now); err != nil {
+			return err
+		}
+	}
+	if manualCheckpoint {
+		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerManual, now); err != nil {
+			return err
+		}
+	}
+	if manualSavepoint || manualCheckpoint {
+		if err := j.recordNonces(); err != nil {
+			return err
+		}
+		if err := j.persist(); err != nil {
+			return err
+		}
+	}
+	if periodicDue(j.conf, optPeriodicSavepoint, j.status.SavepointInfo.LastPeriodicSavepointTimestamp, j.status.StartTime) {
+		j.status.SavepointInfo.LastPeriodicSavepointTimestamp = now.UnixMilli()
+		if err := j.persist(); err != nil {
+			return err
+		}
+		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerPeriodic, now); err != nil {
+			return err
+		}
+	}
+	if periodicDue(j.conf, optPeriodicCheckpoint, j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.status.StartTime) {
+		j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp = now.UnixMilli()
+		if err := j.persist(); err != nil {
+			return err
+		}
+		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerPeriodic, now); err != nil {
+			return err
+		}
+	}
+	return trimSavepointHistory(ctx, c, j.owner.GetNamespace(), j.kind, j.owner.GetName(), j.conf, now)
+}
+
+// recordUpgradeSnapshot records an upgrade savepoint (already taken) as a snapshot resource.
+func recordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, path string) error {
+	if !snapshotResourcesEnabled(j.conf) {
+		return nil
+	}
+	snap := newSnapshot(j, false, flinkv1beta1.SnapshotTriggerUpgrade, time.Now())
+	exists := true
+	snap.Spec.Savepoint.Path, snap.Spec.Savepoint.AlreadyExists = path, &exists
+	if err := c.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create upgrade snapshot: %w", err)
+	}
+	return nil
+}
+
+func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, now time.Time) *flinkv1beta1.FlinkStateSnapshot {
+	kind := "savepoint"
+	if checkpoint {
+		kind = "checkpoint"
+	}
+	// Upstream's naming; no owner reference, so snapshots outlive the job's resource.
+	name := fmt.Sprintf("%s-%s-%s-%d", j.owner.GetName(), kind, strings.ToLower(string(trigger)), now.UnixMilli())
+	snap := &flinkv1beta1.FlinkStateSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.owner.GetNamespace(), Name: name, Labels: map[string]string{
+			LabelSnapshotTrigger: string(trigger), LabelJobReferenceKind: string(j.kind), LabelJobReferenceName: j.owner.GetName(),
+		}},
+		Spec: flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: j.kind, Name: j.owner.GetName()}},
+	}
+	if checkpoint {
+		snap.Spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}
+	} else {
+		dispose := strings.EqualFold(j.conf[optDisposeOnDelete], "true")
+		snap.Spec.Savepoint = &flinkv1beta1.SavepointSpec{FormatType: flinkv1beta1.SavepointFormatCanonical, DisposeOnDelete: &dispose}
+	}
+	return snap
+}
+
+func createSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, now time.Time) error {
+	snap := newSnapshot(j, checkpoint, trigger, now)
+	if err := c.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create FlinkStateSnapshot %s: %w", snap.Name, err)
+	}
+	what := ReasonSavepoint
+	if checkpoint {
+		what = ReasonCheckpoint
+	}
+	rec.Eventf(j.owner, corev1.EventTypeNormal, what, "%s snapshot requested: FlinkStateSnapshot %s", trigger, snap.Name)
+	return nil
+}
+
+// trimSavepointHistory deletes a job's savepoint snapshot resources beyond
+// kubernetes.operator.savepoint.history.max.count (10) or older than .max.age (24 h), always
+// keeping the newest completed one. What a deleted resource holds on disk is disposed only if
+// it says so (disposeOnDelete).
+func trimSavepointHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf native.Config, now time.Time) error {
+	if strings.EqualFold(conf[optSavepointCleanup], "false") {
+		return nil
+	}
+	maxCount, err := conf.Int(optSavepointHistoryMax, defaultHistoryMax)
+	if err != nil || maxCount < 1 {
+		maxCount = defaultHistoryMax
+	}
+	maxAge, err := conf.Duration(optSavepointHistoryAge, defaultHistoryMaxAge)
+	if err != nil || maxAge <= 0 {
+		maxAge = defaultHistoryMaxAge
+	}
+	var list flinkv1beta1.FlinkStateSnapshotList
+	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
+		LabelJobReferenceKind: string(kind), LabelJobReferenceName: name, LabelSnapshotType: "SAVEPOINT"}); err != nil {
+		return fmt.Errorf("list snapshots of %s: %w", name, err)
+	}
+	var done []flinkv1beta1.FlinkStateSnapshot
+	for _, s := range list.Items {
+		if s.DeletionTimestamp.IsZero() && (s.Status.State == flinkv1beta1.SnapshotCompleted || s.Status.State == flinkv1beta1.SnapshotFailed || s.Status.State == flinkv1beta1.SnapshotAbandoned) {
+			done = append(done, s)
+		}
+	}
+	sort.Slice(done, func(i, j int) bool { return done[i].CreationTimestamp.After(done[j].CreationTimestamp.Time) })
+	newestCompleted := ""
+	for _, s := range done {
+		if s.Status.State == flinkv1beta1.SnapshotCompleted {
+			newestCompleted = s.Name
+			break
+		}
+	}
+	for i, s := range done {
+		if s.Name == newestCompleted || (i < maxCount && now.Sub(s.CreationTimestamp.Time) <= maxAge) {
+			continue
+		}
+		if err := c.Delete(ctx, &s); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("trim snapshot %s: %w", s.Name, err)
+		}
+		log.FromContext(ctx).Info("trimmed savepoint history", "snapshot", s.Name)
+	}
+	return nil
+}
