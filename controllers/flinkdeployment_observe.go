@@ -179,7 +179,15 @@ func (r *FlinkDeploymentReconciler) failedPod(ctx context.Context, s *scope) (re
 func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
 	dep := s.dep.DeepCopy()
 	dep.Spec = *spec.DeepCopy()
-	return native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})
+	effective, err := native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})
+	if err != nil {
+		return nil, err
+	}
+	user, err := native.UserConfig(dep, r.Defaults)
+	if err != nil {
+		return nil, err
+	}
+	return native.WithOptions(effective, user), nil
 }
 
 func isTerminal(s flinkv1beta1.JobStatusState) bool {

@@ -164,6 +164,11 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	if err != nil {
 		return nil // the session's own reconciler reports its configuration errors
 	}
+	user, err := native.UserConfig(session, r.Defaults)
+	if err != nil {
+		return nil
+	}
+	conf = native.WithOptions(conf, user)
 	s.conf = conf
 	if session.Status.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return nil

@@ -23,6 +23,9 @@ type Defaults struct {
 	Namespace map[string]map[string]string
 	// Version applies to clusters of a Flink version, in order.
 	Version []VersionDefaults
+	// Operator holds the operator options of the operator configuration (kubernetes.operator.*,
+	// job.autoscaler.*): defaults of the per-resource options, never given to Flink.
+	Operator map[string]string
 }
 
 // VersionDefaults apply to one Flink version, or to it and newer ones.
@@ -73,7 +76,11 @@ func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
 			}
 			vd.Config[key] = v
 		case isOperatorOnlyKey(k):
-			// The operator's own settings never reach Flink.
+			// The operator's own settings never reach Flink; per-resource options default to them.
+			if d.Operator == nil {
+				d.Operator = map[string]string{}
+			}
+			d.Operator[k] = v
 		default:
 			d.Base[k] = v
 		}
@@ -165,6 +172,7 @@ func UserConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (Config, e
 		"kubernetes.rest-service.exposed.type": "ClusterIP",
 		"web.cancel.enable":                    "false",
 	}
+	merge(conf, defaults.Operator)
 	merge(conf, defaults.Base)
 	merge(conf, defaults.Namespace[dep.Namespace])
 	version := dep.Spec.FlinkVersion
@@ -179,6 +187,21 @@ func UserConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (Config, e
 	}
 	merge(conf, user)
 	return conf, nil
+}
+
+// WithOptions is the effective configuration plus the operator options of the user's
+// configuration: what a reconciler reads (REST port and the like, and its own options).
+func WithOptions(effective, user Config) Config {
+	out := Config{}
+	for k, v := range effective {
+		out[k] = v
+	}
+	for k, v := range user {
+		if isOperatorOnlyKey(k) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // EffectiveConfig computes the configuration Flink gets for a deployment: UserConfig without

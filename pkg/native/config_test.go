@@ -248,3 +248,20 @@ func TestMilliMemoryIsReadAsFlinkMebibytes(t *testing.T) {
 	assert.Equal(t, int64(2<<30), r.Requests.Memory().Value())
 	assert.Equal(t, int64(4<<30), r.Limits.Memory().Value())
 }
+
+func TestOperatorOptionsReachReconcilersNotFlink(t *testing.T) {
+	defaults, err := DefaultsFromOperatorConfig(map[string]string{
+		"kubernetes.operator.periodic.savepoint.interval": "1 h", "taskmanager.numberOfTaskSlots": "2"})
+	require.NoError(t, err)
+	dep := &flinkv1beta1.FlinkDeployment{}
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{"kubernetes.operator.savepoint.history.max.count": "3"})
+	user, err := UserConfig(dep, defaults)
+	require.NoError(t, err)
+	assert.Equal(t, "1 h", user["kubernetes.operator.periodic.savepoint.interval"], "operator-wide option as the default")
+	assert.Equal(t, "3", user["kubernetes.operator.savepoint.history.max.count"], "the resource's own option")
+	effective := Config{"rest.port": "8081", "taskmanager.numberOfTaskSlots": "2"}
+	got := WithOptions(effective, user)
+	assert.Equal(t, "1 h", got["kubernetes.operator.periodic.savepoint.interval"])
+	assert.Equal(t, "8081", got["rest.port"])
+	assert.NotContains(t, effective, "kubernetes.operator.periodic.savepoint.interval", "Flink's configuration is untouched")
+}
