@@ -17,12 +17,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -39,6 +41,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	// The test's own clients print API warnings through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
 	dir, err := os.MkdirTemp("", "flink-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
