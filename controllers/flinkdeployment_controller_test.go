@@ -491,3 +491,49 @@ func TestUpgradeModes(t *testing.T) {
 		assert.True(t, events.has("Missing"))
 	})
 }
+
+// TestRestartFailedAndSavepointOnDeletion: with kubernetes.operator.job.restart.failed a
+// FAILED job is redeployed; with kubernetes.operator.job.savepoint-on-deletion deleting the
+// resource stops the job with a savepoint before the cluster goes.
+func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "restarts", "orders"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+	dep := newDeployment(t, ns, name)
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"kubernetes.operator.job.restart.failed": "true", "kubernetes.operator.job.savepoint-on-deletion": "true"})
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	first := d.Status.JobStatus.JobID
+	k.run(ns, name, first)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+	flink.SetJob(first, "FAILED")
+	waitFor(t, c, ns, name, "restarting", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
+	})
+	assert.True(t, events.has(ReasonRestartFailed))
+	k.collect(ns, name)
+	d = waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
+	})
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	d = waitFor(t, c, ns, name, "running again", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+	require.NoError(t, c.Delete(ctx, d))
+	waitFor(t, c, ns, name, "savepoint on deletion", func(d *flinkv1beta1.FlinkDeployment) bool {
+		sp := d.Status.JobStatus.SavepointInfo
+		return sp != nil && sp.LastSavepoint != nil && sp.TriggerID == "" && d.Status.JobStatus.UpgradeSavepointPath == sp.LastSavepoint.Location
+	})
+	assert.Equal(t, "FINISHED", flink.Job(d.Status.JobStatus.JobID), "stopped with a savepoint before the cluster went")
+	k.collect(ns, name)
+	require.Eventually(t, func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{}))
+	}, 20*time.Second, 50*time.Millisecond)
+}

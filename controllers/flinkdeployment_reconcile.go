@@ -18,9 +18,18 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
+// Options read here (upstream's names).
+const (
+	optRestartFailed = "kubernetes.operator.job.restart.failed"
+	// ReasonRestartFailed is the event of a FAILED job being restarted.
+	ReasonRestartFailed = "RestartUnhealthyJob"
+)
+
 // The reconcile state machine, from status.reconciliationStatus and what observe found:
 //
 //	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
+//	DEPLOYED, job FAILED and kubernetes.operator.job.restart.failed
+//	                            → UPGRADING to the same spec (below), restoring what the mode keeps
 //	DEPLOYED, spec unchanged    → manual (nonce) and periodic savepoints and checkpoints of a
 //	                              running job (flinkdeployment_snapshots.go); look again later
 //	DEPLOYED, spec changed      → record the new spec as UPGRADING (write-ahead), then upgrade:
@@ -54,6 +63,21 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 			conf, err := r.config(s, desired)
 			if err != nil {
 				return ctrl.Result{}, err
+			}
+			if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
+				// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
+				// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
+				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
+				if upgradeModeOf(desired) == flinkv1beta1.UpgradeModeStateless {
+					st.JobStatus.UpgradeSavepointPath = ""
+				}
+				if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+					return ctrl.Result{}, err
+				}
+				if err := r.persist(ctx, s); err != nil {
+					return ctrl.Result{}, err
+				}
+				return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
 			}
 			inFlight, err := r.snapshots(ctx, s, desired, conf)
 			return requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight), err
@@ -282,6 +306,25 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 	}
 	if err := r.persist(ctx, s); err != nil { // lifecycle DELETING
 		return ctrl.Result{}, err
+	}
+	if s.dep.Spec.Job != nil && s.deployed != nil {
+		// kubernetes.operator.job.savepoint-on-deletion: the job's state is kept in a savepoint
+		// before its cluster goes. Bounded by the cleanup timeout, so deletion never deadlocks.
+		conf, err := r.config(s, s.deployed)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		st := s.status()
+		info := st.JobStatus.SavepointInfo
+		pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+		if strings.EqualFold(conf[optSavepointOnDeletion], "true") && (jobRunning(st) || pending) {
+			timeout, _ := conf.Duration(optCleanupTimeout, 5*time.Minute)
+			if time.Since(s.dep.DeletionTimestamp.Time) < timeout {
+				return r.stopWithSavepoint(ctx, s, conf)
+			}
+			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
+				"No savepoint on deletion after %s; deleting the cluster without one", timeout)
+		}
 	}
 	if s.dep.Spec.Job == nil {
 		// A session cluster outlives its session jobs (upstream's
