@@ -537,3 +537,50 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{}))
 	}, 20*time.Second, 50*time.Millisecond)
 }
+
+// TestRollback: with rollback enabled, a change that does not become healthy within the
+// readiness timeout is rolled back to the last stable spec, keeping HA metadata; the failed
+// spec is not tried again until the spec changes.
+func TestRollback(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "rollback", "orders"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+	dep := newDeployment(t, ns, name)
+	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha",
+		"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "2s"})
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	jobID := d.Status.JobStatus.JobID
+	k.run(ns, name, jobID)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+	// A change whose cluster never becomes ready.
+	d = get(t, c, ns, name)
+	d.Spec.Job.Parallelism = 4
+	require.NoError(t, c.Update(ctx, d))
+	flink.SetJob(jobID, "")
+	k.collect(ns, name)
+	waitFor(t, c, ns, name, "upgraded, not ready", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`)
+	})
+	waitFor(t, c, ns, name, "ROLLING_BACK", lifecycleIs(flinkv1beta1.LifecycleRollingBack))
+	require.Eventually(t, func() bool { return events.has("rolling back to the last stable spec") }, 5*time.Second, 50*time.Millisecond)
+	k.collect(ns, name)
+	d = waitFor(t, c, ns, name, "ROLLED_BACK", lifecycleIs(flinkv1beta1.LifecycleRolledBack))
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "rolled back through HA: same job")
+	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`, "the failed spec stays recorded")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
+	assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "the stable spec runs again")
+	time.Sleep(time.Second)
+	assert.Equal(t, flinkv1beta1.LifecycleRolledBack, get(t, c, ns, name).Status.LifecycleState, "not retried until the spec changes")
+}

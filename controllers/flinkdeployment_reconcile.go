@@ -28,6 +28,10 @@ const (
 // The reconcile state machine, from status.reconciliationStatus and what observe found:
 //
 //	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
+//	DEPLOYED, not healthy within kubernetes.operator.deployment.readiness.timeout after a change,
+//	rollback enabled           → ROLLING_BACK: the last stable spec is redeployed through the
+//	                              upgrade steps keeping HA metadata → ROLLED_BACK (the failed spec
+//	                              stays the last reconciled one until the spec changes)
 //	DEPLOYED, job FAILED and kubernetes.operator.job.restart.failed
 //	                            → UPGRADING to the same spec (below), restoring what the mode keeps
 //	DEPLOYED, spec unchanged    → manual (nonce) and periodic savepoints and checkpoints of a
@@ -58,11 +62,21 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
 		return r.deploy(ctx, s, desired, restore, true)
 	}
+	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack {
+		return r.continueRollback(ctx, s)
+	}
 	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
 		if !specChanged(s.deployed, desired) {
 			conf, err := r.config(s, desired)
 			if err != nil {
 				return ctrl.Result{}, err
+			}
+			due, untilRollback := rollbackDue(st, conf, desired.Job != nil)
+			if due {
+				if err := r.startRollback(ctx, s, conf); err != nil {
+					return ctrl.Result{}, err
+				}
+				return r.continueRollback(ctx, s)
 			}
 			if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
 				// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
@@ -80,7 +94,8 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 				return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
 			}
 			inFlight, err := r.snapshots(ctx, s, desired, conf)
-			return requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight), err
+			// Look again when a snapshot may be done, or when the readiness timeout ends.
+			return requeueSooner(requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight), untilRollback), err
 		}
 		if err := r.startUpgrade(ctx, s, desired); err != nil {
 			return ctrl.Result{}, err

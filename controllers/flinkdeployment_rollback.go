@@ -1,0 +1,81 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Rollback options (upstream's names and defaults).
+const (
+	optRollbackEnabled   = "kubernetes.operator.deployment.rollback.enabled"
+	optReadinessTimeout  = "kubernetes.operator.deployment.readiness.timeout"
+	defaultReadinessWait = 5 * time.Minute
+	// ReasonRollback is the event of a rollback.
+	ReasonRollback = "Rollback"
+)
+
+// rollbackDue: rollback is enabled, the last reconciled spec is not the stable one, and it has
+// not become healthy within the readiness timeout.
+func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, withJob bool) (bool, time.Duration) {
+	rs := st.ReconciliationStatus
+	if !strings.EqualFold(conf[optRollbackEnabled], "true") || rs.State != flinkv1beta1.ReconciliationDeployed ||
+		rs.LastStableSpec == "" || rs.LastStableSpec == rs.LastReconciledSpec {
+		return false, 0
+	}
+	healthy := st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady && (!withJob || st.JobStatus.State == flinkv1beta1.JobStatusRunning)
+	if healthy {
+		return false, 0
+	}
+	timeout, err := conf.Duration(optReadinessTimeout, defaultReadinessWait)
+	if err != nil || timeout <= 0 {
+		timeout = defaultReadinessWait
+	}
+	left := time.UnixMilli(rs.ReconciliationTimestamp).Add(timeout).Sub(time.Now())
+	return left <= 0, left
+}
+
+// startRollback records ROLLING_BACK before anything is touched.
+func (r *FlinkDeploymentReconciler) startRollback(ctx context.Context, s *scope, conf native.Config) error {
+	timeout, _ := conf.Duration(optReadinessTimeout, defaultReadinessWait)
+	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonRollback,
+		"Not ready %s after the last change; rolling back to the last stable spec", timeout)
+	s.status().ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack
+	return r.persist(ctx, s)
+}
+
+// continueRollback redeploys the last stable spec through the upgrade steps, keeping the HA
+// metadata (rollback requires HA), then records ROLLED_BACK with the failed spec still as the
+// last reconciled one: the operator does not try it again until the spec changes.
+func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := s.status()
+	rs := &st.ReconciliationStatus
+	failedRaw, failed := rs.LastReconciledSpec, s.deployed
+	var stable flinkv1beta1.FlinkDeploymentSpec
+	if found, _, err := flinkv1beta1.DecodeReconciledSpec(rs.LastStableSpec, &stable); err != nil || !found {
+		return ctrl.Result{}, fmt.Errorf("rollback: last stable spec: %v", err)
+	}
+	target := stable.DeepCopy()
+	if target.Job != nil {
+		target.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	}
+	res, err := r.continueUpgrade(ctx, s, target)
+	if err != nil || rs.State != flinkv1beta1.ReconciliationDeployed {
+		// Still on the way (the upgrade steps record UPGRADING): stay ROLLING_BACK.
+		if rs.State == flinkv1beta1.ReconciliationUpgrading {
+			rs.State = flinkv1beta1.ReconciliationRollingBack
+		}
+		return res, err
+	}
+	rs.LastReconciledSpec, rs.State = failedRaw, flinkv1beta1.ReconciliationRolledBack
+	s.deployed = failed
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec")
+	return res, nil
+}
