@@ -88,4 +88,3 @@ func TestTrimSavepointHistory(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"sp-2", "sp-3", "sp-4"}, names, "the two newest, plus the newest completed (sp-2)")
 }
-
