@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/schedule"
 )
 
 // Operator options of snapshots, with upstream's names and defaults.
@@ -240,11 +242,11 @@ func (r *FlinkDeploymentReconciler) triggerCheckpoint(ctx context.Context, s *sc
 	return nil
 }
 
-// periodicDue: an interval option is set and that long has passed since the last periodic
-// snapshot (or since the job started, for the first one).
+// periodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
+// accepts) and the next snapshot is due since the last periodic one (or the job's start).
 func periodicDue(conf native.Config, key string, last int64, jobStart string) bool {
-	interval, err := conf.Duration(key, 0)
-	if err != nil || interval <= 0 {
+	raw := strings.TrimSpace(conf[key])
+	if raw == "" {
 		return false
 	}
 	since := last
@@ -253,7 +255,15 @@ func periodicDue(conf native.Config, key string, last int64, jobStart string) bo
 			since = ms
 		}
 	}
-	return time.Since(time.UnixMilli(since)) >= interval
+	if interval, err := native.ParseFlinkDuration(raw); err == nil {
+		return interval > 0 && time.Since(time.UnixMilli(since)) >= interval
+	}
+	cron, err := schedule.ParseCron(raw)
+	if err != nil {
+		return false // rejected by validation with a message naming the option
+	}
+	next := cron.Next(time.UnixMilli(since))
+	return !next.IsZero() && !time.Now().Before(next)
 }
 
 func parseMillis(s string) (int64, error) {

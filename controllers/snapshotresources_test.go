@@ -88,3 +88,28 @@ func TestTrimSavepointHistory(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"sp-2", "sp-3", "sp-4"}, names, "the two newest, plus the newest completed (sp-2)")
 }
+
+func TestPeriodicDue(t *testing.T) {
+	hourAgo := time.Now().Add(-time.Hour).UnixMilli()
+	minuteAgo := time.Now().Add(-time.Minute).UnixMilli()
+	tests := []struct {
+		name  string
+		value string
+		last  int64
+		want  bool
+	}{
+		{"unset", "", hourAgo, false},
+		{"duration passed", "30 min", hourAgo, true},
+		{"duration not yet", "30 min", minuteAgo, false},
+		{"zero disables", "0", hourAgo, false},
+		{"cron due", "0 * * * * ?", hourAgo, true},           // every minute
+		{"cron not yet", "0 0 0 1 1 ? 2199", minuteAgo, false}, // far future
+		{"invalid", "sometimes", hourAgo, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := native.Config{optPeriodicSavepoint: tt.value}
+			assert.Equal(t, tt.want, periodicDue(conf, optPeriodicSavepoint, tt.last, ""))
+		})
+	}
+}

@@ -17,6 +17,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/schedule"
 )
 
 // Validator checks resources against the operator's configuration.
@@ -209,6 +210,7 @@ func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration) f
 // Operator and autoscaler options with their rules.
 const (
 	optRollback            = "kubernetes.operator.deployment.rollback.enabled"
+	optPeriodicCheckpoint  = "kubernetes.operator.periodic.checkpoint.interval"
 	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"
 	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"
 	optPeriodicSavepoint   = "kubernetes.operator.periodic.savepoint.interval"
@@ -239,6 +241,18 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 	}
 	if isTrue(conf[optHealthCheck]) && strings.EqualFold(conf[optJMRecovery], "false") {
 		errs = append(errs, field.Invalid(path.Key(optHealthCheck), conf[optHealthCheck], optJMRecovery+" must be enabled for health checks"))
+	}
+	for _, key := range []string{optPeriodicSavepoint, optPeriodicCheckpoint} {
+		raw := strings.TrimSpace(conf[key])
+		if raw == "" {
+			continue
+		}
+		if _, err := native.ParseFlinkDuration(raw); err == nil {
+			continue
+		}
+		if _, err := schedule.ParseCron(raw); err != nil {
+			errs = append(errs, field.Invalid(path.Key(key), raw, "a duration (e.g. 1 h) or a Quartz cron expression (e.g. 0 0 * * * ?): "+err.Error()))
+		}
 	}
 	for _, r := range autoscalerRanges {
 		raw, set := conf[r.key]

@@ -70,6 +70,9 @@ func TestValidateDeployment(t *testing.T) {
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.deployment.rollback.enabled]: Invalid value: "true": rollback needs high availability (high-availability.type: kubernetes)`}},
 		{name: "health check without deployment recovery", patch: `{spec: {flinkConfiguration: {kubernetes.operator.cluster.health-check.enabled: "true", kubernetes.operator.jm-deployment-recovery.enabled: "false"}}}`,
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.cluster.health-check.enabled]: Invalid value: "true": kubernetes.operator.jm-deployment-recovery.enabled must be enabled for health checks`}},
+		{name: "periodic snapshots: durations and cron are fine", patch: `{spec: {flinkConfiguration: {kubernetes.operator.periodic.savepoint.interval: "6 h", kubernetes.operator.periodic.checkpoint.interval: "0 0 * * * ?"}}}`},
+		{name: "periodic snapshot interval that is neither", patch: `{spec: {flinkConfiguration: {kubernetes.operator.periodic.checkpoint.interval: "every day"}}}`,
+			want: []string{`spec.flinkConfiguration[kubernetes.operator.periodic.checkpoint.interval]: Invalid value: "every day": a duration (e.g. 1 h) or a Quartz cron expression (e.g. 0 0 * * * ?): cron "every day": want 6 or 7 fields (second minute hour day-of-month month day-of-week [year]), got 2`}},
 		{name: "autoscaler ranges", patch: `{spec: {flinkConfiguration: {job.autoscaler.target.utilization: "1.5", job.autoscaler.scale-down.max-factor: lots}}}`,
 			want: []string{
 				`spec.flinkConfiguration[job.autoscaler.target.utilization]: Invalid value: "1.5": must be a number from 0 to 1`,
