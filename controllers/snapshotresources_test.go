@@ -102,7 +102,7 @@ func TestPeriodicDue(t *testing.T) {
 		{"duration passed", "30 min", hourAgo, true},
 		{"duration not yet", "30 min", minuteAgo, false},
 		{"zero disables", "0", hourAgo, false},
-		{"cron due", "0 * * * * ?", hourAgo, true},           // every minute
+		{"cron due", "0 * * * * ?", hourAgo, true},             // every minute
 		{"cron not yet", "0 0 0 1 1 ? 2199", minuteAgo, false}, // far future
 		{"invalid", "sometimes", hourAgo, false},
 	}
