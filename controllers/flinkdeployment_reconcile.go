@@ -261,10 +261,11 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 				TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
 			info.LastSavepoint = &sp
 			info.SavepointHistory = append(info.SavepointHistory, sp)
+			triggeredAt := triggerTime(info.TriggerTimestamp)
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 			st.JobStatus.UpgradeSavepointPath = res.Location
 			st.JobStatus.State = flinkv1beta1.JobStatusFinished
-			if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), res.Location); err != nil {
+			if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), res.Location, triggeredAt); err != nil {
 				return ctrl.Result{}, err
 			}
 			log.FromContext(ctx).Info("upgrade savepoint completed", "path", res.Location)

@@ -191,10 +191,11 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 			TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
 		info.LastSavepoint = &sp
 		info.SavepointHistory = append(info.SavepointHistory, sp)
+		triggeredAt := triggerTime(info.TriggerTimestamp)
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		st.JobStatus.UpgradeSavepointPath = res.Location
 		st.JobStatus.State = flinkv1beta1.JobStatusFinished
-		if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), res.Location); err != nil {
+		if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), res.Location, triggeredAt); err != nil {
 			return false, err
 		}
 		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", res.Location)

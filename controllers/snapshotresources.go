@@ -102,11 +102,12 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 }
 
 // recordUpgradeSnapshot records an upgrade savepoint (already taken) as a snapshot resource.
-func recordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, path string) error {
+// Its name derives from the trigger time, so recording it again after a retry is a no-op.
+func recordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, path string, triggeredAt time.Time) error {
 	if !snapshotResourcesEnabled(j.conf) {
 		return nil
 	}
-	snap := newSnapshot(j, false, flinkv1beta1.SnapshotTriggerUpgrade, time.Now())
+	snap := newSnapshot(j, false, flinkv1beta1.SnapshotTriggerUpgrade, triggeredAt)
 	exists := true
 	snap.Spec.Savepoint.Path, snap.Spec.Savepoint.AlreadyExists = path, &exists
 	if err := c.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -195,4 +196,12 @@ func trimSavepointHistory(ctx context.Context, c client.Client, ns string, kind 
 		log.FromContext(ctx).Info("trimmed savepoint history", "snapshot", s.Name)
 	}
 	return nil
+}
+
+// triggerTime is when a recorded trigger was written (now when unknown).
+func triggerTime(ms *int64) time.Time {
+	if ms == nil || *ms == 0 {
+		return time.Now()
+	}
+	return time.UnixMilli(*ms)
 }

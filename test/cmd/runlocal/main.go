@@ -23,7 +23,7 @@ import (
 
 func main() {
 	dir := flag.String("dir", ".dev/local", "Where the cluster keeps its state, logs and kubeconfig (emptied at start).")
-	sample := flag.String("sample", "examples/basic/basic.yaml", "FlinkDeployment to apply; empty applies none.")
+	sample := flag.String("sample", "examples/checkpoint-ha/checkpoint-ha.yaml", "FlinkDeployment to apply; empty applies none.")
 	namespace := flag.String("namespace", "default", "Namespace of the sample.")
 	verbose := flag.Bool("v", false, "Print the node agent's and cluster's progress lines.")
 	flag.Parse()
@@ -71,8 +71,9 @@ func run(ctx context.Context, dir, sample, namespace string, verbose bool) error
 run-local: %[1]s is Ready, its job RUNNING (%[2]s after start). Try:
   export KUBECONFIG=%[3]s
   kubectl get flinkdeployments,pods
-  kubectl scale flinkdeployment/%[1]s --replicas=2          # parallelism 2 -> 2 (set 4 for a rescale)
+  kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"parallelism":2}}}'           # rescale: a savepoint upgrade
   kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"savepointTriggerNonce":1}}}'   # manual savepoint
+  kubectl get flinkstatesnapshots                                # ... as a FlinkStateSnapshot
   kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"state":"suspended"}}}'         # suspend
   kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"state":"running"}}}'           # resume
   kubectl wait --for=condition=Ready flinkdeployment/%[1]s --timeout=5m
