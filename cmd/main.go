@@ -240,12 +240,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		&opmetrics.ResourceCollector{Reader: mgr.GetCache()})...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	// One REST client factory for all reconcilers: same addressing, timeout and metrics.
+	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
+		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe}
 	if err := (&controllers.FlinkDeploymentReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("flink-operator"),
-		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Client:            mgr.GetClient(),
+		Scheme:            mgr.GetScheme(),
+		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Flink:             flinkClients,
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
@@ -255,11 +257,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}
 	if err := (&controllers.FlinkSessionJobReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("flink-operator"),
-		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Client:            mgr.GetClient(),
+		Scheme:            mgr.GetScheme(),
+		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Flink:             flinkClients,
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
@@ -270,11 +271,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
 	if err := (&controllers.FlinkStateSnapshotReconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorderFor("flink-operator"),
-		Flink: &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-			Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe},
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
+		Flink:     flinkClients,
 		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)

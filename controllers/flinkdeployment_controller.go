@@ -244,13 +244,8 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if equalStatus(s.original.Status, s.dep.Status) {
 		return nil
 	}
-	// Optimistic locking: a status computed from a stale cached object must not overwrite a
-	// newer one (it could drop a trigger id written ahead); the conflict requeues with fresh state.
-	if err := r.Client.Status().Patch(ctx, s.dep, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("write status: %w", err)
+	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
+		return err
 	}
 	s.original = s.dep.DeepCopy()
 	return nil

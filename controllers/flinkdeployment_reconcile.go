@@ -82,7 +82,7 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 				// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
 				// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
 				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
-				if upgradeModeOf(desired) == flinkv1beta1.UpgradeModeStateless {
+				if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
 					st.JobStatus.UpgradeSavepointPath = ""
 				}
 				if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
@@ -111,9 +111,9 @@ func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, 
 	// upgradeSavepointPath is what the next deployment restores from; set it for this upgrade.
 	if desired.Job != nil {
 		switch {
-		case redeployRequested(s.deployed, desired):
+		case redeployRequested(s.deployed.Job, desired.Job):
 			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
-		case upgradeModeOf(desired) == flinkv1beta1.UpgradeModeStateless:
+		case upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless:
 			st.JobStatus.UpgradeSavepointPath = ""
 		case jobRunning(st):
 			st.JobStatus.UpgradeSavepointPath = "" // a fresh savepoint or checkpoint is taken below
@@ -131,7 +131,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mode := upgradeModeOf(desired)
+	mode := upgradeModeOf(desired.Job)
 	keepHA := mode == flinkv1beta1.UpgradeModeLastState && conf.HAEnabled()
 	log.FromContext(ctx).V(1).Info("continuing upgrade", "jobManager", st.JobManagerDeploymentStatus, "job", st.JobStatus.State, "restore", st.JobStatus.UpgradeSavepointPath)
 
@@ -396,19 +396,20 @@ func jobRunning(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 	return st.JobStatus.State == flinkv1beta1.JobStatusRunning
 }
 
-func upgradeModeOf(spec *flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.UpgradeMode {
-	if spec.Job == nil || spec.Job.UpgradeMode == "" {
+// upgradeModeOf is a job's upgrade mode (of a FlinkDeployment or a FlinkSessionJob).
+func upgradeModeOf(job *flinkv1beta1.JobSpec) flinkv1beta1.UpgradeMode {
+	if job == nil || job.UpgradeMode == "" {
 		return flinkv1beta1.UpgradeModeStateless
 	}
-	return spec.Job.UpgradeMode
+	return job.UpgradeMode
 }
 
 // redeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
-func redeployRequested(before, after *flinkv1beta1.FlinkDeploymentSpec) bool {
-	if after.Job == nil || after.Job.SavepointRedeployNonce == nil {
+func redeployRequested(before, after *flinkv1beta1.JobSpec) bool {
+	if after == nil || after.SavepointRedeployNonce == nil {
 		return false
 	}
-	return before.Job == nil || before.Job.SavepointRedeployNonce == nil || *before.Job.SavepointRedeployNonce != *after.Job.SavepointRedeployNonce
+	return before == nil || before.SavepointRedeployNonce == nil || *before.SavepointRedeployNonce != *after.SavepointRedeployNonce
 }
 
 // specChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade

@@ -272,13 +272,8 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	if equalStatus(s.original.Status, s.job.Status) {
 		return nil
 	}
-	// Optimistic locking: a status computed from a stale cached object must not overwrite a
-	// newer one (it could drop a trigger id written ahead); the conflict requeues with fresh state.
-	if err := r.Client.Status().Patch(ctx, s.job, client.MergeFromWithOptions(s.original, client.MergeFromWithOptimisticLock{})); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("write status: %w", err)
+	if err := patchStatus(ctx, r.Client, s.job, s.original); err != nil {
+		return err
 	}
 	s.original = s.job.DeepCopy()
 	return nil

@@ -70,9 +70,9 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 		// upgradeSavepointPath is what the next submission restores: a suspended job resumes
 		// from the savepoint it stopped with; a running one gets a fresh one below.
 		switch {
-		case redeployJobRequested(s.deployed, desired):
+		case redeployRequested(s.deployed.Job, desired.Job):
 			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
-		case jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless:
+		case upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless:
 			st.JobStatus.UpgradeSavepointPath = ""
 		case s.deployed.Job != nil && s.deployed.Job.State == flinkv1beta1.JobStateSuspended:
 			// Resuming: the path recorded when the job was suspended stays.
@@ -120,7 +120,7 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		}
 	}
 	if stop {
-		done, err := r.stopJob(ctx, s, jobUpgradeMode(desired))
+		done, err := r.stopJob(ctx, s, upgradeModeOf(desired.Job))
 		if err != nil || !done {
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 		}
@@ -141,7 +141,7 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	restore := st.JobStatus.UpgradeSavepointPath
-	if jobUpgradeMode(desired) == flinkv1beta1.UpgradeModeStateless {
+	if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
 		restore = ""
 	}
 	st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
@@ -376,20 +376,6 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 		j.desired = &flinkv1beta1.JobSpec{}
 	}
 	return j
-}
-
-func jobUpgradeMode(spec *flinkv1beta1.FlinkSessionJobSpec) flinkv1beta1.UpgradeMode {
-	if spec.Job == nil || spec.Job.UpgradeMode == "" {
-		return flinkv1beta1.UpgradeModeStateless
-	}
-	return spec.Job.UpgradeMode
-}
-
-func redeployJobRequested(before, after *flinkv1beta1.FlinkSessionJobSpec) bool {
-	if after.Job == nil || after.Job.SavepointRedeployNonce == nil {
-		return false
-	}
-	return before.Job == nil || before.Job.SavepointRedeployNonce == nil || *before.Job.SavepointRedeployNonce != *after.Job.SavepointRedeployNonce
 }
 
 // jobSpecChanged ignores what upstream marks IGNORE (as for FlinkDeployments).

@@ -146,8 +146,8 @@ func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap
 	if equalStatus(original.Status, snap.Status) {
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, snap, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("write status: %w", err)
+	if err := patchStatus(ctx, r.Client, snap, original); err != nil {
+		return err
 	}
 	original.Status = *snap.Status.DeepCopy()
 	original.ResourceVersion = snap.ResourceVersion

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,7 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // errorJSON renders status.error in upstream's format, which tools parse:
@@ -28,6 +33,20 @@ func errorJSON(kind, message string) string {
 
 func isValidationError(statusError string) bool {
 	return strings.Contains(statusError, "exception.ValidationError")
+}
+
+// patchStatus writes obj's status as a merge patch against original, with optimistic locking:
+// a status computed from a stale cached object must not overwrite a newer one (it could drop a
+// trigger id written ahead); the conflict makes the reconcile start again with fresh state. A
+// resource deleted meanwhile is not an error.
+func patchStatus(ctx context.Context, c client.Client, obj, original client.Object) error {
+	if err := c.Status().Patch(ctx, obj, client.MergeFromWithOptions(original, client.MergeFromWithOptimisticLock{})); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("write status: %w", err)
+	}
+	return nil
 }
 
 func equalStatus(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }

@@ -98,7 +98,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return err
 	}
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
@@ -247,8 +247,8 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// freePorts reserves n distinct loopback ports (released just before use; the window is tiny).
-func freePorts(n int) ([]int, error) {
+// FreePorts reserves n distinct loopback ports (released just before use; the window is tiny).
+func FreePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {

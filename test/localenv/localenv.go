@@ -6,10 +6,8 @@ package localenv
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -143,7 +141,7 @@ func (e *Env) startOperator(ctx context.Context, root string, extra []string) er
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build operator: %v: %s", err, out)
 	}
-	ports, err := freePorts(2)
+	ports, err := localcluster.FreePorts(2)
 	if err != nil {
 		return err
 	}
@@ -213,23 +211,4 @@ func (e *Env) Stop() {
 	if e.agentLog != nil {
 		e.agentLog.Close()
 	}
-}
-
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("reserve a port"), err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
