@@ -2,7 +2,14 @@
 # built from package registries into bin/ (no release download site is reachable in CI).
 
 IMG ?= ghcr.io/flink-operator/flink-operator:$(VERSION)
-VERSION ?= 0.1.0
+VERSION ?= 0.2.0
+
+## OLM packaging: this release replaces PREVIOUS_VERSION and skips to the newest from anything older.
+BUNDLE_PACKAGE ?= flink-operator
+PREVIOUS_VERSION ?= 0.1.0
+CHANNELS ?= stable,fast
+DEFAULT_CHANNEL ?= stable
+SKIP_RANGE ?= >=0.0.0 <$(VERSION)
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -22,7 +29,15 @@ ENVTEST_VERSION ?= v0.25.1
 K8S_VERSION ?= 1.33.4
 ENVTEST_K8S_VERSION ?= 1.33
 
+OPM_VERSION ?= v1.56.0
+OLM_VERSION ?= v0.33.0
+
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+# opm and OLM are built from wrapper modules in hack/tools: `go install` of operator-framework
+# modules is refused by the module proxy here (../shared/reference/tooling.md).
+OPM ?= $(LOCALBIN)/olm/opm-$(OPM_VERSION)
+OLM ?= $(LOCALBIN)/olm/olm-$(OLM_VERSION)
+OLM_CATALOG ?= $(LOCALBIN)/olm/catalog-$(OLM_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 
@@ -84,12 +99,14 @@ vet: ## go vet.
 verify: manifests generate ## Fail when generated files are stale or gofmt / go vet complain.
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	go vet ./...
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
-		echo "generated files are stale; run 'make manifests generate' and commit:"; git status --porcelain -- api config; git diff --stat -- api config; exit 1; fi
+	$(MAKE) --no-print-directory bundle catalog
+	@if [ -n "$$(git status --porcelain -- api config bundle bundle.Dockerfile catalog)" ]; then \
+		echo "generated files are stale; run 'make manifests generate bundle catalog' and commit:"; \
+		git status --porcelain -- api config bundle bundle.Dockerfile catalog; git diff --stat -- api config bundle catalog; exit 1; fi
 	@echo "verify: ok"
 
 .PHONY: test
-test: unit e2e ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, then the e2e suite.
+test: unit e2e olm-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
 
 .PHONY: unit
 unit: manifests generate envtest-assets flink-dist ## Unit, envtest and real-Flink tests (everything but e2e).
@@ -100,6 +117,11 @@ unit: manifests generate envtest-assets flink-dist ## Unit, envtest and real-Fli
 .PHONY: e2e
 e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout 40m -v
+
+.PHONY: olm-test
+olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
+	OLM_BIN_DIR=$(LOCALBIN)/olm OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
+		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: golden
 golden: ## Rewrite pkg/native's golden files (review the diff before committing).
@@ -137,6 +159,50 @@ install: manifests kustomize ## Install the CRDs into the cluster of the current
 .PHONY: uninstall
 uninstall: manifests kustomize ## Remove the CRDs.
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+##@ OLM
+
+.PHONY: bundle
+bundle: manifests kustomize ## Write bundle/ and bundle.Dockerfile from config/manifests (operator-sdk layout).
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/manifests | go run ./hack/bundle generate -package $(BUNDLE_PACKAGE) \
+		-version $(VERSION) -replaces $(PREVIOUS_VERSION) -skip-range '$(SKIP_RANGE)' -image $(IMG) \
+		-channels $(CHANNELS) -default-channel $(DEFAULT_CHANNEL)
+
+.PHONY: bundle-validate
+bundle-validate: envtest-assets ## Validate bundle/ with operator-framework/api's validators (default + operatorframework suite) and apply its alm-examples.
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" go test ./test/bundle -count=1 -v
+
+.PHONY: catalog
+catalog: bundle opm ## Render this version into the file-based catalog (catalog/), regenerate its channels, opm validate.
+	mkdir -p catalog/$(BUNDLE_PACKAGE)/bundles
+	$(OPM) render ./bundle --output yaml > catalog/$(BUNDLE_PACKAGE)/bundles/$(BUNDLE_PACKAGE).v$(VERSION).yaml
+	go run ./hack/bundle index -package $(BUNDLE_PACKAGE) -dir catalog/$(BUNDLE_PACKAGE) \
+		-channels $(CHANNELS) -default-channel $(DEFAULT_CHANNEL) -icon config/manifests/bases/icon.svg \
+		-description "Runs Apache Flink jobs on Kubernetes with stateful upgrades, savepoints, rollback and suspend/resume."
+	$(OPM) validate catalog
+
+.PHONY: catalog-serve
+catalog-serve: opm ## Serve the catalog over gRPC on :50051 (a CatalogSource's spec.address can point at it).
+	$(OPM) serve catalog -p 50051 --pprof-addr=127.0.0.1:50052 -t /tmp/opm-termination.log
+
+.PHONY: olm-tools
+olm-tools: opm $(OLM) $(OLM_CATALOG) ## Build opm and OLM's olm and catalog operators.
+
+.PHONY: opm
+opm: $(OPM)
+$(OPM): hack/tools/opm/go.mod
+	mkdir -p $(dir $@)
+	cd hack/tools/opm && go build -tags=json1,containers_image_openpgp -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
+
+OLM_LDFLAGS = -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)
+$(OLM): hack/tools/olm/go.mod
+	mkdir -p $(dir $@)
+	cd hack/tools/olm && go build -ldflags "$(OLM_LDFLAGS)" -o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/olm && mv $@.tmp $@
+
+$(OLM_CATALOG): hack/tools/olm/go.mod
+	mkdir -p $(dir $@)
+	cd hack/tools/olm && go build -ldflags "$(OLM_LDFLAGS)" -o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/catalog && mv $@.tmp $@
 
 ##@ Tools
 

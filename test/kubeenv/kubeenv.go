@@ -60,6 +60,9 @@ type Options struct {
 	// Webhooks installs the webhook configurations of config/webhook, pointing at a local
 	// webhook server whose address and certificates are in Environment.WebhookInstallOptions.
 	Webhooks bool
+	// CRDDirs are the directories CRDs are installed from, relative to the repository root
+	// (default config/crd/bases). Other objects in them are ignored.
+	CRDDirs []string
 }
 
 // Start starts the control plane and stops it when the test ends. A missing KUBEBUILDER_ASSETS
@@ -92,8 +95,15 @@ func start(o Options) (*Env, error) {
 		return nil, err
 	}
 	scheme := Scheme()
+	crdDirs := []string{filepath.Join(root, "config", "crd", "bases")}
+	if len(o.CRDDirs) > 0 {
+		crdDirs = nil
+		for _, d := range o.CRDDirs {
+			crdDirs = append(crdDirs, filepath.Join(root, d))
+		}
+	}
 	te := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,10 @@ type Options struct {
 	Dists []flinkcluster.Dist
 	// Log receives the agent's own log lines; nil discards them.
 	Log io.Writer
+	// StandInImages are image name prefixes whose containers the agent reports as running and
+	// ready without starting anything, as kwok does. For pods whose own behaviour is tested
+	// elsewhere and only has to look healthy, such as the operator's Deployment that OLM installs.
+	StandInImages []string
 }
 
 // Agent is a running node agent.
@@ -73,6 +78,16 @@ type Agent struct {
 	podInformer     cache.SharedIndexInformer
 	serviceInformer cache.SharedIndexInformer
 	hostname        string
+}
+
+// standIn reports whether containers of image only pretend to run.
+func (a *Agent) standIn(image string) bool {
+	for _, prefix := range a.opts.StandInImages {
+		if strings.HasPrefix(image, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Start registers the node and starts running its pods. The agent stops, killing every
