@@ -120,7 +120,8 @@ e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
-	OLM_BIN_DIR=$(LOCALBIN)/olm OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
+	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
+	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: golden

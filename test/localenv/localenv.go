@@ -39,6 +39,11 @@ type Options struct {
 	Operator bool
 	// OperatorArgs are extra flags for the operator.
 	OperatorArgs []string
+	// SkipCRDs leaves the project's CRDs out (the OLM test lets OLM install them).
+	SkipCRDs bool
+	// StandInImages are passed to the node agent: containers of these images look running and
+	// ready without a process (nodeagent.Options.StandInImages).
+	StandInImages []string
 }
 
 // Env is a running local environment.
@@ -83,9 +88,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	fail := func(err error) (*Env, error) { e.Stop(); return nil, err }
 
-	if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{
-		Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
-		return fail(fmt.Errorf("install CRDs: %w", err))
+	if !opts.SkipCRDs {
+		if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+			return fail(fmt.Errorf("install CRDs: %w", err))
+		}
 	}
 	if e.Client, err = client.New(e.Cluster.Config, client.Options{Scheme: kubeenv.Scheme()}); err != nil {
 		return fail(err)
@@ -105,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		e.agentLog, agentLog = f, f
 	}
 	e.Agent, err = nodeagent.Start(agentCtx, nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
-		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog})
+		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages})
 	if err != nil {
 		return fail(err)
 	}

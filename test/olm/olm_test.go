@@ -1,0 +1,458 @@
+//go:build olm
+
+// Package olm_test installs and upgrades the operator the way OperatorHub users do: OLM's olm
+// and catalog operators (v0.33.0, built from the module proxy) run as local processes against
+// the local cluster, a CatalogSource points at `opm serve` of the project's file-based catalog
+// (catalog/, bundles embedded), and a Subscription follows the stable channel.
+//
+// The operator's own pod is a stand-in (the node agent reports it running and ready without a
+// process, as kwok would): OLM only needs its Deployment available. What the operator does is
+// proven by the envtest and e2e suites; this test proves the package: the install strategy, RBAC
+// in the watched namespaces, webhooks, CRD ownership and the upgrade graph.
+//
+// Run with `make olm-test` (part of `make test`).
+package olm_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
+	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/localcluster"
+	"github.com/flink-operator/flink-operator/test/localenv"
+)
+
+const (
+	pkg            = "flink-operator"
+	operatorNS     = "flink-operator"
+	watchedNS      = "flink-jobs"
+	previousCSV    = "flink-operator.v0.1.0"
+	currentCSV     = "flink-operator.v0.2.0"
+	deploymentName = "flink-operator-controller-manager"
+)
+
+func TestInstallAndUpgradeThroughOLM(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	root, err := kubeenv.RepoRoot()
+	require.NoError(t, err)
+	dir := t.TempDir()
+
+	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true,
+		StandInImages: []string{"ghcr.io/flink-operator/flink-operator:"}})
+	require.NoError(t, err)
+	t.Cleanup(env.Stop)
+
+	scheme := kubeenv.Scheme()
+	utilruntime.Must(operatorsv1alpha1.AddToScheme(scheme))
+	utilruntime.Must(operatorsv1.AddToScheme(scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(scheme))
+	c, err := client.New(env.Cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+
+	// OLM: its CRDs, then the olm and catalog operators, then opm serving our catalog.
+	_, err = envtest.InstallCRDs(env.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{requireEnv(t, "OLM_CRDS")}, ErrorIfPathMissing: true})
+	require.NoError(t, err, "install OLM's CRDs")
+	for _, ns := range []string{"olm", operatorNS, watchedNS} {
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	startOLM(t, dir, env.Cluster)
+	catalogPort := serveCatalog(t, dir, filepath.Join(root, "catalog"))
+
+	// Resources that exist before the operator does: a platform moving over from the Apache
+	// operator keeps its CRDs (here the v0.1.0 ones) and resources, and OLM adopts them.
+	for _, crd := range bundleObjects(t, filepath.Join(root, "catalog", pkg, "bundles", previousCSV+".yaml"), "CustomResourceDefinition") {
+		require.NoError(t, c.Create(ctx, crd))
+	}
+	waitFor(t, ctx, "v0.1.0 CRDs established", func() (bool, error) {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := c.Get(ctx, client.ObjectKey{Name: "flinkdeployments.flink.apache.org"}, &crd); err != nil {
+			return false, err
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	existing := existingResources(t, ctx, c)
+
+	catalog := &operatorsv1alpha1.CatalogSource{
+		ObjectMeta: metav1.ObjectMeta{Name: "flink-operator-catalog", Namespace: "olm"},
+		Spec: operatorsv1alpha1.CatalogSourceSpec{SourceType: operatorsv1alpha1.SourceTypeGrpc,
+			Address: "127.0.0.1:" + strconv.Itoa(catalogPort), DisplayName: "flink-operator (local)"},
+	}
+	require.NoError(t, c.Create(ctx, catalog))
+	// SingleNamespace: the operator lives in its own namespace and watches flink-jobs.
+	group := &operatorsv1.OperatorGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: "flink-operator", Namespace: operatorNS},
+		Spec:       operatorsv1.OperatorGroupSpec{TargetNamespaces: []string{watchedNS}},
+	}
+	require.NoError(t, c.Create(ctx, group))
+	sub := &operatorsv1alpha1.Subscription{
+		ObjectMeta: metav1.ObjectMeta{Name: pkg, Namespace: operatorNS},
+		Spec: &operatorsv1alpha1.SubscriptionSpec{
+			CatalogSource: catalog.Name, CatalogSourceNamespace: catalog.Namespace, Package: pkg, Channel: "stable",
+			StartingCSV: previousCSV, InstallPlanApproval: operatorsv1alpha1.ApprovalManual,
+		},
+	}
+	require.NoError(t, c.Create(ctx, sub))
+
+	// N-1: Subscription → InstallPlan (approved) → CSV Succeeded.
+	approveInstallPlan(t, ctx, c, previousCSV)
+	waitCSVSucceeded(t, ctx, c, previousCSV)
+	var dep appsv1.Deployment
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: deploymentName}, &dep))
+	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.1.0", dep.Spec.Template.Spec.Containers[0].Image)
+	assert.True(t, podTemplateRequiresContainers(t, ctx, c), "the v0.1.0 CRD requires podTemplate containers")
+
+	// N: the channel's next entry replaces N-1.
+	approveInstallPlan(t, ctx, c, currentCSV)
+	waitCSVSucceeded(t, ctx, c, currentCSV)
+	waitFor(t, ctx, "the replaced CSV to be removed", func() (bool, error) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: previousCSV}, &operatorsv1alpha1.ClusterServiceVersion{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: deploymentName}, &dep))
+	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.2.0", dep.Spec.Template.Spec.Containers[0].Image)
+	// OLM passes the target namespaces, which the operator reads as WATCH_NAMESPACE.
+	assert.Equal(t, watchedNS, dep.Spec.Template.Annotations["olm.targetNamespaces"])
+
+	t.Run("CRDs updated by OLM", func(t *testing.T) {
+		assert.False(t, podTemplateRequiresContainers(t, ctx, c), "the v0.2.0 CRD no longer requires podTemplate containers")
+	})
+	t.Run("existing resources untouched and served", func(t *testing.T) {
+		for _, before := range existing {
+			after := before.DeepCopyObject().(client.Object)
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(before), after))
+			assert.Equal(t, before.GetUID(), after.GetUID())
+			assert.Equal(t, before.GetGeneration(), after.GetGeneration())
+			assert.Equal(t, before.GetResourceVersion(), after.GetResourceVersion(), "%s changed", before.GetName())
+		}
+		var list flinkv1beta1.FlinkDeploymentList
+		require.NoError(t, c.List(ctx, &list, client.InNamespace(watchedNS)))
+		assert.Len(t, list.Items, 1)
+	})
+	t.Run("permissions only in the watched namespace", func(t *testing.T) {
+		// permissions become Roles in the operator's namespace and copies in each target
+		// namespace; only the metrics authentication rules are cluster-wide.
+		var bindings rbacv1.RoleBindingList
+		require.NoError(t, c.List(ctx, &bindings, client.InNamespace(watchedNS)))
+		assert.True(t, boundTo(bindings.Items, deploymentName), "a RoleBinding for the operator in %s", watchedNS)
+		var nsRoles rbacv1.RoleList
+		require.NoError(t, c.List(ctx, &nsRoles, client.InNamespace(watchedNS)))
+		var granted []string
+		for _, r := range nsRoles.Items {
+			for _, rule := range r.Rules {
+				granted = append(granted, rule.Resources...)
+			}
+		}
+		assert.Contains(t, granted, "flinkdeployments")
+		assert.Contains(t, granted, "pods")
+
+		var roles rbacv1.ClusterRoleList
+		require.NoError(t, c.List(ctx, &roles, client.MatchingLabels{"olm.owner": currentCSV}))
+		var clusterWide int
+		for _, r := range roles.Items {
+			if r.AggregationRule != nil || strings.Contains(r.Name, "-admin") || strings.Contains(r.Name, "-edit") || strings.Contains(r.Name, "-view") || strings.Contains(r.Name, "-crdview") {
+				continue // OLM's aggregated roles for users of the CRDs, not the operator's
+			}
+			clusterWide++
+			for _, rule := range r.Rules {
+				for _, res := range rule.Resources {
+					assert.NotContains(t, []string{"flinkdeployments", "pods", "deployments", "configmaps"}, res,
+						"cluster-wide rule %s in %s", res, r.Name)
+				}
+			}
+		}
+		assert.NotZero(t, clusterWide, "the operator's ClusterRole (metrics authentication)")
+	})
+	t.Run("webhooks registered with an OLM certificate", func(t *testing.T) {
+		var hooks admissionregistrationv1.ValidatingWebhookConfigurationList
+		require.NoError(t, c.List(ctx, &hooks, client.MatchingLabels{"olm.owner": currentCSV}))
+		var names []string
+		for _, h := range hooks.Items {
+			for _, w := range h.Webhooks {
+				names = append(names, w.Name)
+				assert.NotEmpty(t, w.ClientConfig.CABundle)
+				require.NotNil(t, w.ClientConfig.Service)
+				assert.Equal(t, operatorNS, w.ClientConfig.Service.Namespace)
+			}
+		}
+		assert.Contains(t, names, "vflinkdeployment-v1beta1.flink.apache.org")
+	})
+}
+
+func requireEnv(t *testing.T, name string) string {
+	t.Helper()
+	v := os.Getenv(name)
+	require.NotEmpty(t, v, "%s is not set: run `make olm-test`", name)
+	return v
+}
+
+// startOLM runs OLM's olm and catalog operators. Their health servers are hard-wired to :8080
+// (olm) and, with TLS flags, :8443 (catalog), so the catalog operator gets a certificate to
+// keep the two apart.
+func startOLM(t *testing.T, dir string, cluster *localcluster.Cluster) {
+	t.Helper()
+	cert, key := selfSignedCert(t, dir)
+	start(t, dir, "olm", []string{"OPERATOR_NAMESPACE=olm", "OPERATOR_NAME=olm-operator", "KUBECONFIG=" + cluster.Kubeconfig},
+		requireEnv(t, "OLM"), "--namespace", "olm", "--writeStatusName", "", "--writePackageServerStatusName", "")
+	start(t, dir, "catalog", nil, requireEnv(t, "OLM_CATALOG"), "--namespace", "olm", "--kubeconfig", cluster.Kubeconfig,
+		"--writeStatusName", "", "--tls-cert", cert, "--tls-key", key, "--client-ca", cert)
+}
+
+// serveCatalog runs `opm serve` on the catalog directory and returns its gRPC port.
+func serveCatalog(t *testing.T, dir, catalogDir string) int {
+	t.Helper()
+	ports, err := localcluster.FreePorts(2)
+	require.NoError(t, err)
+	start(t, dir, "opm", nil, requireEnv(t, "OPM"), "serve", catalogDir, "-p", strconv.Itoa(ports[0]),
+		"--pprof-addr", "127.0.0.1:"+strconv.Itoa(ports[1]), "-t", filepath.Join(dir, "opm-termination.log"))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitFor(t, ctx, "opm serve listening", func() (bool, error) {
+		conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))
+		if err != nil {
+			return false, nil
+		}
+		return true, conn.Close()
+	})
+	return ports[0]
+}
+
+func start(t *testing.T, dir, name string, env []string, bin string, args ...string) {
+	t.Helper()
+	logFile, err := os.Create(filepath.Join(dir, name+".log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start(), "start %s", name)
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			tail(t, name, logFile.Name())
+		}
+	})
+}
+
+func tail(t *testing.T, name, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines, "\n"))
+}
+
+func selfSignedCert(t *testing.T, dir string) (certPath, keyPath string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "olm-catalog"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, DNSNames: []string{"localhost"},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	certPath, keyPath = filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	require.NoError(t, os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	return certPath, keyPath
+}
+
+// bundleObjects decodes the objects of one kind embedded in a rendered catalog bundle.
+func bundleObjects(t *testing.T, path, kind string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var out []*unstructured.Unstructured
+	decoder := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var doc struct {
+			Schema     string `json:"schema"`
+			Properties []struct {
+				Type  string          `json:"type"`
+				Value json.RawMessage `json:"value"`
+			} `json:"properties"`
+		}
+		if err := decoder.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err)
+		}
+		for _, p := range doc.Properties {
+			if p.Type != "olm.bundle.object" {
+				continue
+			}
+			var v struct {
+				Data string `json:"data"`
+			}
+			require.NoError(t, json.Unmarshal(p.Value, &v))
+			raw, err := base64.StdEncoding.DecodeString(v.Data)
+			require.NoError(t, err)
+			obj := &unstructured.Unstructured{}
+			require.NoError(t, json.Unmarshal(raw, &obj.Object))
+			if obj.GetKind() == kind {
+				out = append(out, obj)
+			}
+		}
+	}
+	require.NotEmpty(t, out, "no %s in %s", kind, path)
+	return out
+}
+
+// existingResources creates one resource of each kind in the watched namespace.
+func existingResources(t *testing.T, ctx context.Context, c client.Client) []client.Object {
+	t.Helper()
+	replicas := int32(1)
+	objs := []client.Object{
+		&flinkv1beta1.FlinkDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "existing-session", Namespace: watchedNS},
+			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: "v1_20", ServiceAccount: "flink",
+				JobManager:  &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}},
+				TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}, Replicas: &replicas}},
+		},
+		&flinkv1beta1.FlinkSessionJob{
+			ObjectMeta: metav1.ObjectMeta{Name: "existing-job", Namespace: watchedNS},
+			Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "existing-session",
+				Job: &flinkv1beta1.JobSpec{JarURI: "https://example.com/job.jar", Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeStateless}},
+		},
+	}
+	for _, o := range objs {
+		require.NoError(t, c.Create(ctx, o))
+	}
+	return objs
+}
+
+func ptrFloat(f float64) *float64 { return &f }
+
+func approveInstallPlan(t *testing.T, ctx context.Context, c client.Client, csv string) {
+	t.Helper()
+	waitFor(t, ctx, "an InstallPlan for "+csv, func() (bool, error) {
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := c.List(ctx, &plans, client.InNamespace(operatorNS)); err != nil {
+			return false, err
+		}
+		for i := range plans.Items {
+			p := &plans.Items[i]
+			if len(p.Spec.ClusterServiceVersionNames) == 0 || p.Spec.ClusterServiceVersionNames[0] != csv {
+				continue
+			}
+			if p.Spec.Approved {
+				return true, nil
+			}
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Spec.Approved = true
+			return true, c.Patch(ctx, p, patch)
+		}
+		return false, nil
+	})
+}
+
+func waitCSVSucceeded(t *testing.T, ctx context.Context, c client.Client, name string) {
+	t.Helper()
+	var last string
+	waitFor(t, ctx, "CSV "+name+" Succeeded", func() (bool, error) {
+		var csv operatorsv1alpha1.ClusterServiceVersion
+		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: name}, &csv); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		last = fmt.Sprintf("%s/%s: %s", csv.Status.Phase, csv.Status.Reason, csv.Status.Message)
+		return csv.Status.Phase == operatorsv1alpha1.CSVPhaseSucceeded, nil
+	}, func() string { return last })
+}
+
+// podTemplateRequiresContainers reports whether the installed FlinkDeployment CRD still has
+// v0.1.0's rule that spec.podTemplate.spec.containers is required.
+func podTemplateRequiresContainers(t *testing.T, ctx context.Context, c client.Client) bool {
+	t.Helper()
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: "flinkdeployments.flink.apache.org"}, &crd))
+	podSpec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["podTemplate"].Properties["spec"]
+	for _, r := range podSpec.Required {
+		if r == "containers" {
+			return true
+		}
+	}
+	return false
+}
+
+func boundTo(bindings []rbacv1.RoleBinding, serviceAccount string) bool {
+	for _, b := range bindings {
+		for _, s := range b.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Name == serviceAccount {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error), detail ...func() string) {
+	t.Helper()
+	started := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
+		return cond()
+	})
+	if err != nil {
+		msg := ""
+		for _, d := range detail {
+			msg = d()
+		}
+		t.Fatalf("waiting for %s: %v %s", what, err, msg)
+	}
+	t.Logf("%s after %s", what, time.Since(started).Round(100*time.Millisecond))
+}
