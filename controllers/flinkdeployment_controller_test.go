@@ -24,6 +24,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/validation"
+	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -78,6 +79,26 @@ func (k *cluster) run(ns, name, jobID string) {
 		return k.c.Status().Update(context.Background(), jm) == nil
 	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
 	k.flink.SetJob(jobID, "RUNNING")
+	k.writeHAMetadata(ns, name, jobID)
+}
+
+// writeHAMetadata does what Flink's Kubernetes HA services do for a running job of a cluster
+// with HA enabled: a ConfigMap with the job's checkpoint pointers, labelled for its cluster and
+// owned by nothing (so it survives the cluster).
+func (k *cluster) writeHAMetadata(ns, name, jobID string) {
+	k.t.Helper()
+	var d flinkv1beta1.FlinkDeployment
+	require.NoError(k.t, k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d))
+	conf, err := d.Spec.FlinkConfiguration.Flatten()
+	require.NoError(k.t, err)
+	if conf["high-availability.type"] == "" && conf["high-availability"] == "" {
+		return
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + jobID + "-config-map", Labels: native.HALabels(name)},
+		Data: map[string]string{"counter": "2", "checkpointID-0000000000000000001": "pointer"}}
+	if err := k.c.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		require.NoError(k.t, err)
+	}
 }
 
 // collect finishes the foreground deletion of the current JobManager Deployment, and returns

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
@@ -129,7 +130,27 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 		}
 		st.JobStatus.State = next
 		st.JobStatus.UpdateTime = strconv.FormatInt(time.Now().UnixMilli(), 10)
+		if isTerminal(next) {
+			r.recordLastCheckpoint(ctx, s, cl)
+		}
 	}
+}
+
+// recordLastCheckpoint keeps the latest completed checkpoint of a job that ended on its own
+// (failed, finished, cancelled outside the operator) as what the next upgrade or restart
+// restores: once the job is terminal, Flink's HA services drop its checkpoint pointers.
+// Without a newer checkpoint the path the job was started from stays recorded.
+func (r *FlinkDeploymentReconciler) recordLastCheckpoint(ctx context.Context, s *scope, cl *flink.Client) {
+	st := s.status()
+	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed || upgradeModeOf(s.deployed.Job) == flinkv1beta1.UpgradeModeStateless {
+		return
+	}
+	stats, err := cl.CheckpointStatistics(ctx, st.JobStatus.JobID)
+	if err != nil || stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+		return
+	}
+	st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
+	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores from", "state", st.JobStatus.State, "checkpoint", stats.Latest.Completed.ExternalPath)
 }
 
 // markStable copies the last reconciled spec to the last stable spec once it runs healthy.

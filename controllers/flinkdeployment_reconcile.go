@@ -131,25 +131,53 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	mode := upgradeModeOf(desired.Job)
-	keepHA := mode == flinkv1beta1.UpgradeModeLastState && conf.HAEnabled()
-	log.FromContext(ctx).V(1).Info("continuing upgrade", "jobManager", st.JobManagerDeploymentStatus, "job", st.JobStatus.State, "restore", st.JobStatus.UpgradeSavepointPath)
+	plan := upgradePlan{Stop: stopNone, Restore: restoreNothing, Reason: "session cluster"}
+	if desired.Job != nil {
+		situation, err := r.upgradeSituation(ctx, s, desired, conf)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		plan = planUpgrade(situation)
+	}
+	log.FromContext(ctx).V(1).Info("continuing upgrade", "jobManager", st.JobManagerDeploymentStatus, "job", st.JobStatus.State,
+		"restore", st.JobStatus.UpgradeSavepointPath, "stop", plan.Stop, "restoreMode", plan.Restore, "why", plan.Reason)
 
-	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
-		// A savepoint already triggered for this upgrade is followed to its end, whatever the
-		// job's state became meanwhile (it is FINISHED once the stop completed).
-		info := st.JobStatus.SavepointInfo
-		pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-		if desired.Job != nil && (pending || (jobRunning(st) && st.JobStatus.UpgradeSavepointPath == "" && mode != flinkv1beta1.UpgradeModeStateless)) {
-			switch {
-			case mode == flinkv1beta1.UpgradeModeSavepoint || pending:
-				return r.stopWithSavepoint(ctx, s, conf)
-			case mode == flinkv1beta1.UpgradeModeLastState && !keepHA:
-				if done, err := r.keepLatestCheckpoint(ctx, s, conf); !done || err != nil {
-					return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-				}
+	// A savepoint already triggered for this upgrade is followed to its end, whatever the
+	// job's state became meanwhile (it is FINISHED once the stop completed).
+	info := st.JobStatus.SavepointInfo
+	if desired.Job != nil && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing &&
+		info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		return r.stopWithSavepoint(ctx, s, conf)
+	}
+	switch plan.Stop {
+	case stopWait:
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	case stopFail:
+		msg := "Cannot upgrade: " + plan.Reason
+		if st.Error != errorJSON("UpgradeFailureException", msg) {
+			st.Error = errorJSON("UpgradeFailureException", msg)
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, msg)
+		}
+		// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	case stopSavepoint:
+		return r.stopWithSavepoint(ctx, s, conf)
+	case stopCancel:
+		if done, err := r.keepLatestCheckpoint(ctx, s, conf); !done || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		}
+	case stopLastState:
+		// HA metadata is the state now; an older recorded path must not be restored instead.
+		if st.JobStatus.UpgradeSavepointPath != "" {
+			st.JobStatus.UpgradeSavepointPath = ""
+			if err := r.persist(ctx, s); err != nil {
+				return ctrl.Result{}, err
 			}
 		}
+	}
+	keepHA := plan.Restore == restoreLastState
+
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
 		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA})
 		if err != nil {
 			return ctrl.Result{}, err
@@ -172,10 +200,34 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	restore := ""
-	if desired.Job != nil && !keepHA {
+	if plan.Restore == restoreSavepoint {
 		restore = st.JobStatus.UpgradeSavepointPath
 	}
 	return r.deploy(ctx, s, desired, restore, keepHA)
+}
+
+// upgradeSituation gathers the inputs of planUpgrade.
+func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (upgradeSituation, error) {
+	st := s.status()
+	deployedConf, err := r.config(s, s.deployed)
+	if err != nil {
+		return upgradeSituation{}, err
+	}
+	in := upgradeSituation{
+		Mode: upgradeModeOf(desired.Job), Job: st.JobStatus.State, JobManager: st.JobManagerDeploymentStatus,
+		HAEnabled:           conf.HAEnabled() && deployedConf.HAEnabled(),
+		SavepointDir:        conf.Get("execution.checkpointing.savepoint-dir", conf.Get("state.savepoints.dir", "")) != "",
+		FlinkVersionChanged: s.deployed.FlinkVersion != "" && desired.FlinkVersion != s.deployed.FlinkVersion,
+		LastStateFallback:   !strings.EqualFold(conf.Get(optLastStateFallback, "true"), "false"),
+		CancelForLastState:  strings.EqualFold(conf.Get(optLastStateCancel, "false"), "true"),
+		RestorePath:         st.JobStatus.UpgradeSavepointPath,
+	}
+	if in.HAEnabled && in.Mode != flinkv1beta1.UpgradeModeStateless {
+		if in.HAMetadata, err = native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
+			return upgradeSituation{}, err
+		}
+	}
+	return in, nil
 }
 
 // deploy records what is about to be deployed (spec, job id, restore path), then applies the

@@ -89,10 +89,12 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 		return last
 	}
 
-	// Session not ready: nothing is submitted.
-	time.Sleep(500 * time.Millisecond)
+	// Session not ready: the job waits (RECONCILING) and nothing is submitted.
+	waitJob("RECONCILING while the session is not ready", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return j.Status.JobStatus.State == flinkv1beta1.JobStatusReconciling
+	})
+	time.Sleep(500 * time.Millisecond) // a few more reconciles: still nothing submitted
 	require.Empty(t, flink.Runs())
-	require.Equal(t, flinkv1beta1.JobStatusReconciling, getJob().Status.JobStatus.State)
 
 	session = get(t, c, ns, "session")
 	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady

@@ -107,6 +107,8 @@ func progress(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeployment
 	switch {
 	case strings.Contains(s.Error, "exception.ValidationError"):
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "InvalidSpec", errorMessage(s.Error)
+	case strings.Contains(s.Error, "Manual restore required"):
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "ManualRestoreRequired", errorMessage(s.Error)
 	case s.LifecycleState == flinkv1beta1.LifecycleFailed:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "Failed", "Lifecycle state FAILED: "+errorMessage(s.Error)
 	case jm == flinkv1beta1.JobManagerError:

@@ -1,0 +1,130 @@
+package controllers
+
+import (
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// Options of the upgrade decision (upstream's names and defaults).
+const (
+	// optLastStateFallback lets a savepoint upgrade of a job that is not running (so no
+	// savepoint can be taken) restore its HA metadata instead. Default true.
+	optLastStateFallback = "kubernetes.operator.job.upgrade.last-state-fallback.enabled"
+	// optLastStateCancel makes last-state upgrades cancel the job and restore its latest
+	// checkpoint instead of keeping HA metadata. Default false.
+	optLastStateCancel = "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled"
+)
+
+// stopMode is how the running job is stopped before the cluster is replaced (upstream's
+// SuspendMode), or why it cannot be yet.
+type stopMode string
+
+const (
+	stopStateless stopMode = "stateless"  // cancel; the cluster and HA metadata go
+	stopSavepoint stopMode = "savepoint"  // stop-with-savepoint; its path is restored
+	stopLastState stopMode = "last-state" // delete the cluster, keep HA metadata
+	stopCancel    stopMode = "cancel"     // record the latest checkpoint, then cancel
+	stopNone      stopMode = "none"       // the job is already terminal or gone
+	stopWait      stopMode = "wait"       // not possible yet: look again later
+	stopFail      stopMode = "fail"       // state cannot be carried over: a human must restore
+)
+
+// restoreMode is what the next deployment starts from.
+type restoreMode string
+
+const (
+	restoreNothing   restoreMode = "stateless"  // empty state, new job id
+	restoreSavepoint restoreMode = "savepoint"  // status.jobStatus.upgradeSavepointPath
+	restoreLastState restoreMode = "last-state" // HA metadata, same job id
+)
+
+// upgradeSituation is everything the decision looks at, observed before each upgrade step.
+type upgradeSituation struct {
+	Mode       flinkv1beta1.UpgradeMode
+	Job        flinkv1beta1.JobStatusState
+	JobManager flinkv1beta1.JobManagerDeploymentStatus
+	// HAEnabled: Kubernetes HA in both the deployed and the new configuration.
+	HAEnabled bool
+	// HAMetadata: HA ConfigMaps holding the job's checkpoint pointers exist.
+	HAMetadata bool
+	// SavepointDir: a savepoint directory is configured.
+	SavepointDir        bool
+	FlinkVersionChanged bool
+	LastStateFallback   bool
+	CancelForLastState  bool
+	// RestorePath is the savepoint or checkpoint the status recorded for this upgrade.
+	RestorePath string
+}
+
+// upgradePlan is the decision: how to stop, what to restore, and why (for events and errors).
+type upgradePlan struct {
+	Stop    stopMode
+	Restore restoreMode
+	Reason  string
+}
+
+// planUpgrade is upstream's upgrade decision table (SEMANTICS.md §2.5), as one pure function.
+// It is evaluated again at every step of an upgrade, and each step moves the situation to a
+// row that continues the same plan: a completed stop-with-savepoint leaves a FINISHED job with
+// a recorded path (stop none, restore savepoint); a last-state stop leaves no JobManager and HA
+// metadata (restore last-state). So nothing but the status has to be remembered across steps,
+// and an operator restarted between steps takes the same decision.
+//
+// It never downgrades a savepoint or last-state upgrade to stateless: when state cannot be
+// carried over it says so (stopFail) instead of starting the job empty.
+func planUpgrade(s upgradeSituation) upgradePlan {
+	running := s.Job == flinkv1beta1.JobStatusRunning && s.JobManager == flinkv1beta1.JobManagerReady
+	terminal := isTerminal(s.Job)
+	reachable := s.JobManager == flinkv1beta1.JobManagerReady
+	haRestore := s.HAEnabled && s.HAMetadata
+
+	if s.Mode == flinkv1beta1.UpgradeModeStateless {
+		if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
+			return upgradePlan{stopNone, restoreNothing, "stateless upgrade"}
+		}
+		return upgradePlan{stopStateless, restoreNothing, "stateless upgrade"}
+	}
+	if s.Job == flinkv1beta1.JobStatusCancelling {
+		return upgradePlan{Stop: stopWait, Reason: "the job is being cancelled"}
+	}
+	if terminal && (s.RestorePath != "" || s.Job == flinkv1beta1.JobStatusCanceled || !haRestore || reachable) {
+		if s.RestorePath != "" {
+			return upgradePlan{stopNone, restoreSavepoint, "the job is " + string(s.Job) + "; restoring " + s.RestorePath}
+		}
+		return upgradePlan{Stop: stopFail, Reason: "the job is " + string(s.Job) +
+			" and no savepoint or checkpoint of it is known. Manual restore required: set job.initialSavepointPath and savepointRedeployNonce"}
+	}
+
+	if running {
+		if s.Mode == flinkv1beta1.UpgradeModeSavepoint {
+			return upgradePlan{stopSavepoint, restoreSavepoint, "savepoint upgrade"}
+		}
+		switch {
+		case s.FlinkVersionChanged && s.SavepointDir:
+			// HA metadata of one Flink version is not read by another: take a savepoint.
+			return upgradePlan{stopSavepoint, restoreSavepoint, "the Flink version changes; a savepoint carries the state"}
+		case s.FlinkVersionChanged || !haRestore || s.CancelForLastState:
+			return upgradePlan{stopCancel, restoreSavepoint, "last-state upgrade from the latest checkpoint"}
+		default:
+			return upgradePlan{stopLastState, restoreLastState, "last-state upgrade from HA metadata"}
+		}
+	}
+
+	// Not running: no savepoint can be taken now.
+	if s.Mode == flinkv1beta1.UpgradeModeSavepoint && !s.LastStateFallback && !s.FlinkVersionChanged {
+		return upgradePlan{Stop: stopWait, Reason: "a savepoint upgrade needs a running job (" + optLastStateFallback + " is off)"}
+	}
+	if haRestore && !s.FlinkVersionChanged {
+		return upgradePlan{stopLastState, restoreLastState, "the job is not running; restoring its HA metadata"}
+	}
+	if reachable && !terminal && s.Job != "" && s.Job != flinkv1beta1.JobStatusReconciling {
+		// Restarting, created, initializing or failing: cancellable, its checkpoints survive.
+		return upgradePlan{stopCancel, restoreSavepoint, "the job is not running; cancelling it and restoring its latest checkpoint"}
+	}
+	if s.JobManager == flinkv1beta1.JobManagerMissing || s.JobManager == flinkv1beta1.JobManagerError {
+		if s.RestorePath != "" {
+			return upgradePlan{stopNone, restoreSavepoint, "restoring " + s.RestorePath}
+		}
+		return upgradePlan{Stop: stopFail, Reason: "the JobManager deployment is missing and HA metadata is not available. Manual restore required: set job.initialSavepointPath and savepointRedeployNonce"}
+	}
+	return upgradePlan{Stop: stopWait, Reason: "waiting for the job to be observed"}
+}
