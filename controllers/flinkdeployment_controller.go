@@ -160,6 +160,8 @@ type scope struct {
 	original *flinkv1beta1.FlinkDeployment
 	// deployed is the last reconciled spec (nil before the first deployment).
 	deployed *flinkv1beta1.FlinkDeploymentSpec
+	// firstDeployment: deployed is the very first spec recorded (nothing ran before it).
+	firstDeployment bool
 	// redact masks the resource's secrets in status messages.
 	redact *redact.Redactor
 }
@@ -167,8 +169,8 @@ type scope struct {
 func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
 	s := &scope{dep: dep, original: dep.DeepCopy()}
 	var spec flinkv1beta1.FlinkDeploymentSpec
-	if found, _, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
-		s.deployed = &spec
+	if found, first, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
+		s.deployed, s.firstDeployment = &spec, first
 	}
 	return s
 }
@@ -251,12 +253,22 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	return nil
 }
 
+// recordProgress moves the recorded target (last reconciled spec and the generation it came
+// from) to another reconciliation state, for the steps that carry out a target recorded
+// earlier: the generation stays the target's, even when the spec changed meanwhile, so a newer
+// change is never mistaken for applied.
+func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
+	s.status().ReconciliationStatus.State = state
+}
+
 // recordDeployed writes spec as the last reconciled spec in the given reconciliation state.
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
-	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, s.deployed == nil)
+	first := s.deployed == nil
+	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
 	if err != nil {
 		return err
 	}
+	s.firstDeployment = first
 	rs := &s.status().ReconciliationStatus
 	rs.LastReconciledSpec, rs.State = raw, state
 	rs.ReconciliationTimestamp = time.Now().UnixMilli()

@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -149,6 +149,14 @@ func (r *recordedEvents) has(substr string) bool {
 
 func startOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
 	t.Helper()
+	events, _ := startStoppableOperator(t, env, flink)
+	return events
+}
+
+// startStoppableOperator starts a manager and returns a function that stops it (waiting for
+// in-flight reconciles, as a pod's termination does); stopping twice is harmless.
+func startStoppableOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) (*recordedEvents, func()) {
+	t.Helper()
 	skip := true // every test starts its own manager in this process
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: &skip}})
@@ -165,8 +173,10 @@ func startOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *rec
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return events
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return events, stop
 }
 
 func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDeployment {

@@ -59,7 +59,9 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 		if desired.Job != nil {
 			restore = desired.Job.InitialSavepointPath
 		}
-		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
+		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+			return ctrl.Result{}, err
+		}
 		return r.deploy(ctx, s, desired, restore, true)
 	}
 	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack {
@@ -192,9 +194,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		if !isTerminal(st.JobStatus.State) {
 			st.JobStatus.State = flinkv1beta1.JobStatusFinished
 		}
-		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
-			return ctrl.Result{}, err
-		}
+		s.recordProgress(flinkv1beta1.ReconciliationDeployed)
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
 		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
@@ -221,6 +221,7 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		LastStateFallback:   !strings.EqualFold(conf.Get(optLastStateFallback, "true"), "false"),
 		CancelForLastState:  strings.EqualFold(conf.Get(optLastStateCancel, "false"), "true"),
 		RestorePath:         st.JobStatus.UpgradeSavepointPath,
+		FirstDeployment:     s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
 	}
 	if in.HAEnabled && in.Mode != flinkv1beta1.UpgradeModeStateless {
 		if in.HAMetadata, err = native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
@@ -243,17 +244,16 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 		st.JobStatus.UpgradeSavepointPath = restore
 	}
 	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
-	ts := st.ReconciliationStatus.ReconciliationTimestamp
-	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-		return ctrl.Result{}, err
-	}
-	st.ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it
+	s.recordProgress(flinkv1beta1.ReconciliationUpgrading)
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 
 	dep := s.dep.DeepCopy()
 	dep.Spec = *desired
+	// The JobManager is stamped with the generation of the spec it runs (the target's), which
+	// observe compares to tell a finished upgrade from one still to do.
+	dep.Generation = st.ObservedGeneration
 	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore}
 	if desired.Job != nil && desired.Job.AllowNonRestoredState != nil {
 		opts.AllowNonRestoredState = *desired.Job.AllowNonRestoredState
@@ -270,10 +270,7 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 		msg += " from " + restore
 	}
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSubmit, msg)
-	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
-		return ctrl.Result{}, err
-	}
-	st.ReconciliationStatus.ReconciliationTimestamp = ts
+	s.recordProgress(flinkv1beta1.ReconciliationDeployed)
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 }
 

@@ -53,6 +53,8 @@ type upgradeSituation struct {
 	CancelForLastState  bool
 	// RestorePath is the savepoint or checkpoint the status recorded for this upgrade.
 	RestorePath string
+	// FirstDeployment: the cluster was never deployed before (an interrupted first deploy).
+	FirstDeployment bool
 }
 
 // upgradePlan is the decision: how to stop, what to restore, and why (for events and errors).
@@ -77,6 +79,13 @@ func planUpgrade(s upgradeSituation) upgradePlan {
 	reachable := s.JobManager == flinkv1beta1.JobManagerReady
 	haRestore := s.HAEnabled && s.HAMetadata
 
+	if s.FirstDeployment {
+		// Nothing ran yet, so there is no state but initialSavepointPath (recorded as RestorePath).
+		if s.RestorePath != "" {
+			return upgradePlan{stopNone, restoreSavepoint, "first deployment from " + s.RestorePath}
+		}
+		return upgradePlan{stopNone, restoreNothing, "first deployment"}
+	}
 	if s.Mode == flinkv1beta1.UpgradeModeStateless {
 		if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
 			return upgradePlan{stopNone, restoreNothing, "stateless upgrade"}

@@ -40,6 +40,8 @@ type Server struct {
 	// triggered are the trigger ids of savepoints and checkpoints asked for; disposed the
 	// savepoint paths disposed.
 	triggered, disposed []string
+	// stops are the trigger ids of stop-with-savepoint requests.
+	stops []string
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
 }
@@ -97,6 +99,13 @@ func (s *Server) Triggered() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.triggered...)
+}
+
+// Stops returns the trigger ids of stop-with-savepoint requests so far (repeats included).
+func (s *Server) Stops() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.stops...)
 }
 
 // Disposed returns the savepoint paths disposed so far.
@@ -160,6 +169,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
 			return
 		}
+		s.stops = append(s.stops, body.TriggerID)
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
 			if s.autoComplete {
@@ -182,6 +192,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.triggered = append(s.triggered, body.TriggerID)
+		s.stops = append(s.stops, body.TriggerID)
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
 			if s.autoComplete {

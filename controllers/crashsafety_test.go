@@ -1,0 +1,194 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+// crashHarness runs one operator at a time and replaces it between the steps of an upgrade:
+// each step ends by stopping the manager, and the next step starts a fresh one that knows only
+// what the cluster and the resource's status say.
+type crashHarness struct {
+	t     *testing.T
+	env   *kubeenv.Env
+	flink *fakeflink.Server
+	stop  func()
+}
+
+func (h *crashHarness) start() {
+	h.t.Helper()
+	_, h.stop = startStoppableOperator(h.t, h.env, h.flink)
+}
+
+// step stops the running operator once cond holds, and starts a fresh one.
+func (h *crashHarness) step(ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+	h.t.Helper()
+	d := waitFor(h.t, h.env.Client, ns, name, what, cond)
+	h.stop()
+	h.t.Logf("step %q done; operator replaced", what)
+	h.start()
+	return d
+}
+
+func setParallelism(t *testing.T, c client.Client, ns, name string, p int32) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, c, ns, name)
+		d.Spec.Job.Parallelism = p
+		return c.Update(context.Background(), d)
+	}))
+}
+
+func distinct(ids []string) int {
+	seen := map[string]bool{}
+	for _, id := range ids {
+		seen[id] = true
+	}
+	return len(seen)
+}
+
+// TestCrashSafeSavepointUpgrade runs a savepoint upgrade one step at a time with a new
+// operator for every step, and a second spec change arriving while no operator runs. The job
+// ends running from the one savepoint taken for the first change, then upgrades again for the
+// second change: no savepoint is taken twice or lost, no spec change is dropped.
+func TestCrashSafeSavepointUpgrade(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "crash-savepoint", "job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	h := &crashHarness{t: t, env: env, flink: flink}
+	h.start()
+
+	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	firstJob := d.Status.JobStatus.JobID
+	k.run(ns, name, firstJob)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	flink.SetAutoComplete(false)
+
+	// 1. The change is recorded as UPGRADING and the savepoint's trigger id before Flink sees it.
+	setParallelism(t, c, ns, name, 4)
+	d = h.step(ns, name, "savepoint triggered", func(d *flinkv1beta1.FlinkDeployment) bool {
+		sp := d.Status.JobStatus.SavepointInfo
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && sp != nil && sp.TriggerID != "" &&
+			len(flink.Stops()) > 0
+	})
+	trigger := d.Status.JobStatus.SavepointInfo.TriggerID
+	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`, "the change is recorded before anything is touched")
+
+	// 2. A fresh operator follows the same savepoint instead of taking another one.
+	require.Never(t, func() bool { return distinct(flink.Stops()) > 1 }, time.Second, 50*time.Millisecond, "a second savepoint was triggered")
+	flink.CompleteSavepoint(firstJob, trigger, "")
+	d = h.step(ns, name, "savepoint recorded, old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return d.Status.JobStatus.UpgradeSavepointPath != "" && jm != nil && !jm.DeletionTimestamp.IsZero()
+	})
+	savepoint := d.Status.JobStatus.UpgradeSavepointPath
+	assert.Equal(t, flink.SavepointLocation(firstJob, trigger), savepoint)
+
+	// 3. Another change arrives while the operator is away; the old cluster finishes going.
+	h.stop()
+	setParallelism(t, c, ns, name, 3)
+	h.start()
+	k.collect(ns, name)
+	d = h.step(ns, name, "new cluster deployed from the savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return jm != nil && jm.DeletionTimestamp.IsZero() && d.Status.JobStatus.JobID != firstJob
+	})
+	assert.Equal(t, savepoint, restorePath(t, c, ns, name), "restores the savepoint of the first change")
+	secondJob := d.Status.JobStatus.JobID
+
+	// 4. The upgraded job runs; then the second change is applied with its own savepoint.
+	flink.SetAutoComplete(true)
+	k.run(ns, name, secondJob)
+	d = waitFor(t, c, ns, name, "second upgrade started", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":3`)
+	})
+	k.collect(ns, name)
+	d = waitFor(t, c, ns, name, "second upgrade deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
+			d.Status.JobStatus.JobID != secondJob
+	})
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	d = waitFor(t, c, ns, name, "STABLE at parallelism 3", lifecycleIs(flinkv1beta1.LifecycleStable))
+	assert.Contains(t, d.Status.ReconciliationStatus.LastStableSpec, `"parallelism":3`, "the change made while no operator ran is applied")
+	assert.Equal(t, 2, distinct(flink.Stops()), "one savepoint per upgrade")
+	assert.NotEqual(t, savepoint, restorePath(t, c, ns, name), "the second upgrade restores its own savepoint")
+	assert.True(t, strings.HasPrefix(restorePath(t, c, ns, name), "file:"), "restores a savepoint")
+}
+
+// TestCrashSafeLastStateUpgrade runs a last-state upgrade with Kubernetes HA one step at a time
+// with a new operator for every step: the HA metadata is never deleted, no savepoint is taken,
+// and the new cluster resumes the same job (same id) from it.
+func TestCrashSafeLastStateUpgrade(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "crash-last-state", "job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	h := &crashHarness{t: t, env: env, flink: flink}
+	h.start()
+
+	dep := newDeployment(t, ns, name)
+	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"})
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	jobID := d.Status.JobStatus.JobID
+	k.run(ns, name, jobID)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	haLeft := func() int {
+		var list corev1.ConfigMapList
+		require.NoError(t, c.List(ctx, &list, client.InNamespace(ns), native.HALabels(name)))
+		return len(list.Items)
+	}
+	require.Equal(t, 1, haLeft())
+
+	// 1. Recorded, and the old cluster's deletion started (HA metadata kept).
+	setParallelism(t, c, ns, name, 4)
+	h.step(ns, name, "old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && jm != nil && !jm.DeletionTimestamp.IsZero()
+	})
+	assert.Equal(t, 1, haLeft(), "HA metadata kept")
+
+	// 2. The old cluster finishes going; a fresh operator deploys the new one from HA.
+	k.collect(ns, name)
+	d = h.step(ns, name, "new cluster deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero()
+	})
+	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "the same job resumes from HA")
+	assert.Empty(t, restorePath(t, c, ns, name), "no savepoint path: HA metadata is the state")
+	assert.Equal(t, 1, haLeft(), "HA metadata kept")
+
+	// 3. A fresh operator sees it running.
+	k.run(ns, name, jobID)
+	d = waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	assert.Contains(t, d.Status.ReconciliationStatus.LastStableSpec, `"parallelism":4`)
+	assert.Empty(t, flink.Stops(), "no savepoint taken")
+	assert.Empty(t, flink.Triggered(), "no savepoint taken")
+	assert.Equal(t, 1, haLeft())
+}
