@@ -520,6 +520,20 @@ func TestUpgradeModes(t *testing.T) {
 		assert.Contains(t, d.Status.Error, "Missing JobManager deployment")
 		assert.False(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Running"))
 		assert.True(t, events.has("Missing"))
+
+		// Without HA metadata nothing can be recovered safely: a human restores, and says from where.
+		d = waitFor(t, c, ns, "job", "Stalled: manual restore required", func(d *flinkv1beta1.FlinkDeployment) bool {
+			cond := meta.FindStatusCondition(d.Status.Conditions, "Stalled")
+			return cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == "ManualRestoreRequired"
+		})
+		assert.Nil(t, k.jobManager(ns, "job"), "nothing deployed from nothing")
+		d.Spec.Job.InitialSavepointPath = "file:///sp/kept-by-hand"
+		d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
+		require.NoError(t, c.Update(ctx, d))
+		d = waitFor(t, c, ns, "job", "redeployed from the given savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return k.jobManager(ns, "job") != nil && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		assert.Equal(t, "file:///sp/kept-by-hand", restorePath(t, c, ns, "job"))
 	})
 }
 

@@ -134,6 +134,7 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 			r.recordLastCheckpoint(ctx, s, cl)
 		}
 	}
+	r.observeHealth(ctx, s, cl, conf)
 }
 
 // recordLastCheckpoint keeps the latest completed checkpoint of a job that ended on its own
@@ -166,6 +167,11 @@ func (r *FlinkDeploymentReconciler) markStable(s *scope, conf native.Config) {
 	}
 	if st.Error != "" && !isValidationError(st.Error) {
 		st.Error = ""
+	}
+	if s.deployed.Job != nil {
+		// The job runs from what it restored and moves past it: a recorded path is stale now.
+		// What a later upgrade restores is taken then (savepoint, checkpoint, HA metadata).
+		st.JobStatus.UpgradeSavepointPath = ""
 	}
 	rs.LastStableSpec = rs.LastReconciledSpec
 	if st.TaskManager == nil {

@@ -67,6 +67,16 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack {
 		return r.continueRollback(ctx, s)
 	}
+	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && strings.Contains(st.Error, "Manual restore required") &&
+		specChanged(s.deployed, desired) {
+		// The recorded upgrade cannot carry state over and touched nothing; the user's new spec
+		// (typically initialSavepointPath with a new savepointRedeployNonce) replaces it.
+		st.Error = ""
+		if err := r.startUpgrade(ctx, s, desired); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
+	}
 	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
 		if !specChanged(s.deployed, desired) {
 			conf, err := r.config(s, desired)
@@ -79,6 +89,10 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 					return ctrl.Result{}, err
 				}
 				return r.continueRollback(ctx, s)
+			}
+			recovery, handled, err := r.recover(ctx, s, desired, conf)
+			if handled || err != nil {
+				return recovery, err
 			}
 			if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
 				// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
@@ -97,7 +111,9 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 			}
 			inFlight, err := r.snapshots(ctx, s, desired, conf)
 			// Look again when a snapshot may be done, or when the readiness timeout ends.
-			return requeueSooner(requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight), untilRollback), err
+			// (or the JobManager of an ended job is due for removal).
+			res := requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight)
+			return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
 		}
 		if err := r.startUpgrade(ctx, s, desired); err != nil {
 			return ctrl.Result{}, err

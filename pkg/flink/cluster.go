@@ -121,6 +121,17 @@ func (c *Client) JobManagerMetrics(ctx context.Context, names ...string) (map[st
 	return c.metrics(ctx, "get jobmanager metrics", "/jobmanager/metrics", "/jobmanager/metrics", names)
 }
 
+// JobMetrics returns job-level metrics by name (GET /jobs/:jobid/metrics?get=...), such as
+// numRestarts and numberOfCompletedCheckpoints.
+func (c *Client) JobMetrics(ctx context.Context, jobID string, names ...string) (map[string]string, error) {
+	const op = "get job metrics"
+	p, err := jobPath(op, jobID, "metrics")
+	if err != nil {
+		return nil, err
+	}
+	return c.metrics(ctx, op, "/jobs/:jobid/metrics", p, names)
+}
+
 // JobVertexMetrics returns metrics of one vertex (ids prefixed with the subtask index, e.g.
 // "0.numRecordsIn").
 func (c *Client) JobVertexMetrics(ctx context.Context, jobID, vertexID string, names ...string) (map[string]string, error) {

@@ -99,6 +99,11 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 			ids, err := c.JobVertexMetrics(ctx, jobID, vertex)
 			return err == nil && len(ids) > 0
 		}, 30*time.Second, 500*time.Millisecond, "vertex metric ids")
+		// The health check's inputs.
+		jobMetrics, err := c.JobMetrics(ctx, jobID, "numRestarts", "numberOfCompletedCheckpoints")
+		require.NoError(t, err)
+		assert.Equal(t, "0", jobMetrics["numRestarts"])
+		assert.Contains(t, jobMetrics, "numberOfCompletedCheckpoints")
 		agg, err := c.TaskManagersMetrics(ctx, []string{"Status.JVM.Memory.Heap.Used"}, []string{flink.AggMax})
 		require.NoError(t, err)
 		require.Len(t, agg, 1)

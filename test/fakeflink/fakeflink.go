@@ -42,6 +42,8 @@ type Server struct {
 	triggered, disposed []string
 	// stops are the trigger ids of stop-with-savepoint requests.
 	stops []string
+	// jobMetrics are job metric values by job id and name.
+	jobMetrics map[string]map[string]string
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
 }
@@ -58,7 +60,7 @@ type RunRequest struct {
 // New starts a fake JobManager.
 func New(t testing.TB) *Server {
 	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
-		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}}
+		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}, jobMetrics: map[string]map[string]string{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -99,6 +101,16 @@ func (s *Server) Triggered() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.triggered...)
+}
+
+// SetJobMetric sets a job metric (numRestarts, numberOfCompletedCheckpoints, ...).
+func (s *Server) SetJobMetric(jobID, name, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.jobMetrics[jobID] == nil {
+		s.jobMetrics[jobID] = map[string]string{}
+	}
+	s.jobMetrics[jobID][name] = value
 }
 
 // Stops returns the trigger ids of stop-with-savepoint requests so far (repeats included).
@@ -146,6 +158,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"flink-version": s.Version, "flink-revision": "fake", "features": map[string]bool{"web-submit": true}})
 	case r.URL.Path == "/overview":
 		writeJSON(w, 200, map[string]any{"taskmanagers": 1, "slots-total": 2, "flink-version": s.Version})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "metrics":
+		s.mu.Lock()
+		values := s.jobMetrics[parts[1]]
+		var out []map[string]string
+		for _, name := range strings.Split(r.URL.Query().Get("get"), ",") {
+			if v, ok := values[name]; ok {
+				out = append(out, map[string]string{"id": name, "value": v})
+			}
+		}
+		s.mu.Unlock()
+		writeJSON(w, 200, out)
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "status":
 		s.mu.Lock()
 		state, ok := s.jobs[parts[1]]

@@ -1,0 +1,250 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// Recovery options (upstream's names and defaults).
+const (
+	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"                     // true
+	optShutdownTTL         = "kubernetes.operator.jm-deployment.shutdown-ttl"                         // 1 d
+	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"                       // false
+	optHealthRestartWindow = "kubernetes.operator.cluster.health-check.restarts.window"               // 2 min
+	optHealthRestarts      = "kubernetes.operator.cluster.health-check.restarts.threshold"            // 64
+	optHealthCheckpoints   = "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled"   // true
+	optHealthCheckpointWin = "kubernetes.operator.cluster.health-check.checkpoint-progress.window"    // derived
+	defaultShutdownTTL     = 24 * time.Hour
+	defaultRestartWindow   = 2 * time.Minute
+	defaultRestartLimit    = 64
+	clusterInfoHealthKey   = "cluster-health-info"
+	defaultCheckpointTO    = 10 * time.Minute // Flink's execution.checkpointing.timeout default
+
+	// ReasonRecoverDeployment is the event of a missing JobManager deployment being redeployed.
+	ReasonRecoverDeployment = "RecoverDeployment"
+)
+
+// recover handles a settled deployment whose cluster needs the operator without a spec
+// change, in this order: a missing JobManager deployment is redeployed (restoring HA metadata);
+// a job the health check finds unhealthy is restarted from HA metadata; the JobManager of a job
+// that ended is removed after the shutdown TTL. handled says the reconcile is done.
+func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (res ctrl.Result, handled bool, err error) {
+	st := s.status()
+	wantsRunning := desired.Job == nil || (desired.Job.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State))
+
+	if st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing && wantsRunning && conf.Get(optJMRecovery, "true") != "false" {
+		if desired.Job != nil {
+			situation, err := r.upgradeSituation(ctx, s, desired, conf)
+			if err != nil {
+				return ctrl.Result{}, true, err
+			}
+			if plan := planUpgrade(situation); plan.Stop == stopFail {
+				// Nothing is recorded: a new spec (initialSavepointPath + savepointRedeployNonce)
+				// goes through the normal upgrade path.
+				st.Error = errorJSON("RecoveryFailureException", "Missing JobManager deployment, and it cannot be recovered: "+plan.Reason)
+				return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, true, nil
+			}
+		}
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRecoverDeployment, "JobManager deployment is missing; deploying it again")
+		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, true, err
+		}
+		res, err := r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
+		return res, true, err
+	}
+
+	if desired.Job != nil && unhealthy(st) {
+		return r.restartUnhealthy(ctx, s, desired, conf)
+	}
+
+	if desired.Job != nil && isTerminal(st.JobStatus.State) && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
+		ttl, err := conf.Duration(optShutdownTTL, defaultShutdownTTL)
+		if err != nil {
+			return ctrl.Result{}, false, nil // reported by validation
+		}
+		ended, _ := strconv.ParseInt(st.JobStatus.UpdateTime, 10, 64)
+		left := time.UnixMilli(ended).Add(ttl).Sub(time.Now())
+		if left > 0 {
+			return ctrl.Result{RequeueAfter: left}, false, nil
+		}
+		if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerDeploying { // observe says DEPLOYING while it is being deleted
+			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Job %s more than %s ago; JobManager deployment removed (%s)",
+				st.JobStatus.State, ttl, optShutdownTTL)
+		}
+		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: true})
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if gone {
+			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, true, nil
+		}
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, true, nil
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// restartUnhealthy resubmits a job the health check found unhealthy from its HA metadata
+// (stateless jobs from nothing). Without HA metadata a restart would lose state: it says so.
+func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (ctrl.Result, bool, error) {
+	st := s.status()
+	mode := upgradeModeOf(desired.Job)
+	keepHA := mode != flinkv1beta1.UpgradeModeStateless
+	if keepHA {
+		situation, err := r.upgradeSituation(ctx, s, desired, conf)
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		usable := situation.HAEnabled && situation.HAMetadata && (mode == flinkv1beta1.UpgradeModeLastState || situation.LastStateFallback)
+		if !usable {
+			msg := "Job is unhealthy but cannot be restarted without losing state: no HA metadata to restore"
+			if !strings.Contains(st.Error, msg) {
+				st.Error = errorJSON("UnhealthyJobException", msg)
+				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, msg)
+			}
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, false, nil
+		}
+	}
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job is unhealthy ("+healthReason(st)+"); restarting it from its last state")
+	delete(st.ClusterInfo, clusterInfoHealthKey)
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	st.JobStatus.State = flinkv1beta1.JobStatusReconciling // not RUNNING: no savepoint is attempted
+	if err := r.persist(ctx, s); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if _, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA}); err != nil {
+		return ctrl.Result{}, true, err
+	}
+	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, true, nil
+}
+
+// healthRecord is what the health check remembers between observations, in
+// status.clusterInfo["cluster-health-info"] (so an operator restart keeps the baseline).
+type healthRecord struct {
+	NumRestarts               int64  `json:"numRestarts"`
+	RestartsSince             int64  `json:"numRestartsEvaluationTimeStamp"`
+	CompletedCheckpoints      int64  `json:"numCompletedCheckpoints"`
+	CheckpointsIncreasedSince int64  `json:"numCompletedCheckpointsIncreasedTimeStamp"`
+	Healthy                   bool   `json:"healthy"`
+	Reason                    string `json:"reason,omitempty"`
+}
+
+type healthOptions struct {
+	RestartWindow    time.Duration
+	RestartLimit     int64
+	CheckpointWindow time.Duration // 0: no checkpoint progress check
+}
+
+// evaluateHealth updates the record with one observation. Unhealthy: more than RestartLimit
+// restarts within RestartWindow, or no completed checkpoint within CheckpointWindow.
+func evaluateHealth(prev *healthRecord, now time.Time, restarts, completed int64, o healthOptions) healthRecord {
+	ms := now.UnixMilli()
+	if prev == nil || restarts < prev.NumRestarts || completed < prev.CompletedCheckpoints {
+		// First look, or a new job (counters start again): this is the baseline.
+		return healthRecord{NumRestarts: restarts, RestartsSince: ms, CompletedCheckpoints: completed, CheckpointsIncreasedSince: ms, Healthy: true}
+	}
+	next := *prev
+	next.Healthy, next.Reason = true, ""
+	if now.Sub(time.UnixMilli(prev.RestartsSince)) > o.RestartWindow {
+		next.NumRestarts, next.RestartsSince = restarts, ms
+	} else if restarts-prev.NumRestarts > o.RestartLimit {
+		next.Healthy, next.Reason = false, fmt.Sprintf("%d restarts within %s", restarts-prev.NumRestarts, o.RestartWindow)
+	}
+	if completed > prev.CompletedCheckpoints {
+		next.CompletedCheckpoints, next.CheckpointsIncreasedSince = completed, ms
+	} else if o.CheckpointWindow > 0 && now.Sub(time.UnixMilli(prev.CheckpointsIncreasedSince)) > o.CheckpointWindow && next.Healthy {
+		next.Healthy, next.Reason = false, fmt.Sprintf("no completed checkpoint within %s", o.CheckpointWindow)
+	}
+	return next
+}
+
+// healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
+// to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
+func healthOptionsOf(conf native.Config) healthOptions {
+	o := healthOptions{RestartWindow: defaultRestartWindow, RestartLimit: defaultRestartLimit}
+	if d, err := conf.Duration(optHealthRestartWindow, defaultRestartWindow); err == nil {
+		o.RestartWindow = d
+	}
+	if n, err := strconv.ParseInt(conf.Get(optHealthRestarts, ""), 10, 64); err == nil {
+		o.RestartLimit = n
+	}
+	if conf.Get(optHealthCheckpoints, "true") == "false" {
+		return o
+	}
+	if d, err := conf.Duration(optHealthCheckpointWin, 0); err == nil && d > 0 {
+		o.CheckpointWindow = d
+		return o
+	}
+	interval, err := conf.Duration("execution.checkpointing.interval", 0)
+	if err != nil || interval <= 0 {
+		return o
+	}
+	timeout, err := conf.Duration("execution.checkpointing.timeout", defaultCheckpointTO)
+	if err != nil {
+		timeout = defaultCheckpointTO
+	}
+	tolerable, _ := strconv.Atoi(conf.Get("execution.checkpointing.tolerable-failed-checkpoints", "0"))
+	o.CheckpointWindow = max(interval, timeout) * time.Duration(tolerable+2)
+	return o
+}
+
+// observeHealth reads the job's restart and checkpoint counters and updates the health record.
+func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+	st := s.status()
+	if conf.Get(optHealthCheck, "false") != "true" || st.JobStatus.State != flinkv1beta1.JobStatusRunning ||
+		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {
+		return
+	}
+	m, err := cl.JobMetrics(ctx, st.JobStatus.JobID, "numRestarts", "numberOfCompletedCheckpoints")
+	if err != nil {
+		return
+	}
+	restarts, err := strconv.ParseInt(m["numRestarts"], 10, 64)
+	if err != nil {
+		return
+	}
+	completed, _ := strconv.ParseInt(m["numberOfCompletedCheckpoints"], 10, 64)
+	var prev *healthRecord
+	if raw := st.ClusterInfo[clusterInfoHealthKey]; raw != "" {
+		var h healthRecord
+		if json.Unmarshal([]byte(raw), &h) == nil {
+			prev = &h
+		}
+	}
+	next := evaluateHealth(prev, time.Now(), restarts, completed, healthOptionsOf(conf))
+	raw, _ := json.Marshal(next)
+	st.ClusterInfo[clusterInfoHealthKey] = string(raw)
+	if !next.Healthy {
+		log.FromContext(ctx).Info("job unhealthy", "reason", next.Reason)
+	}
+}
+
+func unhealthy(st *flinkv1beta1.FlinkDeploymentStatus) bool {
+	var h healthRecord
+	raw := st.ClusterInfo[clusterInfoHealthKey]
+	return raw != "" && json.Unmarshal([]byte(raw), &h) == nil && !h.Healthy
+}
+
+func healthReason(st *flinkv1beta1.FlinkDeploymentStatus) string {
+	var h healthRecord
+	_ = json.Unmarshal([]byte(st.ClusterInfo[clusterInfoHealthKey]), &h)
+	return h.Reason
+}

@@ -1,0 +1,154 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
+	dep := newDeployment(t, ns, name)
+	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	conf := map[string]string{"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
+	for k, v := range extra {
+		conf[k] = v
+	}
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+	return dep
+}
+
+// TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
+// an ended job's JobManager.
+func TestRecovery(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+	start := func(dep *flinkv1beta1.FlinkDeployment) string {
+		t.Helper()
+		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dep.Namespace}}))
+		require.NoError(t, c.Create(ctx, dep))
+		d := waitFor(t, c, dep.Namespace, dep.Name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+		k.run(dep.Namespace, dep.Name, d.Status.JobStatus.JobID)
+		waitFor(t, c, dep.Namespace, dep.Name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+		return d.Status.JobStatus.JobID
+	}
+
+	t.Run("a missing JobManager deployment is recovered from HA metadata", func(t *testing.T) {
+		const ns, name = "recover-jm", "job"
+		jobID := start(haDeployment(t, ns, name, nil))
+		old := k.jobManager(ns, name)
+		require.NoError(t, c.Delete(ctx, old))
+		d := waitFor(t, c, ns, name, "a new JobManager deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
+			jm := k.jobManager(ns, name)
+			return jm != nil && jm.UID != old.UID && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "the same job, resumed from HA")
+		assert.Empty(t, restorePath(t, c, ns, name))
+		assert.True(t, events.has("JobManager deployment is missing; deploying it again"))
+		k.run(ns, name, jobID)
+		waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
+	})
+
+	t.Run("an unhealthy job is restarted from HA metadata", func(t *testing.T) {
+		const ns, name = "health", "job"
+		jobID := start(haDeployment(t, ns, name, map[string]string{
+			optHealthCheck: "true", optHealthRestarts: "5", optHealthRestartWindow: "5 min", optHealthCheckpoints: "false"}))
+		flink.SetJobMetric(jobID, "numRestarts", "1")
+		flink.SetJobMetric(jobID, "numberOfCompletedCheckpoints", "3")
+		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ClusterInfo[clusterInfoHealthKey] != ""
+		})
+		time.Sleep(300 * time.Millisecond)
+		assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp, "healthy: left alone")
+
+		flink.SetJobMetric(jobID, "numRestarts", "9") // 8 restarts within the window > 5
+		waitFor(t, c, ns, name, "old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
+			jm := k.jobManager(ns, name)
+			return jm != nil && !jm.DeletionTimestamp.IsZero()
+		})
+		assert.True(t, events.has("Job is unhealthy (8 restarts within 5m0s); restarting it from its last state"))
+		k.collect(ns, name)
+		d := waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			jm := k.jobManager(ns, name)
+			return jm != nil && jm.DeletionTimestamp.IsZero() && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "resumed from HA")
+		assert.Empty(t, flink.Stops(), "no savepoint attempted on an unhealthy job")
+	})
+
+	t.Run("the JobManager of an ended job goes after the shutdown TTL", func(t *testing.T) {
+		const ns, name = "ttl", "job"
+		dep := newDeployment(t, ns, name)
+		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+			"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+			optShutdownTTL: "2 s"})
+		jobID := start(dep)
+		flink.SetJob(jobID, "FINISHED")
+		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished })
+		time.Sleep(time.Second)
+		assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp, "kept until the TTL ends")
+		k.collect(ns, name)
+		d := waitFor(t, c, ns, name, "JobManager removed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
+		})
+		assert.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
+		assert.True(t, events.has("JobManager deployment removed"))
+		time.Sleep(500 * time.Millisecond)
+		assert.Nil(t, k.jobManager(ns, name), "an ended job is not recovered")
+	})
+}
+
+// TestEvaluateHealth is the health check's rule, observation by observation.
+func TestEvaluateHealth(t *testing.T) {
+	t0 := time.UnixMilli(1_000_000)
+	o := healthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
+	steps := []struct {
+		name                string
+		after               time.Duration
+		restarts, completed int64
+		healthy             bool
+	}{
+		{"baseline", 0, 3, 10, true},
+		{"a few restarts", time.Minute, 30, 11, true},
+		{"more than 64 within the window", 90 * time.Second, 70, 12, false},
+		{"window over: new baseline", 4 * time.Minute, 80, 13, true},
+		{"no checkpoint for 11 minutes", 15 * time.Minute, 80, 13, false},
+		{"checkpoints again", 16 * time.Minute, 80, 14, true},
+		{"new job: counters restart", 17 * time.Minute, 0, 0, true},
+	}
+	var rec *healthRecord
+	for _, s := range steps {
+		next := evaluateHealth(rec, t0.Add(s.after), s.restarts, s.completed, o)
+		assert.Equal(t, s.healthy, next.Healthy, "%s: %s", s.name, next.Reason)
+		rec = &next
+	}
+	raw, err := json.Marshal(rec)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"numRestartsEvaluationTimeStamp"`)
+}
+
+func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
+	conf := native.Config{"execution.checkpointing.interval": "30 s"}
+	assert.Equal(t, 20*time.Minute, healthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
+	conf = native.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
+	assert.Equal(t, 45*time.Minute, healthOptionsOf(conf).CheckpointWindow)
+	assert.Zero(t, healthOptionsOf(native.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
+	assert.Zero(t, healthOptionsOf(native.Config{"execution.checkpointing.interval": "30 s", optHealthCheckpoints: "false"}).CheckpointWindow)
+}
