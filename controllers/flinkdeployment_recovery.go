@@ -19,13 +19,13 @@ import (
 
 // Recovery options (upstream's names and defaults).
 const (
-	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"                     // true
-	optShutdownTTL         = "kubernetes.operator.jm-deployment.shutdown-ttl"                         // 1 d
-	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"                       // false
-	optHealthRestartWindow = "kubernetes.operator.cluster.health-check.restarts.window"               // 2 min
-	optHealthRestarts      = "kubernetes.operator.cluster.health-check.restarts.threshold"            // 64
-	optHealthCheckpoints   = "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled"   // true
-	optHealthCheckpointWin = "kubernetes.operator.cluster.health-check.checkpoint-progress.window"    // derived
+	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"                   // true
+	optShutdownTTL         = "kubernetes.operator.jm-deployment.shutdown-ttl"                       // 1 d
+	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"                     // false
+	optHealthRestartWindow = "kubernetes.operator.cluster.health-check.restarts.window"             // 2 min
+	optHealthRestarts      = "kubernetes.operator.cluster.health-check.restarts.threshold"          // 64
+	optHealthCheckpoints   = "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled" // true
+	optHealthCheckpointWin = "kubernetes.operator.cluster.health-check.checkpoint-progress.window"  // derived
 	defaultShutdownTTL     = 24 * time.Hour
 	defaultRestartWindow   = 2 * time.Minute
 	defaultRestartLimit    = 64

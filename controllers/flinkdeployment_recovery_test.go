@@ -101,7 +101,9 @@ func TestRecovery(t *testing.T) {
 			optShutdownTTL: "2 s"})
 		jobID := start(dep)
 		flink.SetJob(jobID, "FINISHED")
-		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished })
+		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
+		})
 		time.Sleep(time.Second)
 		assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp, "kept until the TTL ends")
 		k.collect(ns, name)
