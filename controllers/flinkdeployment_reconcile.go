@@ -115,6 +115,13 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 			res := requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight)
 			return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
 		}
+		conf, err := r.config(s, desired)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if r.scaleInPlace(ctx, s, desired, conf) {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
 		if err := r.startUpgrade(ctx, s, desired); err != nil {
 			return ctrl.Result{}, err
 		}

@@ -44,6 +44,8 @@ type Server struct {
 	stops []string
 	// jobMetrics are job metric values by job id and name.
 	jobMetrics map[string]map[string]string
+	// requirements are the adaptive scheduler's resource requirements by job id and vertex.
+	requirements map[string]map[string]map[string]map[string]int
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
 }
@@ -60,7 +62,8 @@ type RunRequest struct {
 // New starts a fake JobManager.
 func New(t testing.TB) *Server {
 	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
-		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}, jobMetrics: map[string]map[string]string{}}
+		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}, jobMetrics: map[string]map[string]string{},
+		requirements: map[string]map[string]map[string]map[string]int{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -101,6 +104,28 @@ func (s *Server) Triggered() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]string(nil), s.triggered...)
+}
+
+// SetVertices gives a job (on the adaptive scheduler) vertices with parallelism bounds.
+func (s *Server) SetVertices(jobID string, parallelism map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	reqs := map[string]map[string]map[string]int{}
+	for v, p := range parallelism {
+		reqs[v] = map[string]map[string]int{"parallelism": {"lowerBound": 1, "upperBound": p}}
+	}
+	s.requirements[jobID] = reqs
+}
+
+// Vertices returns a job's per-vertex upper parallelism bounds.
+func (s *Server) Vertices(jobID string) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for v, r := range s.requirements[jobID] {
+		out[v] = r["parallelism"]["upperBound"]
+	}
+	return out
 }
 
 // SetJobMetric sets a job metric (numRestarts, numberOfCompletedCheckpoints, ...).
@@ -158,6 +183,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"flink-version": s.Version, "flink-revision": "fake", "features": map[string]bool{"web-submit": true}})
 	case r.URL.Path == "/overview":
 		writeJSON(w, 200, map[string]any{"taskmanagers": 1, "slots-total": 2, "flink-version": s.Version})
+	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "resource-requirements":
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if r.Method == http.MethodPut {
+			var body map[string]map[string]map[string]int
+			if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+				writeJSON(w, 400, map[string]any{"errors": []string{err.Error()}})
+				return
+			}
+			s.requirements[parts[1]] = body
+			writeJSON(w, 200, map[string]any{})
+			return
+		}
+		reqs, ok := s.requirements[parts[1]]
+		if !ok {
+			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found or not on the adaptive scheduler"}})
+			return
+		}
+		writeJSON(w, 200, reqs)
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "metrics":
 		s.mu.Lock()
 		values := s.jobMetrics[parts[1]]

@@ -1,0 +1,134 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[string]string) *flinkv1beta1.FlinkDeploymentSpec {
+	t.Helper()
+	c := spec.DeepCopy()
+	flat, err := c.FlinkConfiguration.Flatten()
+	require.NoError(t, err)
+	for k, v := range kv {
+		if v == "" {
+			delete(flat, k)
+		} else {
+			flat[k] = v
+		}
+	}
+	c.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(flat)
+	return c
+}
+
+func TestInPlaceScaleTarget(t *testing.T) {
+	base := withConfig(t, &newDeployment(t, "ns", "job").Spec, map[string]string{
+		"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "a:2,b:2"})
+	adaptive := native.Config{"jobmanager.scheduler": "adaptive"}
+	tests := []struct {
+		name    string
+		desired *flinkv1beta1.FlinkDeploymentSpec
+		conf    native.Config
+		want    map[string]int
+	}{
+		{"overrides changed", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:1"}), adaptive, map[string]int{"a": 4, "b": 1}},
+		{"an override added", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:2,b:2,c:3"}), adaptive, map[string]int{"a": 2, "b": 2, "c": 3}},
+		{"an override removed: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4"}), adaptive, nil},
+		{"overrides and image changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d.Image = "flink:1.20.1"
+			return d
+		}(), adaptive, nil},
+		{"default scheduler: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}), native.Config{}, nil},
+		{"disabled: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}),
+			native.Config{"jobmanager.scheduler": "adaptive", optInPlaceScaling: "false"}, nil},
+		{"Flink 1.17: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d.FlinkVersion = "v1_17"
+			return d
+		}(), adaptive, nil},
+		{"standalone: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d.Mode = flinkv1beta1.DeploymentModeStandalone
+			return d
+		}(), adaptive, nil},
+		{"malformed: upgrade (validation reports it)", withConfig(t, base, map[string]string{keyParallelismOverrides: "a=4"}), adaptive, nil},
+		{"job parallelism changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := base.DeepCopy()
+			d.Job.Parallelism = 8
+			return d
+		}(), adaptive, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, inPlaceScaleTarget(base, tt.desired, tt.conf))
+		})
+	}
+	assert.True(t, flinkAtLeast("v2_0", 1, 18))
+	assert.True(t, flinkAtLeast("v1_18", 1, 18))
+	assert.False(t, flinkAtLeast("v1_17", 1, 18))
+}
+
+// TestInPlaceScaling: a per-vertex parallelism change on the adaptive scheduler rescales the
+// running job without a restart; removing an override falls back to an upgrade.
+func TestInPlaceScaling(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "scaling", "job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+	dep := newDeployment(t, ns, name)
+	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "source:2,sink:2"})
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	jobID := d.Status.JobStatus.JobID
+	k.run(ns, name, jobID)
+	flink.SetVertices(jobID, map[string]int{"source": 2, "sink": 2})
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	jm := k.jobManager(ns, name)
+
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, c, ns, name)
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{keyParallelismOverrides: "source:4,sink:1"})
+		return c.Update(ctx, d)
+	}))
+	d = waitFor(t, c, ns, name, "scaled in place", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return flink.Vertices(jobID)["source"] == 4
+	})
+	assert.Equal(t, map[string]int{"source": 4, "sink": 1}, flink.Vertices(jobID))
+	assert.True(t, events.has("Scaled the running job in place: source:4,sink:1"))
+	d = waitFor(t, c, ns, name, "recorded as deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.ObservedGeneration == d.Generation
+	})
+	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, "source:4,sink:1")
+	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
+	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID, "same JobManager: no restart")
+	assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp)
+	assert.Empty(t, flink.Stops(), "no savepoint")
+
+	// Removing an override needs the job's own parallelism back: a full (savepoint) upgrade.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, c, ns, name)
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{keyParallelismOverrides: "source:4"})
+		return c.Update(ctx, d)
+	}))
+	waitFor(t, c, ns, name, "upgrading", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return jm != nil && !jm.DeletionTimestamp.IsZero()
+	})
+	assert.NotEmpty(t, flink.Stops(), "stopped with a savepoint")
+}

@@ -1,0 +1,90 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+)
+
+// TestInPlaceScalingAndRecovery on real Flink 1.20 (native mode, adaptive scheduler, Kubernetes
+// HA): a per-vertex parallelism override is applied to the running job without a restart, and
+// a JobManager Deployment deleted behind the operator's back is recovered from HA metadata,
+// resuming the same job from its checkpoints.
+func TestInPlaceScalingAndRecovery(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-scaling")
+	dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "jobmanager.scheduler", "adaptive")
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	jobID := d.Status.JobStatus.JobID
+	allTasksRunning(t, key, jobID)
+	jmPod := jobManagerPod(t, key)
+
+	t.Run("per-vertex parallelism in place", func(t *testing.T) {
+		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
+		require.NoError(t, err)
+		vertex := details.Vertices[len(details.Vertices)-1]
+		require.Equal(t, 1, vertex.Parallelism)
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.FlinkConfiguration = setConfig(t, d.Spec.FlinkConfiguration, "pipeline.jobvertex-parallelism-overrides", vertex.ID+":2")
+		})
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			details, err := flinkREST(t, key).JobDetails(ctx, jobID)
+			if err == nil && details.AllTasksRunning() {
+				if p := parallelismOf(details.Vertices, vertex.ID); p == 2 {
+					break
+				}
+			}
+			require.True(t, time.Now().Before(deadline), "vertex %s never ran at parallelism 2", vertex.ID)
+			time.Sleep(time.Second)
+		}
+		logf(t, "vertex %s rescaled to 2 in place", vertex.Name)
+		d := waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ObservedGeneration == d.Generation && readyAndRunning(d)
+		})
+		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
+		assert.Equal(t, jmPod.UID, jobManagerPod(t, key).UID, "same JobManager pod: no restart")
+	})
+
+	t.Run("a deleted JobManager Deployment is recovered from HA", func(t *testing.T) {
+		before := completedCheckpoint(t, key, jobID)
+		jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: native.JobManagerDeploymentName(key.Name)}}
+		require.NoError(t, env.Client.Delete(ctx, jm, client.PropagationPolicy(metav1.DeletePropagationForeground)))
+		waitFor(t, key, "recovering", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.State != flinkv1beta1.JobStatusRunning
+		})
+		d := waitFor(t, key, "Ready and RUNNING again", 3*time.Minute, readyAndRunning)
+		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "the same job resumes through HA")
+		restored := restoredFrom(t, key, jobID)
+		assert.GreaterOrEqual(t, restored.ID, before.ID, "restored a checkpoint at least as new as the last one seen")
+		logf(t, "recovered from checkpoint %d (last seen before: %d)", restored.ID, before.ID)
+	})
+
+	require.NoError(t, env.Client.Delete(ctx, dep))
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}) != nil
+	}, 2*time.Minute, time.Second)
+}
+
+func parallelismOf(vertices []flink.JobVertex, id string) int {
+	for _, v := range vertices {
+		if v.ID == id {
+			return v.Parallelism
+		}
+	}
+	return 0
+}
