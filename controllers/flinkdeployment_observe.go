@@ -46,38 +46,36 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 		// The deployment of this upgrade went through before the operator could record it.
 		st.ReconciliationStatus.State = flinkv1beta1.ReconciliationDeployed
 	}
-	if !jm.DeletionTimestamp.IsZero() {
-		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
-		return nil
+	obs := jobManagerObservation{Exists: true, Deleting: !jm.DeletionTimestamp.IsZero(), Available: jm.Status.AvailableReplicas >= 1}
+	var failureMessage string
+	if !obs.Deleting && !obs.Available {
+		obs.FailedReason, failureMessage = r.failedPod(ctx, s)
 	}
-
 	conf, err := r.config(s, s.deployed)
 	if err != nil {
 		return err
 	}
-	if jm.Status.AvailableReplicas < 1 {
-		if reason, msg := r.failedPod(ctx, s); reason != "" {
-			if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerError {
-				r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonError, "JobManager %s: %s", reason, msg)
-			}
-			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerError
-			st.Error = errorJSON("DeploymentFailedException", reason+": "+msg)
-			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
-			return nil
+	var cl *flink.Client
+	var cfg *flink.DashboardConfig
+	if !obs.Deleting && obs.Available {
+		if cl, err = r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf); err != nil {
+			return err
 		}
-		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+		cfg, err = cl.Config(ctx)
+		obs.RESTAnswers = err == nil
+	}
+	next := jobManagerStatus(obs)
+	if next == flinkv1beta1.JobManagerError {
+		if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerError {
+			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonError, "JobManager %s: %s", obs.FailedReason, failureMessage)
+		}
+		st.Error = errorJSON("DeploymentFailedException", obs.FailedReason+": "+failureMessage)
+		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+	}
+	st.JobManagerDeploymentStatus = next
+	if next != flinkv1beta1.JobManagerReady {
 		return nil
 	}
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
-	if err != nil {
-		return err
-	}
-	cfg, err := cl.Config(ctx)
-	if err != nil {
-		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeployedNotReady
-		return nil
-	}
-	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
 	if st.ClusterInfo == nil {
 		st.ClusterInfo = map[string]string{}
 	}
@@ -88,6 +86,42 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	}
 	r.markStable(s, conf)
 	return nil
+}
+
+// jobManagerObservation is what observe saw of the JobManager Deployment.
+type jobManagerObservation struct {
+	Exists, Deleting bool
+	// Available: at least one available replica.
+	Available bool
+	// FailedReason: a JobManager container's waiting reason that means it cannot start.
+	FailedReason string
+	// RESTAnswers: the JobManager's REST endpoint answered.
+	RESTAnswers bool
+}
+
+// jobManagerStatus is the JobManager deployment state machine, written once:
+//
+//	no Deployment                               → MISSING
+//	being deleted                               → DEPLOYING (until it is gone)
+//	no available replica, a container failing   → ERROR (CrashLoopBackOff, ImagePullBackOff, ...)
+//	no available replica                        → DEPLOYING
+//	available, REST does not answer yet         → DEPLOYED_NOT_READY
+//	available, REST answers                     → READY
+func jobManagerStatus(o jobManagerObservation) flinkv1beta1.JobManagerDeploymentStatus {
+	switch {
+	case !o.Exists:
+		return flinkv1beta1.JobManagerMissing
+	case o.Deleting:
+		return flinkv1beta1.JobManagerDeploying
+	case !o.Available && o.FailedReason != "":
+		return flinkv1beta1.JobManagerError
+	case !o.Available:
+		return flinkv1beta1.JobManagerDeploying
+	case !o.RESTAnswers:
+		return flinkv1beta1.JobManagerDeployedNotReady
+	default:
+		return flinkv1beta1.JobManagerReady
+	}
 }
 
 func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
