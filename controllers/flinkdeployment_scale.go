@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -92,14 +94,64 @@ func flinkAtLeast(v flinkv1beta1.FlinkVersion, major, minor int) bool {
 	return err1 == nil && err2 == nil && (ma > major || (ma == major && mi >= minor))
 }
 
+// reactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
+// Flink's reactive mode (scheduler-mode: reactive), where the job adapts to the TaskManagers
+// there are: only job.parallelism or taskManager.replicas changed. It returns the new number of
+// TaskManagers.
+func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (int32, bool) {
+	if desired.Job == nil || desired.Mode != flinkv1beta1.DeploymentModeStandalone ||
+		!strings.EqualFold(conf.Get(optInPlaceScaling, "true"), "true") || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
+		return 0, false
+	}
+	before, after := deployed.DeepCopy(), desired.DeepCopy()
+	for _, spec := range []*flinkv1beta1.FlinkDeploymentSpec{before, after} {
+		if spec.Job != nil {
+			spec.Job.Parallelism = 0
+		}
+		if spec.TaskManager != nil {
+			spec.TaskManager.Replicas = nil
+		}
+	}
+	if specChanged(before, after) || !specChanged(deployed, desired) {
+		return 0, false
+	}
+	replicas, err := native.TaskManagerReplicas(conf, desired)
+	return replicas, err == nil
+}
+
+// scaleReactive scales the TaskManager Deployment of a reactive-mode standalone cluster.
+func (r *FlinkDeploymentReconciler) scaleReactive(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, replicas int32) bool {
+	tm := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.dep.Namespace, Name: native.TaskManagerDeploymentName(s.dep.Name)}, tm); err != nil {
+		return false
+	}
+	patch := client.MergeFrom(tm.DeepCopy())
+	tm.Spec.Replicas = &replicas
+	if err := r.Client.Patch(ctx, tm, patch); err != nil {
+		log.FromContext(ctx).Info("reactive scaling failed; upgrading instead", "error", err.Error())
+		return false
+	}
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+		return false
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the TaskManagers to %d (reactive mode); the job adapts without a restart", replicas)
+	return true
+}
+
 // scaleInPlace applies a SCALE change to the running job through Flink's resource-requirements
 // API: each overridden vertex gets upper bound = its override, lower bound = min(override,
 // current lower bound). On success the new spec is recorded as deployed, without a restart; on
 // any failure the caller upgrades as usual.
 func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) bool {
 	st := s.status()
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
+		return false
+	}
+	if replicas, ok := reactiveScaleTarget(s.deployed, desired, conf); ok {
+		return r.scaleReactive(ctx, s, desired, replicas)
+	}
 	target := inPlaceScaleTarget(s.deployed, desired, conf)
-	if target == nil || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
+	if target == nil {
 		return false
 	}
 	logger := log.FromContext(ctx)

@@ -2,13 +2,17 @@ package controllers
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -131,4 +135,74 @@ func TestInPlaceScaling(t *testing.T) {
 		return jm != nil && !jm.DeletionTimestamp.IsZero()
 	})
 	assert.NotEmpty(t, flink.Stops(), "stopped with a savepoint")
+}
+
+func TestReactiveScaleTarget(t *testing.T) {
+	base := newDeployment(t, "ns", "job").Spec
+	base.Mode = flinkv1beta1.DeploymentModeStandalone
+	reactive := native.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}
+	parallelism := func(p int32) *flinkv1beta1.FlinkDeploymentSpec {
+		d := base.DeepCopy()
+		d.Job.Parallelism = p
+		return d
+	}
+	replicas, ok := reactiveScaleTarget(&base, parallelism(6), reactive)
+	assert.True(t, ok)
+	assert.Equal(t, int32(3), replicas, "ceil(6 / 2 slots)")
+
+	withReplicas := base.DeepCopy()
+	withReplicas.TaskManager.Replicas = ptr(int32(5))
+	replicas, ok = reactiveScaleTarget(&base, withReplicas, reactive)
+	assert.True(t, ok)
+	assert.Equal(t, int32(5), replicas)
+
+	_, ok = reactiveScaleTarget(&base, parallelism(6), native.Config{"taskmanager.numberOfTaskSlots": "2"})
+	assert.False(t, ok, "not reactive: upgrade")
+	image := parallelism(6)
+	image.Image = "flink:1.20.1"
+	_, ok = reactiveScaleTarget(&base, image, reactive)
+	assert.False(t, ok, "more than the scale changed: upgrade")
+	nativeMode := parallelism(6)
+	nativeMode.Mode = flinkv1beta1.DeploymentModeNative
+	_, ok = reactiveScaleTarget(&base, nativeMode, reactive)
+	assert.False(t, ok)
+	_, ok = reactiveScaleTarget(&base, base.DeepCopy(), reactive)
+	assert.False(t, ok, "nothing changed")
+}
+
+// TestReactiveScaling: a standalone reactive-mode cluster scales its TaskManager Deployment
+// for a parallelism change, without touching the job.
+func TestReactiveScaling(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns, name = "reactive", "job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+	dep := newDeployment(t, ns, name)
+	dep.Spec.Mode = flinkv1beta1.DeploymentModeStandalone
+	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"scheduler-mode": "reactive"})
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	jobID := d.Status.JobStatus.JobID
+	k.run(ns, name, jobID)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	jm := k.jobManager(ns, name)
+
+	setParallelism(t, c, ns, name, 6)
+	require.Eventually(t, func() bool {
+		tm := &appsv1.Deployment{}
+		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.TaskManagerDeploymentName(name)}, tm) == nil &&
+			tm.Spec.Replicas != nil && *tm.Spec.Replicas == 3
+	}, 20*time.Second, 50*time.Millisecond, "TaskManagers scaled to ceil(6/2)")
+	d = waitFor(t, c, ns, name, "recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ObservedGeneration == d.Generation && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":6`)
+	})
+	assert.Equal(t, jobID, d.Status.JobStatus.JobID)
+	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID, "no restart")
+	assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp)
+	assert.Empty(t, flink.Stops())
+	assert.True(t, events.has("Scaled the TaskManagers to 3 (reactive mode); the job adapts without a restart"))
 }

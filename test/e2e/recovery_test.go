@@ -88,3 +88,47 @@ func parallelismOf(vertices []flink.JobVertex, id string) int {
 	}
 	return 0
 }
+
+// TestReactiveScaling on real Flink 2 in standalone mode with the reactive scheduler: a
+// parallelism change scales the TaskManager Deployment and the running job adapts to the new
+// slots without being restarted.
+func TestReactiveScaling(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/basic/basic.yaml", "e2e-reactive")
+	dep.Spec.Mode = flinkv1beta1.DeploymentModeStandalone
+	dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "scheduler-mode", "reactive")
+	// Flink's standalone application entrypoint finds a job without an entry class only in usrlib
+	// or on the system classpath, not in pipeline.classpaths where a local:// jar goes.
+	dep.Spec.Job.EntryClass = "org.apache.flink.streaming.examples.windowing.TopSpeedWindowing"
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	jobID := d.Status.JobStatus.JobID
+	allTasksRunning(t, key, jobID)
+	jmPod := jobManagerPod(t, key)
+
+	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 4 })
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
+		if err == nil && details.AllTasksRunning() && len(details.Vertices) > 0 && details.Vertices[0].Parallelism == 4 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the job never ran at parallelism 4 (%v)", err)
+		time.Sleep(time.Second)
+	}
+	d = waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ObservedGeneration == d.Generation && readyAndRunning(d)
+	})
+	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
+	assert.Equal(t, jmPod.UID, jobManagerPod(t, key).UID, "same JobManager pod")
+	tm := &appsv1.Deployment{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: native.TaskManagerDeploymentName(key.Name)}, tm))
+	assert.Equal(t, int32(2), *tm.Spec.Replicas, "two TaskManagers of two slots")
+	logf(t, "reactive mode: parallelism 2 → 4 with two TaskManagers, same job")
+
+	require.NoError(t, env.Client.Delete(ctx, dep))
+	require.Eventually(t, func() bool {
+		return env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}) != nil
+	}, 2*time.Minute, time.Second)
+}
