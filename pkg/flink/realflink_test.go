@@ -146,11 +146,16 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 		require.Nil(t, res.Failure, res.Failure.Message())
 		assert.Positive(t, res.CheckpointID)
 
-		stats, err := c.CheckpointStatistics(ctx, jobID)
-		require.NoError(t, err)
-		require.NotNil(t, stats.Latest.Completed)
-		assert.GreaterOrEqual(t, stats.Latest.Completed.ID, res.CheckpointID)
-		assertDirExists(t, stats.Latest.Completed.ExternalPath)
+		// Periodic checkpoints (every 2 s) subsume older ones and delete their directories, so
+		// the latest completed one is read again if it vanished between the two calls.
+		require.Eventually(t, func() bool {
+			stats, err := c.CheckpointStatistics(ctx, jobID)
+			require.NoError(t, err)
+			require.NotNil(t, stats.Latest.Completed)
+			assert.GreaterOrEqual(t, stats.Latest.Completed.ID, res.CheckpointID)
+			_, err = os.Stat(stripScheme(stats.Latest.Completed.ExternalPath))
+			return err == nil
+		}, 20*time.Second, 100*time.Millisecond, "the latest completed checkpoint's directory exists")
 	})
 
 	var stopSavepoint string
