@@ -149,12 +149,7 @@ func TestCrashSafeLastStateUpgrade(t *testing.T) {
 	h := &crashHarness{t: t, env: env, flink: flink}
 	h.start()
 
-	dep := newDeployment(t, ns, name)
-	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
-		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
-		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"})
-	require.NoError(t, c.Create(ctx, dep))
+	require.NoError(t, c.Create(ctx, haDeployment(t, ns, name, nil)))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	jobID := d.Status.JobStatus.JobID
 	k.run(ns, name, jobID)

@@ -595,13 +595,8 @@ func TestRollback(t *testing.T) {
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	k := &cluster{t: t, c: c, flink: flink}
 	events := startOperator(t, env, flink)
-	dep := newDeployment(t, ns, name)
-	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
-		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
-		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha",
-		"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "2s"})
-	require.NoError(t, c.Create(ctx, dep))
+	require.NoError(t, c.Create(ctx, haDeployment(t, ns, name, map[string]string{
+		"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "2s"})))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	jobID := d.Status.JobStatus.JobID
 	k.run(ns, name, jobID)

@@ -180,12 +180,12 @@ func (r *FlinkDeploymentReconciler) recordLastCheckpoint(ctx context.Context, s 
 	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed || upgradeModeOf(s.deployed.Job) == flinkv1beta1.UpgradeModeStateless {
 		return
 	}
-	stats, err := cl.CheckpointStatistics(ctx, st.JobStatus.JobID)
-	if err != nil || stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
+	if err != nil || path == "" {
 		return
 	}
-	st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
-	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores from", "state", st.JobStatus.State, "checkpoint", stats.Latest.Completed.ExternalPath)
+	st.JobStatus.UpgradeSavepointPath = path
+	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores from", "state", st.JobStatus.State, "checkpoint", path)
 }
 
 // markStable copies the last reconciled spec to the last stable spec once it runs healthy.

@@ -368,16 +368,16 @@ func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s 
 	if err != nil {
 		return false, err
 	}
-	stats, err := cl.CheckpointStatistics(ctx, st.JobStatus.JobID)
+	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
 	if err != nil {
 		return false, nil
 	}
-	if stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+	if path == "" {
 		msg := "last-state upgrade without HA needs a completed checkpoint; none yet"
 		st.Error = errorJSON("UpgradeFailureException", msg)
 		return false, nil
 	}
-	st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
+	st.JobStatus.UpgradeSavepointPath = path
 	if err := r.persist(ctx, s); err != nil {
 		return false, err
 	}

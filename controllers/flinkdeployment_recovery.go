@@ -68,8 +68,8 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 		return res, true, err
 	}
 
-	if desired.Job != nil && unhealthy(st) {
-		return r.restartUnhealthy(ctx, s, desired, conf)
+	if h, ok := storedHealth(st); ok && desired.Job != nil && !h.Healthy {
+		return r.restartUnhealthy(ctx, s, desired, conf, h.Reason)
 	}
 
 	if desired.Job != nil && isTerminal(st.JobStatus.State) && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
@@ -102,7 +102,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 
 // restartUnhealthy resubmits a job the health check found unhealthy from its HA metadata
 // (stateless jobs from nothing). Without HA metadata a restart would lose state: it says so.
-func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (ctrl.Result, bool, error) {
+func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, reason string) (ctrl.Result, bool, error) {
 	st := s.status()
 	mode := upgradeModeOf(desired.Job)
 	keepHA := mode != flinkv1beta1.UpgradeModeStateless
@@ -121,7 +121,7 @@ func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *sco
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, false, nil
 		}
 	}
-	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job is unhealthy ("+healthReason(st)+"); restarting it from its last state")
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job is unhealthy ("+reason+"); restarting it from its last state")
 	delete(st.ClusterInfo, clusterInfoHealthKey)
 	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
 		return ctrl.Result{}, true, err
@@ -223,11 +223,8 @@ func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope,
 	}
 	completed, _ := strconv.ParseInt(m["numberOfCompletedCheckpoints"], 10, 64)
 	var prev *healthRecord
-	if raw := st.ClusterInfo[clusterInfoHealthKey]; raw != "" {
-		var h healthRecord
-		if json.Unmarshal([]byte(raw), &h) == nil {
-			prev = &h
-		}
+	if h, ok := storedHealth(st); ok {
+		prev = &h
 	}
 	next := evaluateHealth(prev, time.Now(), restarts, completed, healthOptionsOf(conf))
 	raw, _ := json.Marshal(next)
@@ -237,14 +234,15 @@ func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope,
 	}
 }
 
-func unhealthy(st *flinkv1beta1.FlinkDeploymentStatus) bool {
-	var h healthRecord
+// storedHealth is the health record kept in the status, if there is one.
+func storedHealth(st *flinkv1beta1.FlinkDeploymentStatus) (healthRecord, bool) {
 	raw := st.ClusterInfo[clusterInfoHealthKey]
-	return raw != "" && json.Unmarshal([]byte(raw), &h) == nil && !h.Healthy
-}
-
-func healthReason(st *flinkv1beta1.FlinkDeploymentStatus) string {
+	if raw == "" {
+		return healthRecord{}, false
+	}
 	var h healthRecord
-	_ = json.Unmarshal([]byte(st.ClusterInfo[clusterInfoHealthKey]), &h)
-	return h.Reason
+	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+		return healthRecord{}, false
+	}
+	return h, true
 }

@@ -19,6 +19,7 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// haDeployment is newDeployment with last-state upgrades and Kubernetes HA, plus extra options.
 func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
 	dep := newDeployment(t, ns, name)
 	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState

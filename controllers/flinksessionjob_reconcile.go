@@ -203,15 +203,15 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 		return true, r.persistJob(ctx, s)
 	case mode == flinkv1beta1.UpgradeModeLastState:
 		// Session jobs have no HA of their own: the latest checkpoint is the restore point.
-		stats, err := s.flink.CheckpointStatistics(ctx, jobID)
+		path, err := s.flink.LatestCheckpointPath(ctx, jobID)
 		if err != nil {
 			return false, nil
 		}
-		if stats.Latest.Completed == nil || stats.Latest.Completed.ExternalPath == "" {
+		if path == "" {
 			st.Error = errorJSON("UpgradeFailureException", "last-state upgrade needs a completed checkpoint; none yet")
 			return false, nil
 		}
-		st.JobStatus.UpgradeSavepointPath = stats.Latest.Completed.ExternalPath
+		st.JobStatus.UpgradeSavepointPath = path
 		if err := r.persistJob(ctx, s); err != nil {
 			return false, err
 		}

@@ -48,6 +48,13 @@ var clusterScopedResources = map[string]bool{
 	"validatingwebhookconfigurations": true, "mutatingwebhookconfigurations": true,
 }
 
+// webhook is one webhook of a Validating- or MutatingWebhookConfiguration: its OLM description
+// (all but where it is served) and its client configuration.
+type webhook struct {
+	desc   operatorsv1alpha1.WebhookDescription
+	client admissionregistrationv1.WebhookClientConfig
+}
+
 // manifestStream is the kustomize output sorted by what the bundle does with each object.
 type manifestStream struct {
 	csv           *operatorsv1alpha1.ClusterServiceVersion
@@ -58,8 +65,7 @@ type manifestStream struct {
 	roleBindings  []rbacv1.RoleBinding
 	crBindings    []rbacv1.ClusterRoleBinding
 	services      []corev1.Service
-	validating    []admissionregistrationv1.ValidatingWebhookConfiguration
-	mutating      []admissionregistrationv1.MutatingWebhookConfiguration
+	webhooks      []webhook
 	samples       []*unstructured.Unstructured
 	scorecard     *unstructured.Unstructured
 	otherManifest []*unstructured.Unstructured
@@ -136,17 +142,27 @@ func (s *manifestStream) add(obj *unstructured.Unstructured) error {
 		}
 		s.services = append(s.services, svc)
 	case "ValidatingWebhookConfiguration":
-		var w admissionregistrationv1.ValidatingWebhookConfiguration
-		if err := into(&w); err != nil {
+		var c admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := into(&c); err != nil {
 			return err
 		}
-		s.validating = append(s.validating, w)
+		for _, w := range c.Webhooks {
+			s.webhooks = append(s.webhooks, webhook{client: w.ClientConfig, desc: operatorsv1alpha1.WebhookDescription{
+				GenerateName: w.Name, Type: operatorsv1alpha1.ValidatingAdmissionWebhook, Rules: w.Rules,
+				FailurePolicy: w.FailurePolicy, MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects,
+				TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions}})
+		}
 	case "MutatingWebhookConfiguration":
-		var w admissionregistrationv1.MutatingWebhookConfiguration
-		if err := into(&w); err != nil {
+		var c admissionregistrationv1.MutatingWebhookConfiguration
+		if err := into(&c); err != nil {
 			return err
 		}
-		s.mutating = append(s.mutating, w)
+		for _, w := range c.Webhooks {
+			s.webhooks = append(s.webhooks, webhook{client: w.ClientConfig, desc: operatorsv1alpha1.WebhookDescription{
+				GenerateName: w.Name, Type: operatorsv1alpha1.MutatingAdmissionWebhook, Rules: w.Rules,
+				FailurePolicy: w.FailurePolicy, MatchPolicy: w.MatchPolicy, ObjectSelector: w.ObjectSelector, SideEffects: w.SideEffects,
+				TimeoutSeconds: w.TimeoutSeconds, AdmissionReviewVersions: w.AdmissionReviewVersions, ReinvocationPolicy: w.ReinvocationPolicy}})
+		}
 	case "Configuration":
 		s.scorecard = obj
 	case "Namespace", "ServiceAccount":
@@ -391,18 +407,9 @@ func boundClusterRoles(s *manifestStream) map[string]bool {
 
 func webhookServiceNames(s *manifestStream) map[string]bool {
 	names := map[string]bool{}
-	for _, c := range s.validating {
-		for _, w := range c.Webhooks {
-			if w.ClientConfig.Service != nil {
-				names[w.ClientConfig.Service.Name] = true
-			}
-		}
-	}
-	for _, c := range s.mutating {
-		for _, w := range c.Webhooks {
-			if w.ClientConfig.Service != nil {
-				names[w.ClientConfig.Service.Name] = true
-			}
+	for _, w := range s.webhooks {
+		if w.client.Service != nil {
+			names[w.client.Service.Name] = true
 		}
 	}
 	return names
@@ -413,46 +420,22 @@ func webhookServiceNames(s *manifestStream) map[string]bool {
 // /tmp/k8s-webhook-server/serving-certs, controller-runtime's default certificate directory).
 func webhookDefinitions(s *manifestStream) ([]operatorsv1alpha1.WebhookDescription, error) {
 	var out []operatorsv1alpha1.WebhookDescription
-	describe := func(kind operatorsv1alpha1.WebhookAdmissionType, name string, cc admissionregistrationv1.WebhookClientConfig) (operatorsv1alpha1.WebhookDescription, error) {
-		if cc.Service == nil {
-			return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf("webhook %s: OLM needs a service reference", name)
+	for _, w := range s.webhooks {
+		d := w.desc
+		if w.client.Service == nil {
+			return nil, fmt.Errorf("webhook %s: OLM needs a service reference", d.GenerateName)
 		}
-		svc, deployment, err := s.serviceBackend(cc.Service.Name)
+		svc, deployment, err := s.serviceBackend(w.client.Service.Name)
 		if err != nil {
-			return operatorsv1alpha1.WebhookDescription{}, fmt.Errorf("webhook %s: %w", name, err)
+			return nil, fmt.Errorf("webhook %s: %w", d.GenerateName, err)
 		}
 		port := svc.Spec.Ports[0]
 		target := port.TargetPort
 		if target == (intstr.IntOrString{}) {
 			target = intstr.FromInt32(port.Port)
 		}
-		return operatorsv1alpha1.WebhookDescription{
-			GenerateName: name, Type: kind, DeploymentName: deployment,
-			ContainerPort: port.Port, TargetPort: &target, WebhookPath: cc.Service.Path,
-		}, nil
-	}
-	for _, c := range s.validating {
-		for _, w := range c.Webhooks {
-			d, err := describe(operatorsv1alpha1.ValidatingAdmissionWebhook, w.Name, w.ClientConfig)
-			if err != nil {
-				return nil, err
-			}
-			d.Rules, d.FailurePolicy, d.MatchPolicy, d.ObjectSelector = w.Rules, w.FailurePolicy, w.MatchPolicy, w.ObjectSelector
-			d.SideEffects, d.TimeoutSeconds, d.AdmissionReviewVersions = w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions
-			out = append(out, d)
-		}
-	}
-	for _, c := range s.mutating {
-		for _, w := range c.Webhooks {
-			d, err := describe(operatorsv1alpha1.MutatingAdmissionWebhook, w.Name, w.ClientConfig)
-			if err != nil {
-				return nil, err
-			}
-			d.Rules, d.FailurePolicy, d.MatchPolicy, d.ObjectSelector = w.Rules, w.FailurePolicy, w.MatchPolicy, w.ObjectSelector
-			d.SideEffects, d.TimeoutSeconds, d.AdmissionReviewVersions = w.SideEffects, w.TimeoutSeconds, w.AdmissionReviewVersions
-			d.ReinvocationPolicy = w.ReinvocationPolicy
-			out = append(out, d)
-		}
+		d.DeploymentName, d.ContainerPort, d.TargetPort, d.WebhookPath = deployment, port.Port, &target, w.client.Service.Path
+		out = append(out, d)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].GenerateName < out[j].GenerateName })
 	return out, nil

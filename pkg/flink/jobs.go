@@ -317,3 +317,16 @@ func (c *Client) CheckpointStatistics(ctx context.Context, jobID string) (*Check
 	out := &CheckpointStatistics{}
 	return out, c.do(ctx, request{op: op, method: http.MethodGet, route: "/jobs/:jobid/checkpoints", path: p}, out)
 }
+
+// LatestCheckpointPath is the external path of a job's latest completed checkpoint, "" when it
+// has none yet: what a job restores from when neither a savepoint nor HA metadata carries its state.
+func (c *Client) LatestCheckpointPath(ctx context.Context, jobID string) (string, error) {
+	stats, err := c.CheckpointStatistics(ctx, jobID)
+	if err != nil {
+		return "", err
+	}
+	if stats.Latest.Completed == nil {
+		return "", nil
+	}
+	return stats.Latest.Completed.ExternalPath, nil
+}

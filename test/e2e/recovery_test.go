@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,11 +28,7 @@ func TestInPlaceScalingAndRecovery(t *testing.T) {
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-scaling")
 	dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "jobmanager.scheduler", "adaptive")
 	key := client.ObjectKeyFromObject(dep)
-	require.NoError(t, env.Client.Create(ctx, dep))
-	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
-	jobID := d.Status.JobStatus.JobID
-	allTasksRunning(t, key, jobID)
-	jmPod := jobManagerPod(t, key)
+	jobID, jmPod := deployRunning(t, dep)
 
 	t.Run("per-vertex parallelism in place", func(t *testing.T) {
 		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
@@ -74,10 +71,7 @@ func TestInPlaceScalingAndRecovery(t *testing.T) {
 		logf(t, "recovered from checkpoint %d (last seen before: %d)", restored.ID, before.ID)
 	})
 
-	require.NoError(t, env.Client.Delete(ctx, dep))
-	require.Eventually(t, func() bool {
-		return env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}) != nil
-	}, 2*time.Minute, time.Second)
+	deleteAndWait(t, dep)
 }
 
 func parallelismOf(vertices []flink.JobVertex, id string) int {
@@ -101,11 +95,7 @@ func TestReactiveScaling(t *testing.T) {
 	// or on the system classpath, not in pipeline.classpaths where a local:// jar goes.
 	dep.Spec.Job.EntryClass = "org.apache.flink.streaming.examples.windowing.TopSpeedWindowing"
 	key := client.ObjectKeyFromObject(dep)
-	require.NoError(t, env.Client.Create(ctx, dep))
-	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
-	jobID := d.Status.JobStatus.JobID
-	allTasksRunning(t, key, jobID)
-	jmPod := jobManagerPod(t, key)
+	jobID, jmPod := deployRunning(t, dep)
 
 	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 4 })
 	deadline := time.Now().Add(3 * time.Minute)
@@ -117,7 +107,7 @@ func TestReactiveScaling(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the job never ran at parallelism 4 (%v)", err)
 		time.Sleep(time.Second)
 	}
-	d = waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+	d := waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ObservedGeneration == d.Generation && readyAndRunning(d)
 	})
 	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
@@ -127,8 +117,26 @@ func TestReactiveScaling(t *testing.T) {
 	assert.Equal(t, int32(2), *tm.Spec.Replicas, "two TaskManagers of two slots")
 	logf(t, "reactive mode: parallelism 2 → 4 with two TaskManagers, same job")
 
+	deleteAndWait(t, dep)
+}
+
+// deployRunning creates a FlinkDeployment and waits until it is Ready with every task running;
+// it returns the job id and the JobManager pod.
+func deployRunning(t *testing.T, dep *flinkv1beta1.FlinkDeployment) (string, *corev1.Pod) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(context.Background(), dep))
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	allTasksRunning(t, key, d.Status.JobStatus.JobID)
+	return d.Status.JobStatus.JobID, jobManagerPod(t, key)
+}
+
+// deleteAndWait deletes a FlinkDeployment and waits until it is gone (finalizer done).
+func deleteAndWait(t *testing.T, dep *flinkv1beta1.FlinkDeployment) {
+	t.Helper()
+	ctx := context.Background()
 	require.NoError(t, env.Client.Delete(ctx, dep))
 	require.Eventually(t, func() bool {
-		return env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}) != nil
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &flinkv1beta1.FlinkDeployment{}) != nil
 	}, 2*time.Minute, time.Second)
 }
