@@ -262,7 +262,19 @@ func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 }
 
 // recordDeployed writes spec as the last reconciled spec in the given reconciliation state.
+// The trigger nonces of the spec recorded before are kept: a savepoint or checkpoint asked for
+// together with an upgrade is then still asked for once the upgraded job runs (upstream keeps
+// them for the same reason in updateStatusForSpecReconciliation).
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
+	if s.deployed != nil && s.deployed.Job != nil && spec.Job != nil {
+		spec.Job = spec.Job.DeepCopy()
+		spec.Job.SavepointTriggerNonce, spec.Job.CheckpointTriggerNonce = s.deployed.Job.SavepointTriggerNonce, s.deployed.Job.CheckpointTriggerNonce
+	}
+	return s.writeReconciled(spec, state)
+}
+
+// writeReconciled writes spec, as it is, as the last reconciled spec in the given state.
+func (s *scope) writeReconciled(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
 	first := s.deployed == nil
 	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
 	if err != nil {

@@ -129,7 +129,8 @@ func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
 	prev := st.JobManagerDeploymentStatus
 	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
 	if s.deployed.Job == nil || s.deployed.Job.State == flinkv1beta1.JobStateSuspended ||
-		st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading {
+		st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading ||
+		redeployRequested(s.deployed.Job, s.dep.Spec.Job) { // deleted by the redeploy itself
 		return
 	}
 	if !isTerminal(st.JobStatus.State) {
@@ -158,17 +159,50 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 		next = flinkv1beta1.JobStatusState(state)
 	}
 	r.exceptions.report(ctx, r.Recorder, s.dep, s.dep.UID, cl, st.JobStatus.JobID, conf)
-	if next != st.JobStatus.State {
+	prev := st.JobStatus.State
+	if next != prev {
 		if next != flinkv1beta1.JobStatusReconciling {
-			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", orUnknown(st.JobStatus.State), next)
+			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", orUnknown(prev), next)
 		}
 		st.JobStatus.State = next
 		st.JobStatus.UpdateTime = strconv.FormatInt(time.Now().UnixMilli(), 10)
-		if isTerminal(next) {
-			r.recordLastCheckpoint(ctx, s, cl)
+	}
+	if isTerminal(next) {
+		// Every observe, not only on the change: the first read may fail, and a checkpoint may
+		// complete while the job is cancelled (upstream's observeLatestCheckpoint).
+		r.recordLastCheckpoint(ctx, s, cl)
+	}
+	if next == flinkv1beta1.JobStatusCanceled && prev != next && cancelledOutsideTheOperator(st, s.deployed) {
+		if err := r.markSuspended(ctx, s); err != nil {
+			log.FromContext(ctx).Error(err, "cannot record the job cancelled outside the operator as suspended")
 		}
 	}
 	r.observeHealth(ctx, s, cl, conf)
+}
+
+// cancelledOutsideTheOperator: the job was cancelled while the operator had nothing under way
+// (its own cancels happen during upgrades, rollbacks and suspends only).
+func cancelledOutsideTheOperator(st *flinkv1beta1.FlinkDeploymentStatus, deployed *flinkv1beta1.FlinkDeploymentSpec) bool {
+	return st.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && deployed.Job != nil &&
+		deployed.Job.State != flinkv1beta1.JobStateSuspended
+}
+
+// markSuspended records a job cancelled outside the operator as suspended, as upstream's
+// JobStatusObserver does: the lifecycle shows SUSPENDED, and since the spec still asks for a
+// running job the next reconcile resumes it from what it kept (its last checkpoint, or HA
+// metadata). The generation and timestamp of the recorded target stay as they are.
+func (r *FlinkDeploymentReconciler) markSuspended(ctx context.Context, s *scope) error {
+	suspended := s.deployed.DeepCopy()
+	suspended.Job.State = flinkv1beta1.JobStateSuspended
+	raw, err := flinkv1beta1.EncodeReconciledSpec(*suspended, s.firstDeployment)
+	if err != nil {
+		return fmt.Errorf("encode suspended spec: %w", err)
+	}
+	s.status().ReconciliationStatus.LastReconciledSpec = raw
+	s.deployed = suspended
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSuspended, "Job cancelled outside the operator; it is resumed from its last checkpoint")
+	log.FromContext(ctx).Info("job cancelled outside the operator; recorded as suspended")
+	return nil
 }
 
 // recordLastCheckpoint keeps the latest completed checkpoint of a job that ended on its own
@@ -181,7 +215,7 @@ func (r *FlinkDeploymentReconciler) recordLastCheckpoint(ctx context.Context, s 
 		return
 	}
 	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
-	if err != nil || path == "" {
+	if err != nil || path == "" || path == st.JobStatus.UpgradeSavepointPath {
 		return
 	}
 	st.JobStatus.UpgradeSavepointPath = path
@@ -195,14 +229,17 @@ func (r *FlinkDeploymentReconciler) markStable(s *scope, conf native.Config) {
 	if rs.State != flinkv1beta1.ReconciliationDeployed || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return
 	}
-	running := s.deployed.Job == nil || st.JobStatus.State == flinkv1beta1.JobStatusRunning
-	if !running {
+	// A job that ran to its end while it should run is done, not unhealthy: its spec is stable
+	// (upstream's checkAndUpdateStableSpec), so it is never rolled back (re-run).
+	healthy := s.deployed.Job == nil || st.JobStatus.State == flinkv1beta1.JobStatusRunning ||
+		(st.JobStatus.State == flinkv1beta1.JobStatusFinished && s.deployed.Job.State != flinkv1beta1.JobStateSuspended)
+	if !healthy {
 		return
 	}
 	if st.Error != "" && !isValidationError(st.Error) {
 		st.Error = ""
 	}
-	if s.deployed.Job != nil {
+	if s.deployed.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusRunning {
 		// The job runs from what it restored and moves past it: a recorded path is stale now.
 		// What a later upgrade restores is taken then (savepoint, checkpoint, HA metadata).
 		st.JobStatus.UpgradeSavepointPath = ""

@@ -28,6 +28,9 @@ const (
 // The reconcile state machine, from status.reconciliationStatus and what observe found:
 //
 //	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
+//	new savepointRedeployNonce  → (any state) the cluster and its HA metadata go without a
+//	                              savepoint, then the spec is deployed from initialSavepointPath
+//	ROLLING_BACK, spec unchanged→ continue the rollback; a changed spec abandons it (UPGRADING)
 //	DEPLOYED, not healthy within kubernetes.operator.deployment.readiness.timeout after a change,
 //	rollback enabled           → ROLLING_BACK: the last stable spec is redeployed through the
 //	                              upgrade steps keeping HA metadata → ROLLED_BACK (the failed spec
@@ -37,6 +40,9 @@ const (
 //	DEPLOYED, spec unchanged    → manual (nonce) and periodic savepoints and checkpoints of a
 //	                              running job (flinkdeployment_snapshots.go); look again later
 //	DEPLOYED, spec changed      → record the new spec as UPGRADING (write-ahead), then upgrade:
+//	UPGRADING, spec or upgradeMode changed again, no upgrade savepoint in flight
+//	                            → the new spec replaces the recorded target (so a stop that cannot
+//	                              succeed never wedges the resource: switching upgradeMode helps)
 //	UPGRADING:
 //	  JobManager present        → stop the job as upgradeMode says:
 //	                                savepoint:  stop-with-savepoint (trigger id recorded first),
@@ -64,56 +70,32 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 		}
 		return r.deploy(ctx, s, desired, restore, true)
 	}
-	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack {
-		return r.continueRollback(ctx, s)
+	if desired.Job != nil && redeployRequested(s.deployed.Job, desired.Job) {
+		return r.redeployFromSavepoint(ctx, s, desired)
 	}
-	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && strings.Contains(st.Error, "Manual restore required") &&
-		specChanged(s.deployed, desired) {
-		// The recorded upgrade cannot carry state over and touched nothing; the user's new spec
-		// (typically initialSavepointPath with a new savepointRedeployNonce) replaces it.
-		st.Error = ""
+	switch st.ReconciliationStatus.State {
+	case flinkv1beta1.ReconciliationRollingBack:
+		if !specChanged(s.deployed, desired) {
+			return r.continueRollback(ctx, s)
+		}
+		// The user changed the spec (typically fixed it): the rollback is abandoned, and the
+		// new spec is applied from wherever the rollback got to (upstream's prepareCrForRollback).
+		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Spec changed during the rollback; applying it instead")
 		if err := r.startUpgrade(ctx, s, desired); err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
-	}
-	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
-		if !specChanged(s.deployed, desired) {
-			conf, err := r.config(s, desired)
-			if err != nil {
+	case flinkv1beta1.ReconciliationUpgrading:
+		if upgradeTargetChanged(s.deployed, desired) && !upgradeSavepointInFlight(st) {
+			// Nothing irreversible is under way: the newest spec (and upgrade mode) replaces the
+			// recorded target, and the decision table is evaluated again for it.
+			st.Error = ""
+			if err := r.startUpgrade(ctx, s, desired); err != nil {
 				return ctrl.Result{}, err
 			}
-			due, untilRollback := rollbackDue(st, conf, desired.Job != nil)
-			if due {
-				if err := r.startRollback(ctx, s, conf); err != nil {
-					return ctrl.Result{}, err
-				}
-				return r.continueRollback(ctx, s)
-			}
-			recovery, handled, err := r.recover(ctx, s, desired, conf)
-			if handled || err != nil {
-				return recovery, err
-			}
-			if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
-				// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
-				// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
-				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
-				if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
-					st.JobStatus.UpgradeSavepointPath = ""
-				}
-				if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-					return ctrl.Result{}, err
-				}
-				if err := r.persist(ctx, s); err != nil {
-					return ctrl.Result{}, err
-				}
-				return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
-			}
-			inFlight, err := r.snapshots(ctx, s, desired, conf)
-			// Look again when a snapshot may be done, or when the readiness timeout ends.
-			// (or the JobManager of an ended job is due for removal).
-			res := requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight)
-			return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
+		}
+	default:
+		if !specChanged(s.deployed, desired) {
+			return r.reconcileUnchanged(ctx, s, desired)
 		}
 		conf, err := r.config(s, desired)
 		if err != nil {
@@ -129,12 +111,95 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 	return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
 }
 
+// reconcileUnchanged looks after a deployed spec that has not changed: rollback when it does
+// not become healthy, recovery of a lost JobManager or an unhealthy job, restart of a failed
+// job, and snapshots of a running one.
+func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
+	st := s.status()
+	conf, err := r.config(s, desired)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	due, untilRollback := rollbackDue(st, conf, desired.Job != nil)
+	if due {
+		if err := r.startRollback(ctx, s, conf); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.continueRollback(ctx, s)
+	}
+	recovery, handled, err := r.recover(ctx, s, desired, conf)
+	if handled || err != nil {
+		return recovery, err
+	}
+	if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
+		// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
+		// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
+		if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
+			st.JobStatus.UpgradeSavepointPath = ""
+		}
+		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.persist(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
+	}
+	inFlight, err := r.snapshots(ctx, s, desired, conf)
+	// Look again when a snapshot may be done, or when the readiness timeout ends.
+	// (or the JobManager of an ended job is due for removal).
+	res := requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight)
+	return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
+}
+
+// redeployFromSavepoint is upstream's savepoint redeploy (a new savepointRedeployNonce): the
+// user chose the state to start from, so the running job is not stopped with a savepoint and
+// its HA metadata is dropped (it would otherwise be recovered instead of the chosen path).
+// Until the old cluster is gone nothing is recorded, so an operator restarted meanwhile sees
+// the same request and carries on deleting; then the spec is recorded and deployed from
+// initialSavepointPath under a new job id.
+func (r *FlinkDeploymentReconciler) redeployFromSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
+	st := s.status()
+	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !gone {
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	}
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+	if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil // its cluster is gone
+	}
+	st.Error = ""
+	if err := r.startUpgrade(ctx, s, desired); err != nil {
+		return ctrl.Result{}, err
+	}
+	return r.deploy(ctx, s, desired, desired.Job.InitialSavepointPath, false)
+}
+
+// upgradeTargetChanged: the spec differs from the recorded upgrade target in what restarts the
+// job or in how the upgrade is carried out.
+func upgradeTargetChanged(recorded, desired *flinkv1beta1.FlinkDeploymentSpec) bool {
+	return specChanged(recorded, desired) || (desired.Job != nil && upgradeModeOf(recorded.Job) != upgradeModeOf(desired.Job))
+}
+
+// upgradeSavepointInFlight: a stop-with-savepoint of this upgrade was triggered and its outcome
+// is not known yet; it is followed to its end before anything else is decided.
+func upgradeSavepointInFlight(st *flinkv1beta1.FlinkDeploymentStatus) bool {
+	info := st.JobStatus.SavepointInfo
+	return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+}
+
 // startUpgrade writes the new spec as UPGRADING before anything is touched.
 func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	st := s.status()
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, describeChange(s.deployed, desired))
 	// upgradeSavepointPath is what the next deployment restores from; set it for this upgrade.
 	if desired.Job != nil {
+		// A stateless job's upgradeSavepointPath only ever holds a path the user chose
+		// (initialSavepointPath), which planUpgrade restores.
 		switch {
 		case redeployRequested(s.deployed.Job, desired.Job):
 			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
@@ -156,7 +221,10 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	plan := upgradePlan{Stop: stopNone, Restore: restoreNothing, Reason: "session cluster"}
+	// A session cluster's HA metadata holds its session jobs' graphs and checkpoint pointers:
+	// it is kept, so the new JobManager recovers every job from its latest checkpoint
+	// (upstream's SessionReconciler deletes the cluster without its HA data).
+	plan := upgradePlan{Stop: stopNone, Restore: restoreLastState, Reason: "session cluster: its jobs recover from HA metadata"}
 	if desired.Job != nil {
 		situation, err := r.upgradeSituation(ctx, s, desired, conf)
 		if err != nil {
@@ -169,9 +237,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 
 	// A savepoint already triggered for this upgrade is followed to its end, whatever the
 	// job's state became meanwhile (it is FINISHED once the stop completed).
-	info := st.JobStatus.SavepointInfo
-	if desired.Job != nil && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing &&
-		info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+	if desired.Job != nil && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing && upgradeSavepointInFlight(st) {
 		return r.stopWithSavepoint(ctx, s, conf)
 	}
 	switch plan.Stop {
@@ -487,8 +553,24 @@ func redeployRequested(before, after *flinkv1beta1.JobSpec) bool {
 // specChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade
 // mode, trigger nonces, initial savepoint, allowNonRestoredState, autoscaler reset) and
 // operator/autoscaler configuration keys do not restart anything.
+//
+// Removing restartNonce or savepointRedeployNonce (null) is no change: only a new value asks
+// for a restart or a redeploy (upstream's @SpecDiff on these fields ignores null).
 func specChanged(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) bool {
-	return !equalStatus(significant(deployed), significant(desired))
+	return !equalStatus(significant(deployed), significant(withRemovedNoncesKept(deployed, desired)))
+}
+
+// withRemovedNoncesKept is desired with the deployed restart and redeploy nonces where desired
+// has none.
+func withRemovedNoncesKept(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) *flinkv1beta1.FlinkDeploymentSpec {
+	c := desired.DeepCopy()
+	if c.RestartNonce == nil {
+		c.RestartNonce = deployed.RestartNonce
+	}
+	if c.Job != nil && deployed.Job != nil && c.Job.SavepointRedeployNonce == nil {
+		c.Job.SavepointRedeployNonce = deployed.Job.SavepointRedeployNonce
+	}
+	return c
 }
 
 func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {

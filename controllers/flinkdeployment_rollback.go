@@ -30,7 +30,8 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 		rs.LastStableSpec == "" || rs.LastStableSpec == rs.LastReconciledSpec {
 		return false, 0
 	}
-	healthy := st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady && (!withJob || st.JobStatus.State == flinkv1beta1.JobStatusRunning)
+	healthy := st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady &&
+		(!withJob || st.JobStatus.State == flinkv1beta1.JobStatusRunning || st.JobStatus.State == flinkv1beta1.JobStatusFinished)
 	if healthy {
 		return false, 0
 	}

@@ -92,7 +92,7 @@ func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
 	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
 	state := s.status().ReconciliationStatus.State
-	if err := s.recordDeployed(*spec, state); err != nil {
+	if err := s.writeReconciled(*spec, state); err != nil {
 		return err
 	}
 	s.status().ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it

@@ -87,10 +87,15 @@ func planUpgrade(s upgradeSituation) upgradePlan {
 		return upgradePlan{stopNone, restoreNothing, "first deployment"}
 	}
 	if s.Mode == flinkv1beta1.UpgradeModeStateless {
-		if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
-			return upgradePlan{stopNone, restoreNothing, "stateless upgrade"}
+		// A stateless job's recorded path is one the user chose (a savepoint redeploy).
+		restore := restoreNothing
+		if s.RestorePath != "" {
+			restore = restoreSavepoint
 		}
-		return upgradePlan{stopStateless, restoreNothing, "stateless upgrade"}
+		if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
+			return upgradePlan{stopNone, restore, "stateless upgrade"}
+		}
+		return upgradePlan{stopStateless, restore, "stateless upgrade"}
 	}
 	if s.Job == flinkv1beta1.JobStatusCancelling {
 		return upgradePlan{Stop: stopWait, Reason: "the job is being cancelled"}

@@ -1,0 +1,257 @@
+package controllers
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+// Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
+// 17, 18, 37). Each scenario runs in a namespace of its own on one control plane.
+
+func namespace(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+}
+
+// stableDeployment creates dep, lets its job run and waits until it is STABLE.
+func stableDeployment(t *testing.T, c client.Client, k *cluster, dep *flinkv1beta1.FlinkDeployment) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	require.NoError(t, c.Create(context.Background(), dep))
+	d := waitFor(t, c, dep.Namespace, dep.Name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
+	})
+	k.run(dep.Namespace, dep.Name, d.Status.JobStatus.JobID)
+	return waitFor(t, c, dep.Namespace, dep.Name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+}
+
+func update(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkDeployment)) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		d := get(t, c, ns, name)
+		change(d)
+		return c.Update(context.Background(), d) == nil
+	}, 10*time.Second, 50*time.Millisecond, "update %s/%s", ns, name)
+}
+
+func haConfigMaps(t *testing.T, c client.Client, ns, name string) []string {
+	t.Helper()
+	var list corev1.ConfigMapList
+	require.NoError(t, c.List(context.Background(), &list, client.InNamespace(ns), native.HALabels(name)))
+	var names []string
+	for _, cm := range list.Items {
+		names = append(names, cm.Name)
+	}
+	return names
+}
+
+// redeployedWith waits until a JobManager of a newer spec than the one seen is deployed.
+func redeployed(t *testing.T, c client.Client, k *cluster, ns, name, oldJob string) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	return waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		jm := k.jobManager(ns, name)
+		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
+			jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation) && d.Status.JobStatus.JobID != oldJob
+	})
+}
+
+func TestUpstreamSemantics(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	k := &cluster{t: t, c: c, flink: flink}
+	events := startOperator(t, env, flink)
+
+	// Finding 3: savepointRedeployNonce on a running job restores initialSavepointPath, whatever
+	// the upgrade mode: the job is cancelled without a savepoint and its HA metadata is dropped.
+	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeStateless, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
+		t.Run("savepoint redeploy restores the chosen path/"+string(mode), func(t *testing.T) {
+			ns := "redeploy-" + string(mode)
+			namespace(t, c, ns)
+			dep := haDeployment(t, ns, "job", nil)
+			dep.Spec.Job.UpgradeMode = mode
+			d := stableDeployment(t, c, k, dep)
+			oldJob := d.Status.JobStatus.JobID
+			stopsBefore := len(flink.Stops())
+
+			update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) {
+				d.Spec.Job.InitialSavepointPath = "file:///sp/chosen-by-user"
+				d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
+			})
+			k.collect(ns, "job")
+			redeployed(t, c, k, ns, "job", oldJob)
+			assert.Equal(t, "file:///sp/chosen-by-user", restorePath(t, c, ns, "job"), "the user's savepoint is restored")
+			assert.Len(t, flink.Stops(), stopsBefore, "no savepoint is taken: the user chose the state")
+			assert.NotContains(t, haConfigMaps(t, c, ns, "job"), "job-"+oldJob+"-config-map", "the old job's HA metadata is not recovered")
+		})
+	}
+
+	// Finding 8: a stop that cannot succeed does not wedge the resource; switching upgradeMode
+	// (upstream's escape hatch) gets the upgrade through.
+	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
+		const ns = "stuck-savepoint"
+		namespace(t, c, ns)
+		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		oldJob := d.Status.JobStatus.JobID
+		flink.SetAutoComplete(false)
+		defer flink.SetAutoComplete(true)
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
+		waitFor(t, c, ns, "job", "savepoint triggered", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.SavepointInfo != nil && d.Status.JobStatus.SavepointInfo.TriggerID != ""
+		})
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
+		// Every stop-with-savepoint fails, as with a savepoint directory that is not writable.
+		failed := map[string]bool{}
+		require.Eventually(t, func() bool {
+			for _, trigger := range flink.Stops() {
+				if !failed[trigger] {
+					flink.CompleteSavepoint(oldJob, trigger, "savepoint directory not writable")
+					failed[trigger] = true
+				}
+			}
+			jm := k.jobManager(ns, "job")
+			if jm != nil && !jm.DeletionTimestamp.IsZero() {
+				k.collect(ns, "job")
+			}
+			d := get(t, c, ns, "job")
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
+				jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation)
+		}, 30*time.Second, 50*time.Millisecond, "the stateless upgrade never went through")
+		d = get(t, c, ns, "job")
+		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":3`)
+		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"upgradeMode":"stateless"`)
+		assert.Equal(t, "", restorePath(t, c, ns, "job"), "stateless: nothing restored")
+	})
+
+	// Finding 15: a trigger nonce changed together with an upgrade is not lost: the snapshot is
+	// taken once the upgraded job runs.
+	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
+		const ns = "nonce-with-upgrade"
+		namespace(t, c, ns)
+		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		oldJob := d.Status.JobStatus.JobID
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.Job.Parallelism = 3
+			d.Spec.Job.SavepointTriggerNonce = ptr(int64(7))
+		})
+		k.collect(ns, "job")
+		d = redeployed(t, c, k, ns, "job", oldJob)
+		k.run(ns, "job", d.Status.JobStatus.JobID)
+		require.Eventually(t, func() bool {
+			var snaps flinkv1beta1.FlinkStateSnapshotList
+			require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
+				client.MatchingLabels{LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
+			return len(snaps.Items) == 1
+		}, 30*time.Second, 50*time.Millisecond, "the manual savepoint asked for with the upgrade was never requested")
+		assert.Contains(t, get(t, c, ns, "job").Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":7`)
+	})
+
+	// Finding 17: a job cancelled through Flink's REST API outside the operator is marked
+	// suspended, then restored from its last checkpoint (upstream's markSuspended).
+	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
+		const ns = "cancelled-outside"
+		namespace(t, c, ns)
+		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		oldJob := d.Status.JobStatus.JobID
+		flink.SetJob(oldJob, "CANCELED")
+		waitFor(t, c, ns, "job", "marked suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended || k.jobManager(ns, "job").DeletionTimestamp != nil
+		})
+		k.collect(ns, "job")
+		redeployed(t, c, k, ns, "job", oldJob)
+		assert.Equal(t, fakeflink.CheckpointPath(oldJob), restorePath(t, c, ns, "job"), "restored from the cancelled job's last checkpoint")
+		assert.Equal(t, "CANCELED", flink.Job(oldJob))
+	})
+
+	// Finding 18: a FINISHED job (desired running) is stable, and is never rolled back (re-run).
+	t.Run("a finished job is stable and not rolled back", func(t *testing.T) {
+		const ns = "finished"
+		namespace(t, c, ns)
+		dep := haDeployment(t, ns, "job", map[string]string{
+			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
+		d := stableDeployment(t, c, k, dep)
+		oldJob := d.Status.JobStatus.JobID
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 1 })
+		k.collect(ns, "job")
+		d = redeployed(t, c, k, ns, "job", "")
+		newJob := d.Status.JobStatus.JobID
+		k.finish(ns, "job", newJob) // a bounded job may end between two observes
+		d = waitFor(t, c, ns, "job", "FINISHED and STABLE", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished && d.Status.LifecycleState == flinkv1beta1.LifecycleStable
+		})
+		assert.Contains(t, d.Status.ReconciliationStatus.LastStableSpec, `"parallelism":1`)
+		assert.Equal(t, oldJob == newJob, true, "last-state through HA keeps the job id")
+		assert.False(t, events.has("rolling back"), "a finished job is not rolled back")
+	})
+
+	// Finding 37: setting restartNonce to null (removing it) restarts nothing.
+	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
+		const ns = "null-nonce"
+		namespace(t, c, ns)
+		dep := newDeployment(t, ns, "job")
+		dep.Spec.RestartNonce = ptr(int64(3))
+		d := stableDeployment(t, c, k, dep)
+		jm := k.jobManager(ns, "job")
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.RestartNonce = nil })
+		d = waitFor(t, c, ns, "job", "the new generation observed", func(got *flinkv1beta1.FlinkDeployment) bool {
+			cond := meta.FindStatusCondition(got.Status.Conditions, "Ready")
+			return cond != nil && cond.ObservedGeneration == got.Generation
+		})
+		assert.Equal(t, flinkv1beta1.LifecycleStable, d.Status.LifecycleState)
+		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "the JobManager was not replaced")
+	})
+
+	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
+	// the new JobManager recovers them from their checkpoints.
+	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
+		const ns = "session-ha"
+		namespace(t, c, ns)
+		dep := haDeployment(t, ns, "session", nil)
+		dep.Spec.Job = nil
+		require.NoError(t, c.Create(context.Background(), dep))
+		waitFor(t, c, ns, "session", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
+		})
+		k.run(ns, "session", "0123456789abcdef0123456789abcdef")
+		waitFor(t, c, ns, "session", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+		update(t, c, ns, "session", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.TaskManager.Resource.Memory = "2g" })
+		k.collect(ns, "session")
+		waitFor(t, c, ns, "session", "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			jm := k.jobManager(ns, "session")
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
+				jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation)
+		})
+		assert.Contains(t, haConfigMaps(t, c, ns, "session"), "session-0123456789abcdef0123456789abcdef-config-map",
+			"the session jobs' HA metadata survives the session's upgrade")
+	})
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// finish makes the JobManager available with its job already FINISHED, as when a bounded job
+// ends between two observes.
+func (k *cluster) finish(ns, name, jobID string) {
+	k.t.Helper()
+	k.flink.SetJob(jobID, "FINISHED")
+	require.Eventually(k.t, func() bool {
+		jm := k.jobManager(ns, name)
+		if jm == nil || !jm.DeletionTimestamp.IsZero() {
+			return false
+		}
+		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
+		return k.c.Status().Update(context.Background(), jm) == nil
+	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
+}
