@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -12,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -20,11 +18,8 @@ import (
 
 // Options of snapshot resources (upstream's names and defaults).
 const (
-	optSnapshotResources   = "kubernetes.operator.snapshot.resource.enabled"
-	optSavepointHistoryAge = "kubernetes.operator.savepoint.history.max.age"
-	optDisposeOnDelete     = "kubernetes.operator.savepoint.dispose-on-delete"
-	optSavepointCleanup    = "kubernetes.operator.savepoint.cleanup.enabled"
-	defaultHistoryMaxAge   = 24 * time.Hour
+	optSnapshotResources = "kubernetes.operator.snapshot.resource.enabled"
+	optDisposeOnDelete   = "kubernetes.operator.savepoint.dispose-on-delete"
 )
 
 // snapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
@@ -42,6 +37,10 @@ type jobSnapshots struct {
 	desired  *flinkv1beta1.JobSpec
 	status   *flinkv1beta1.JobStatus
 	conf     native.Config
+	// operatorConf is the operator's own configuration, where the system caps of history
+	// cleanup (kubernetes.operator.savepoint.history.max.*.threshold) are read, so a resource's
+	// flinkConfiguration cannot lift them. Nil reads them from conf.
+	operatorConf native.Config
 	// recordNonces writes desired's trigger nonces into the last reconciled spec.
 	recordNonces func() error
 	// persist writes the status.
@@ -49,8 +48,8 @@ type jobSnapshots struct {
 }
 
 // requestSnapshots creates the FlinkStateSnapshot resources the spec's nonces and the
-// periodic options ask for, and trims the savepoint history. The snapshot controller takes
-// them from there. A nonce is recorded once its snapshot resource exists (a crash in between
+// periodic options ask for, and trims the snapshot history (snapshothistory.go). The snapshot
+// controller takes them from there. A nonce is recorded once its snapshot resource exists (a crash in between
 // asks again: an extra savepoint rather than a lost one).
 func requestSnapshots(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots) error {
 	if j.status.SavepointInfo == nil {
@@ -98,7 +97,7 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	return trimSavepointHistory(ctx, c, j.owner.GetNamespace(), j.kind, j.owner.GetName(), j.conf, now)
+	return trimSnapshotHistory(ctx, c, j.owner.GetNamespace(), j.kind, j.owner.GetName(), j.conf, j.operatorConf, now)
 }
 
 // recordUpgradeSnapshot records an upgrade savepoint (already taken) as a snapshot resource.
@@ -148,53 +147,6 @@ func createSnapshot(ctx context.Context, c client.Client, rec record.EventRecord
 		what = ReasonCheckpoint
 	}
 	rec.Eventf(j.owner, corev1.EventTypeNormal, what, "%s snapshot requested: FlinkStateSnapshot %s", trigger, snap.Name)
-	return nil
-}
-
-// trimSavepointHistory deletes a job's savepoint snapshot resources beyond
-// kubernetes.operator.savepoint.history.max.count (10) or older than .max.age (24 h), always
-// keeping the newest completed one. What a deleted resource holds on disk is disposed only if
-// it says so (disposeOnDelete).
-func trimSavepointHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf native.Config, now time.Time) error {
-	if strings.EqualFold(conf[optSavepointCleanup], "false") {
-		return nil
-	}
-	maxCount, err := conf.Int(optSavepointHistoryMax, defaultHistoryMax)
-	if err != nil || maxCount < 1 {
-		maxCount = defaultHistoryMax
-	}
-	maxAge, err := conf.Duration(optSavepointHistoryAge, defaultHistoryMaxAge)
-	if err != nil || maxAge <= 0 {
-		maxAge = defaultHistoryMaxAge
-	}
-	var list flinkv1beta1.FlinkStateSnapshotList
-	if err := c.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{
-		LabelJobReferenceKind: string(kind), LabelJobReferenceName: name, LabelSnapshotType: "SAVEPOINT"}); err != nil {
-		return fmt.Errorf("list snapshots of %s: %w", name, err)
-	}
-	var done []flinkv1beta1.FlinkStateSnapshot
-	for _, s := range list.Items {
-		if s.DeletionTimestamp.IsZero() && (s.Status.State == flinkv1beta1.SnapshotCompleted || s.Status.State == flinkv1beta1.SnapshotFailed || s.Status.State == flinkv1beta1.SnapshotAbandoned) {
-			done = append(done, s)
-		}
-	}
-	sort.Slice(done, func(i, j int) bool { return done[i].CreationTimestamp.After(done[j].CreationTimestamp.Time) })
-	newestCompleted := ""
-	for _, s := range done {
-		if s.Status.State == flinkv1beta1.SnapshotCompleted {
-			newestCompleted = s.Name
-			break
-		}
-	}
-	for i, s := range done {
-		if s.Name == newestCompleted || (i < maxCount && now.Sub(s.CreationTimestamp.Time) <= maxAge) {
-			continue
-		}
-		if err := c.Delete(ctx, &s); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("trim snapshot %s: %w", s.Name, err)
-		}
-		log.FromContext(ctx).Info("trimmed savepoint history", "snapshot", s.Name)
-	}
 	return nil
 }
 

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -53,40 +52,100 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 	waitFor(t, c, ns, name, "nonce recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":7`)
 	})
-	time.Sleep(500 * time.Millisecond)
-	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
-	assert.Len(t, list.Items, 1, "one nonce, one snapshot")
+	assert.Never(t, func() bool {
+		var again flinkv1beta1.FlinkStateSnapshotList
+		return c.List(ctx, &again, client.InNamespace(ns)) != nil || len(again.Items) != 1
+	}, 500*time.Millisecond, 50*time.Millisecond, "one nonce, one snapshot")
 	assert.True(t, events.has("MANUAL snapshot requested"))
 }
 
-// TestTrimSavepointHistory: beyond max.count the oldest finished snapshots go, but the newest
-// completed one always stays.
+// TestTrimSavepointHistory: history cleanup against a real API server, two days after every
+// snapshot was taken. Only what the operator took on its own (PERIODIC, UPGRADE) goes; manual
+// and hand-made snapshots stay whatever their age; the newest completed savepoint and the
+// num-retained newest checkpoints stay; other jobs' snapshots are not touched.
 func TestTrimSavepointHistory(t *testing.T) {
 	env := kubeenv.Start(t)
 	c := env.Client
 	ctx := context.Background()
 	const ns = "history"
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	states := []flinkv1beta1.SnapshotState{flinkv1beta1.SnapshotCompleted, flinkv1beta1.SnapshotCompleted,
-		flinkv1beta1.SnapshotCompleted, flinkv1beta1.SnapshotFailed, flinkv1beta1.SnapshotFailed}
-	for i, state := range states { // oldest first
-		s := &flinkv1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("sp-%d", i),
-			Labels: map[string]string{LabelJobReferenceKind: "FlinkDeployment", LabelJobReferenceName: "orders", LabelSnapshotType: "SAVEPOINT"}},
-			Spec: flinkv1beta1.FlinkStateSnapshotSpec{Savepoint: &flinkv1beta1.SavepointSpec{}}}
-		require.NoError(t, c.Create(ctx, s))
-		s.Status.State = state
-		require.NoError(t, c.Status().Update(ctx, s))
-		time.Sleep(1100 * time.Millisecond) // creationTimestamp has second precision
+	type stored struct {
+		name       string
+		job        string
+		trigger    flinkv1beta1.SnapshotTriggerType // "" leaves the label off
+		checkpoint bool
+		state      flinkv1beta1.SnapshotState
 	}
-	conf := native.Config{optSavepointHistoryMax: "2"}
-	require.NoError(t, trimSavepointHistory(ctx, c, ns, "FlinkDeployment", "orders", conf, time.Now()))
+	// Created oldest first; operator-style names end in the trigger time, which orders
+	// snapshots created within the same second (creationTimestamp has second precision).
+	// The user's snapshots come first and a second before the operator's, so their
+	// creationTimestamps (second precision) are strictly older: none of them may be kept as
+	// "the newest completed savepoint"; they must be kept for being the user's. Operator-style
+	// names end in the trigger time, which orders snapshots created within the same second.
+	users := []stored{
+		{"before-migration", "orders", flinkv1beta1.SnapshotTriggerManual, false, flinkv1beta1.SnapshotCompleted},
+		{"hand-made-unlabelled", "orders", "", false, flinkv1beta1.SnapshotCompleted},
+		{"orders-checkpoint-manual-1500", "orders", flinkv1beta1.SnapshotTriggerManual, true, flinkv1beta1.SnapshotCompleted},
+	}
+	operators := []stored{
+		{"orders-savepoint-periodic-1000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotCompleted},
+		{"orders-checkpoint-periodic-1000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, true, flinkv1beta1.SnapshotCompleted},
+		{"orders-savepoint-upgrade-2000", "orders", flinkv1beta1.SnapshotTriggerUpgrade, false, flinkv1beta1.SnapshotCompleted},
+		{"orders-checkpoint-periodic-2000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, true, flinkv1beta1.SnapshotCompleted},
+		{"orders-savepoint-periodic-3000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotCompleted},
+		{"orders-checkpoint-periodic-3000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, true, flinkv1beta1.SnapshotCompleted},
+		{"orders-savepoint-periodic-4000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotFailed},
+		{"orders-savepoint-periodic-5000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotInProgress},
+		{"payments-savepoint-periodic-1000", "payments", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotCompleted},
+	}
+	create := func(want stored) time.Time {
+		labels := map[string]string{LabelJobReferenceKind: "FlinkDeployment", LabelJobReferenceName: want.job, LabelSnapshotType: "SAVEPOINT"}
+		spec := flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: "FlinkDeployment", Name: want.job}}
+		if want.checkpoint {
+			labels[LabelSnapshotType] = "CHECKPOINT"
+			spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}
+		} else {
+			spec.Savepoint = &flinkv1beta1.SavepointSpec{}
+		}
+		if want.trigger != "" {
+			labels[LabelSnapshotTrigger] = string(want.trigger)
+		}
+		s := &flinkv1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.name, Labels: labels}, Spec: spec}
+		require.NoError(t, c.Create(ctx, s))
+		s.Status.State = want.state
+		require.NoError(t, c.Status().Update(ctx, s))
+		return s.CreationTimestamp.Time
+	}
+	var usersCreated time.Time
+	for _, want := range users {
+		usersCreated = create(want)
+	}
+	require.Eventually(t, func() bool { return time.Now().Truncate(time.Second).After(usersCreated) },
+		3*time.Second, 10*time.Millisecond, "the next creationTimestamp second")
+	for _, want := range operators {
+		create(want)
+	}
+
+	twoDaysLater := time.Now().Add(48 * time.Hour)
+	require.NoError(t, trimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", native.Config{}, nil, twoDaysLater))
+
 	var list flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
 	var names []string
 	for _, s := range list.Items {
-		names = append(names, s.Name)
+		if s.DeletionTimestamp.IsZero() {
+			names = append(names, s.Name)
+		}
 	}
-	assert.ElementsMatch(t, []string{"sp-2", "sp-3", "sp-4"}, names, "the two newest, plus the newest completed (sp-2)")
+	assert.ElementsMatch(t, []string{
+		"before-migration",                 // MANUAL: the user's, never trimmed
+		"hand-made-unlabelled",             // no trigger type: never trimmed
+		"orders-checkpoint-manual-1500",    // MANUAL checkpoint
+		"orders-savepoint-periodic-3000",   // newest completed savepoint, kept whatever its age
+		"orders-savepoint-periodic-5000",   // in progress: never deleted
+		"orders-checkpoint-periodic-3000",  // state.checkpoints.num-retained defaults to 1
+		"payments-savepoint-periodic-1000", // another job's history
+	}, names)
 }
 
 func TestPeriodicDue(t *testing.T) {
