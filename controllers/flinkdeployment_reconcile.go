@@ -122,10 +122,20 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 	}
 	due, untilRollback := rollbackDue(st, conf, desired.Job != nil)
 	if due {
-		if err := r.startRollback(ctx, s, conf); err != nil {
+		why, err := r.rollbackImpossible(ctx, s, conf)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
-		return r.continueRollback(ctx, s)
+		if why == "" {
+			if err := r.startRollback(ctx, s, conf); err != nil {
+				return ctrl.Result{}, err
+			}
+			return r.continueRollback(ctx, s)
+		}
+		if msg := "Rollback is not possible: " + why; st.Error != errorJSON("RollbackFailureException", msg) {
+			st.Error = errorJSON("RollbackFailureException", msg)
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRollback, msg)
+		}
 	}
 	recovery, handled, err := r.recover(ctx, s, desired, conf)
 	if handled || err != nil {

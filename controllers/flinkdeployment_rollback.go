@@ -43,6 +43,37 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 	return left <= 0, left
 }
 
+// rollbackImpossible says why the last stable spec cannot be rolled back to ("" when it can),
+// with upstream's preconditions (shouldRollBack): a job is rolled back through its HA metadata,
+// so without it there is nothing to roll back with; a suspended stable spec or another Flink
+// version is not rolled back to.
+func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *scope, conf native.Config) (string, error) {
+	var stable flinkv1beta1.FlinkDeploymentSpec
+	if found, _, err := flinkv1beta1.DecodeReconciledSpec(s.status().ReconciliationStatus.LastStableSpec, &stable); err != nil || !found {
+		return "the last stable spec cannot be read", nil
+	}
+	if stable.FlinkVersion != s.deployed.FlinkVersion {
+		return "the last stable spec runs another Flink version", nil
+	}
+	if stable.Job == nil {
+		return "", nil // a session cluster's jobs recover from its HA metadata, which is kept
+	}
+	if stable.Job.State == flinkv1beta1.JobStateSuspended {
+		return "the last stable spec is suspended", nil
+	}
+	if !conf.HAEnabled() {
+		return "high availability is not enabled", nil
+	}
+	has, err := native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name)
+	if err != nil {
+		return "", err
+	}
+	if !has {
+		return "no HA metadata of the job to roll back with", nil
+	}
+	return "", nil
+}
+
 // startRollback records ROLLING_BACK before anything is touched.
 func (r *FlinkDeploymentReconciler) startRollback(ctx context.Context, s *scope, conf native.Config) error {
 	timeout, _ := conf.Duration(optReadinessTimeout, defaultReadinessWait)
@@ -64,8 +95,8 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 		return ctrl.Result{}, fmt.Errorf("rollback: last stable spec: %v", err)
 	}
 	target := stable.DeepCopy()
-	if target.Job != nil {
-		target.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	if target.Job != nil && upgradeModeOf(target.Job) != flinkv1beta1.UpgradeModeStateless {
+		target.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState // upstream keeps stateless jobs stateless
 	}
 	res, err := r.continueUpgrade(ctx, s, target)
 	if err != nil || rs.State != flinkv1beta1.ReconciliationDeployed {

@@ -214,6 +214,28 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "the JobManager was not replaced")
 	})
 
+	// Finding 9: no rollback without HA metadata to roll back with, and a spec change (the fix)
+	// is applied instead of being ignored.
+	t.Run("a rollback needs HA metadata, and a fixed spec is applied", func(t *testing.T) {
+		const ns = "rollback-no-ha"
+		namespace(t, c, ns)
+		dep := haDeployment(t, ns, "job", map[string]string{
+			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
+		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
+		d := stableDeployment(t, c, k, dep)
+		oldJob := d.Status.JobStatus.JobID
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:does-not-exist" })
+		k.collect(ns, "job")
+		broken := redeployed(t, c, k, ns, "job", oldJob) // its JobManager never becomes available
+		require.Eventually(t, func() bool { return events.has("Rollback is not possible") }, 10*time.Second, 50*time.Millisecond)
+		assert.NotEqual(t, flinkv1beta1.LifecycleRollingBack, get(t, c, ns, "job").Status.LifecycleState)
+
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:1.20" })
+		k.collect(ns, "job")
+		d = redeployed(t, c, k, ns, "job", broken.Status.JobStatus.JobID)
+		assert.Equal(t, "flink:1.20", k.jobManager(ns, "job").Spec.Template.Spec.Containers[0].Image, "the fix is deployed")
+	})
+
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
