@@ -16,14 +16,11 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Options read here (upstream's names).
-const (
-	optRestartFailed = "kubernetes.operator.job.restart.failed"
-	// ReasonRestartFailed is the event of a FAILED job being restarted.
-	ReasonRestartFailed = "RestartUnhealthyJob"
-)
+// ReasonRestartFailed is the event of a FAILED job being restarted.
+const ReasonRestartFailed = "RestartUnhealthyJob"
 
 // The reconcile state machine, from status.reconciliationStatus and what observe found:
 //
@@ -141,7 +138,7 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 	if handled || err != nil {
 		return recovery, err
 	}
-	if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && strings.EqualFold(conf[optRestartFailed], "true") {
+	if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && options.RestartFailed.Get(conf) {
 		// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
 		// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
@@ -317,8 +314,8 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		HAEnabled:           conf.HAEnabled() && deployedConf.HAEnabled(),
 		SavepointDir:        conf.Get("execution.checkpointing.savepoint-dir", conf.Get("state.savepoints.dir", "")) != "",
 		FlinkVersionChanged: s.deployed.FlinkVersion != "" && desired.FlinkVersion != s.deployed.FlinkVersion,
-		LastStateFallback:   !strings.EqualFold(conf.Get(optLastStateFallback, "true"), "false"),
-		CancelForLastState:  strings.EqualFold(conf.Get(optLastStateCancel, "false"), "true"),
+		LastStateFallback:   options.LastStateFallback.Get(conf),
+		CancelForLastState:  options.LastStateCancel.Get(conf),
 		RestorePath:         st.JobStatus.UpgradeSavepointPath,
 		FirstDeployment:     s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
 	}
@@ -481,8 +478,8 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		st := s.status()
 		info := st.JobStatus.SavepointInfo
 		pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-		if strings.EqualFold(conf[optSavepointOnDeletion], "true") && (jobRunning(st) || pending) {
-			timeout, _ := conf.Duration(optCleanupTimeout, 5*time.Minute)
+		if options.SavepointOnDeletion.Get(conf) && (jobRunning(st) || pending) {
+			timeout := options.ResourceCleanupTimeout.Get(conf)
 			if time.Since(s.dep.DeletionTimestamp.Time) < timeout {
 				return r.stopWithSavepoint(ctx, s, conf)
 			}

@@ -15,22 +15,13 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Recovery options (upstream's names and defaults).
 const (
-	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"                   // true
-	optShutdownTTL         = "kubernetes.operator.jm-deployment.shutdown-ttl"                       // 1 d
-	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"                     // false
-	optHealthRestartWindow = "kubernetes.operator.cluster.health-check.restarts.window"             // 2 min
-	optHealthRestarts      = "kubernetes.operator.cluster.health-check.restarts.threshold"          // 64
-	optHealthCheckpoints   = "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled" // true
-	optHealthCheckpointWin = "kubernetes.operator.cluster.health-check.checkpoint-progress.window"  // derived
-	defaultShutdownTTL     = 24 * time.Hour
-	defaultRestartWindow   = 2 * time.Minute
-	defaultRestartLimit    = 64
-	clusterInfoHealthKey   = "cluster-health-info"
-	defaultCheckpointTO    = 10 * time.Minute // Flink's execution.checkpointing.timeout default
+	clusterInfoHealthKey = "cluster-health-info"
+	defaultCheckpointTO  = 10 * time.Minute // Flink's execution.checkpointing.timeout default
 
 	// ReasonRecoverDeployment is the event of a missing JobManager deployment being redeployed.
 	ReasonRecoverDeployment = "RecoverDeployment"
@@ -44,7 +35,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 	st := s.status()
 	wantsRunning := desired.Job == nil || (desired.Job.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State))
 
-	if st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing && wantsRunning && conf.Get(optJMRecovery, "true") != "false" {
+	if st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing && wantsRunning && options.JMDeploymentRecovery.Get(conf) {
 		if desired.Job != nil {
 			situation, err := r.upgradeSituation(ctx, s, desired, conf)
 			if err != nil {
@@ -73,10 +64,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 	}
 
 	if desired.Job != nil && isTerminal(st.JobStatus.State) && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
-		ttl, err := conf.Duration(optShutdownTTL, defaultShutdownTTL)
-		if err != nil {
-			return ctrl.Result{}, false, nil // reported by validation
-		}
+		ttl := options.JMShutdownTTL.Get(conf)
 		ended, _ := strconv.ParseInt(st.JobStatus.UpdateTime, 10, 64)
 		left := time.UnixMilli(ended).Add(ttl).Sub(time.Now())
 		if left > 0 {
@@ -84,7 +72,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 		}
 		if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerDeploying { // observe says DEPLOYING while it is being deleted
 			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Job %s more than %s ago; JobManager deployment removed (%s)",
-				st.JobStatus.State, ttl, optShutdownTTL)
+				st.JobStatus.State, ttl, options.JMShutdownTTL.Key)
 		}
 		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: true})
 		if err != nil {
@@ -179,17 +167,11 @@ func evaluateHealth(prev *healthRecord, now time.Time, restarts, completed int64
 // healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
 // to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
 func healthOptionsOf(conf native.Config) healthOptions {
-	o := healthOptions{RestartWindow: defaultRestartWindow, RestartLimit: defaultRestartLimit}
-	if d, err := conf.Duration(optHealthRestartWindow, defaultRestartWindow); err == nil {
-		o.RestartWindow = d
-	}
-	if n, err := strconv.ParseInt(conf.Get(optHealthRestarts, ""), 10, 64); err == nil {
-		o.RestartLimit = n
-	}
-	if conf.Get(optHealthCheckpoints, "true") == "false" {
+	o := healthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}
+	if !options.HealthCheckpointProgress.Get(conf) {
 		return o
 	}
-	if d, err := conf.Duration(optHealthCheckpointWin, 0); err == nil && d > 0 {
+	if d := options.HealthCheckpointWindow.Get(conf); d > 0 {
 		o.CheckpointWindow = d
 		return o
 	}
@@ -209,7 +191,7 @@ func healthOptionsOf(conf native.Config) healthOptions {
 // observeHealth reads the job's restart and checkpoint counters and updates the health record.
 func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
 	st := s.status()
-	if conf.Get(optHealthCheck, "false") != "true" || st.JobStatus.State != flinkv1beta1.JobStatusRunning ||
+	if !options.HealthCheck.Get(conf) || st.JobStatus.State != flinkv1beta1.JobStatusRunning ||
 		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {
 		return
 	}

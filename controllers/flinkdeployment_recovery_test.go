@@ -13,6 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -70,7 +71,7 @@ func TestRecovery(t *testing.T) {
 	t.Run("an unhealthy job is restarted from HA metadata", func(t *testing.T) {
 		const ns, name = "health", "job"
 		jobID := start(haDeployment(t, ns, name, map[string]string{
-			optHealthCheck: "true", optHealthRestarts: "5", optHealthRestartWindow: "5 min", optHealthCheckpoints: "false"}))
+			options.HealthCheck.Key: "true", options.HealthRestartsThreshold.Key: "5", options.HealthRestartsWindow.Key: "5 min", options.HealthCheckpointProgress.Key: "false"}))
 		flink.SetJobMetric(jobID, "numRestarts", "1")
 		flink.SetJobMetric(jobID, "numberOfCompletedCheckpoints", "3")
 		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -99,7 +100,7 @@ func TestRecovery(t *testing.T) {
 		dep := newDeployment(t, ns, name)
 		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 			"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
-			optShutdownTTL: "2 s"})
+			options.JMShutdownTTL.Key: "2 s"})
 		jobID := start(dep)
 		flink.SetJob(jobID, "FINISHED")
 		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -153,5 +154,5 @@ func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
 	conf = native.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
 	assert.Equal(t, 45*time.Minute, healthOptionsOf(conf).CheckpointWindow)
 	assert.Zero(t, healthOptionsOf(native.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
-	assert.Zero(t, healthOptionsOf(native.Config{"execution.checkpointing.interval": "30 s", optHealthCheckpoints: "false"}).CheckpointWindow)
+	assert.Zero(t, healthOptionsOf(native.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
 }

@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,22 +10,17 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Rollback options (upstream's names and defaults).
-const (
-	optRollbackEnabled   = "kubernetes.operator.deployment.rollback.enabled"
-	optReadinessTimeout  = "kubernetes.operator.deployment.readiness.timeout"
-	defaultReadinessWait = 5 * time.Minute
-	// ReasonRollback is the event of a rollback.
-	ReasonRollback = "Rollback"
-)
+// ReasonRollback is the event of a rollback.
+const ReasonRollback = "Rollback"
 
 // rollbackDue: rollback is enabled, the last reconciled spec is not the stable one, and it has
 // not become healthy within the readiness timeout.
 func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, withJob bool) (bool, time.Duration) {
 	rs := st.ReconciliationStatus
-	if !strings.EqualFold(conf[optRollbackEnabled], "true") || rs.State != flinkv1beta1.ReconciliationDeployed ||
+	if !options.RollbackEnabled.Get(conf) || rs.State != flinkv1beta1.ReconciliationDeployed ||
 		rs.LastStableSpec == "" || rs.LastStableSpec == rs.LastReconciledSpec {
 		return false, 0
 	}
@@ -35,10 +29,7 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 	if healthy {
 		return false, 0
 	}
-	timeout, err := conf.Duration(optReadinessTimeout, defaultReadinessWait)
-	if err != nil || timeout <= 0 {
-		timeout = defaultReadinessWait
-	}
+	timeout := options.ReadinessTimeout.Get(conf)
 	left := time.UnixMilli(rs.ReconciliationTimestamp).Add(timeout).Sub(time.Now())
 	return left <= 0, left
 }
@@ -76,7 +67,7 @@ func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *s
 
 // startRollback records ROLLING_BACK before anything is touched.
 func (r *FlinkDeploymentReconciler) startRollback(ctx context.Context, s *scope, conf native.Config) error {
-	timeout, _ := conf.Duration(optReadinessTimeout, defaultReadinessWait)
+	timeout := options.ReadinessTimeout.Get(conf)
 	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonRollback,
 		"Not ready %s after the last change; rolling back to the last stable spec", timeout)
 	s.status().ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack

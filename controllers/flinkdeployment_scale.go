@@ -14,12 +14,10 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 const (
-	// optInPlaceScaling lets per-vertex parallelism changes be applied to the running job
-	// without a restart (upstream's name; default true).
-	optInPlaceScaling = "kubernetes.operator.job.upgrade.inplace-scaling.enabled"
 	// keyParallelismOverrides is Flink's per-vertex parallelism (vertexId:parallelism,...).
 	keyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 	// ReasonScaling is the event of an in-place rescale.
@@ -32,7 +30,7 @@ const (
 // per-vertex parallelism, or nil (a full upgrade).
 func inPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) map[string]int {
 	if desired.Job == nil || desired.Mode == flinkv1beta1.DeploymentModeStandalone ||
-		!strings.EqualFold(conf.Get(optInPlaceScaling, "true"), "true") ||
+		!options.InPlaceScaling.Get(conf) ||
 		!strings.EqualFold(conf.Get("jobmanager.scheduler", ""), "adaptive") || !flinkAtLeast(desired.FlinkVersion, 1, 18) {
 		return nil
 	}
@@ -100,7 +98,7 @@ func flinkAtLeast(v flinkv1beta1.FlinkVersion, major, minor int) bool {
 // TaskManagers.
 func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (int32, bool) {
 	if desired.Job == nil || desired.Mode != flinkv1beta1.DeploymentModeStandalone ||
-		!strings.EqualFold(conf.Get(optInPlaceScaling, "true"), "true") || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
+		!options.InPlaceScaling.Get(conf) || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
 		return 0, false
 	}
 	before, after := deployed.DeepCopy(), desired.DeepCopy()

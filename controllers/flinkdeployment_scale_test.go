@@ -16,6 +16,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -56,7 +57,7 @@ func TestInPlaceScaleTarget(t *testing.T) {
 		}(), adaptive, nil},
 		{"default scheduler: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}), native.Config{}, nil},
 		{"disabled: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}),
-			native.Config{"jobmanager.scheduler": "adaptive", optInPlaceScaling: "false"}, nil},
+			native.Config{"jobmanager.scheduler": "adaptive", options.InPlaceScaling.Key: "false"}, nil},
 		{"Flink 1.17: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
 			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
 			d.FlinkVersion = "v1_17"

@@ -68,7 +68,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 // jobSnapshots describes the deployment's job for snapshot resources.
 func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) jobSnapshots {
 	j := jobSnapshots{owner: s.dep, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: s.deployed.Job, desired: desired.Job,
-		status: &s.status().JobStatus, conf: conf,
+		status: &s.status().JobStatus, conf: conf, operatorConf: r.Defaults.Operator,
 		recordNonces: func() error { return s.recordNonces(desired) },
 		persist:      func() error { return r.persist(ctx, s) }}
 	if j.deployed == nil {

@@ -2,16 +2,7 @@ package controllers
 
 import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-)
-
-// Options of the upgrade decision (upstream's names and defaults).
-const (
-	// optLastStateFallback lets a savepoint upgrade of a job that is not running (so no
-	// savepoint can be taken) restore its HA metadata instead. Default true.
-	optLastStateFallback = "kubernetes.operator.job.upgrade.last-state-fallback.enabled"
-	// optLastStateCancel makes last-state upgrades cancel the job and restore its latest
-	// checkpoint instead of keeping HA metadata. Default false.
-	optLastStateCancel = "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // stopMode is how the running job is stopped before the cluster is replaced (upstream's
@@ -125,7 +116,7 @@ func planUpgrade(s upgradeSituation) upgradePlan {
 
 	// Not running: no savepoint can be taken now.
 	if s.Mode == flinkv1beta1.UpgradeModeSavepoint && !s.LastStateFallback && !s.FlinkVersionChanged {
-		return upgradePlan{Stop: stopWait, Reason: "a savepoint upgrade needs a running job (" + optLastStateFallback + " is off)"}
+		return upgradePlan{Stop: stopWait, Reason: "a savepoint upgrade needs a running job (" + options.LastStateFallback.Key + " is off)"}
 	}
 	if haRestore && !s.FlinkVersionChanged {
 		return upgradePlan{stopLastState, restoreLastState, "the job is not running; restoring its HA metadata"}

@@ -17,6 +17,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/schedule"
 )
 
@@ -209,12 +210,6 @@ func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration) f
 
 // Operator and autoscaler options with their rules.
 const (
-	optRollback            = "kubernetes.operator.deployment.rollback.enabled"
-	optPeriodicCheckpoint  = "kubernetes.operator.periodic.checkpoint.interval"
-	optHealthCheck         = "kubernetes.operator.cluster.health-check.enabled"
-	optJMRecovery          = "kubernetes.operator.jm-deployment-recovery.enabled"
-	optPeriodicSavepoint   = "kubernetes.operator.periodic.savepoint.interval"
-	optMaxCheckpointAge    = "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age"
 	checkpointDirKey       = "execution.checkpointing.dir"
 	legacyCheckpointDirKey = "state.checkpoints.dir"
 	savepointDirKey        = "execution.checkpointing.savepoint-dir"
@@ -236,13 +231,19 @@ var autoscalerRanges = []struct {
 
 func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorList {
 	var errs field.ErrorList
-	if isTrue(conf[optRollback]) && !conf.HAEnabled() {
-		errs = append(errs, field.Invalid(path.Key(optRollback), conf[optRollback], "rollback needs high availability (high-availability.type: kubernetes)"))
+	// Every registered option holds a value of its type, parsed as the controllers parse it.
+	for _, o := range options.All() {
+		if err := o.Check(conf); err != nil {
+			errs = append(errs, field.Invalid(path.Key(o.Key), conf[o.Key], fmt.Sprintf("must be a %s: %v", o.Type, err)))
+		}
 	}
-	if isTrue(conf[optHealthCheck]) && strings.EqualFold(conf[optJMRecovery], "false") {
-		errs = append(errs, field.Invalid(path.Key(optHealthCheck), conf[optHealthCheck], optJMRecovery+" must be enabled for health checks"))
+	if options.RollbackEnabled.Get(conf) && !conf.HAEnabled() {
+		errs = append(errs, field.Invalid(path.Key(options.RollbackEnabled.Key), conf[options.RollbackEnabled.Key], "rollback needs high availability (high-availability.type: kubernetes)"))
 	}
-	for _, key := range []string{optPeriodicSavepoint, optPeriodicCheckpoint} {
+	if options.HealthCheck.Get(conf) && !options.JMDeploymentRecovery.Get(conf) {
+		errs = append(errs, field.Invalid(path.Key(options.HealthCheck.Key), conf[options.HealthCheck.Key], options.JMDeploymentRecovery.Key+" must be enabled for health checks"))
+	}
+	for _, key := range []string{options.PeriodicSavepoint.Key, options.PeriodicCheckpoint.Key} {
 		raw := strings.TrimSpace(conf[key])
 		if raw == "" {
 			continue
@@ -288,10 +289,10 @@ func validateJob(path *field.Path, job *flinkv1beta1.JobSpec, conf native.Config
 		needSavepointDir("upgradeMode savepoint")
 	case job.SavepointTriggerNonce != nil:
 		needSavepointDir("spec.job.savepointTriggerNonce")
-	case conf[optPeriodicSavepoint] != "" && conf[optPeriodicSavepoint] != "0":
-		needSavepointDir(optPeriodicSavepoint)
-	case conf[optMaxCheckpointAge] != "":
-		needSavepointDir(optMaxCheckpointAge)
+	case options.PeriodicSavepoint.Get(conf) != "" && options.PeriodicSavepoint.Get(conf) != "0":
+		needSavepointDir(options.PeriodicSavepoint.Key)
+	case options.MaxCheckpointAge.IsSet(conf):
+		needSavepointDir(options.MaxCheckpointAge.Key)
 	}
 	if job.Parallelism < 0 {
 		errs = append(errs, field.Invalid(path.Child("parallelism"), job.Parallelism, "must not be negative"))
@@ -377,8 +378,6 @@ func validateResources(path *field.Path, res *corev1.ResourceRequirements, legac
 	}
 	return errs
 }
-
-func isTrue(s string) bool { return strings.EqualFold(strings.TrimSpace(s), "true") }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

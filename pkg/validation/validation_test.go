@@ -68,6 +68,12 @@ func TestValidateDeployment(t *testing.T) {
 				`spec.flinkConfiguration[kubernetes.cluster-id]: Forbidden: set by the operator from the resource's name and namespace`}},
 		{name: "rollback without HA", patch: `{spec: {flinkConfiguration: {kubernetes.operator.deployment.rollback.enabled: "true"}}}`,
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.deployment.rollback.enabled]: Invalid value: "true": rollback needs high availability (high-availability.type: kubernetes)`}},
+		{name: "health check spelled in capitals, recovery off in capitals", patch: `{spec: {flinkConfiguration: {kubernetes.operator.cluster.health-check.enabled: "TRUE", kubernetes.operator.jm-deployment-recovery.enabled: "FALSE"}}}`,
+			want: []string{`spec.flinkConfiguration[kubernetes.operator.cluster.health-check.enabled]: Invalid value: "TRUE": kubernetes.operator.jm-deployment-recovery.enabled must be enabled for health checks`}},
+		{name: "an operator option of the wrong type", patch: `{spec: {flinkConfiguration: {kubernetes.operator.job.restart.failed: "yes", kubernetes.operator.deployment.readiness.timeout: "soon"}}}`,
+			want: []string{
+				`spec.flinkConfiguration[kubernetes.operator.deployment.readiness.timeout]: Invalid value: "soon": must be a duration: "soon" is not a duration: want a number with an optional unit (ms, s, min, h, d)`,
+				`spec.flinkConfiguration[kubernetes.operator.job.restart.failed]: Invalid value: "yes": must be a boolean: "yes" is not a boolean: want true or false`}},
 		{name: "health check without deployment recovery", patch: `{spec: {flinkConfiguration: {kubernetes.operator.cluster.health-check.enabled: "true", kubernetes.operator.jm-deployment-recovery.enabled: "false"}}}`,
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.cluster.health-check.enabled]: Invalid value: "true": kubernetes.operator.jm-deployment-recovery.enabled must be enabled for health checks`}},
 		{name: "periodic snapshots: durations and cron are fine", patch: `{spec: {flinkConfiguration: {kubernetes.operator.periodic.savepoint.interval: "6 h", kubernetes.operator.periodic.checkpoint.interval: "0 0 * * * ?"}}}`},

@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -174,6 +175,34 @@ func allTasksRunning(t *testing.T, key client.ObjectKey, jobID string) {
 	}
 }
 
+// runningParallelism is the highest parallelism of the job's vertices as Flink runs them (the
+// examples' generator sources are not parallel, so the highest one is the job's parallelism).
+func runningParallelism(t *testing.T, key client.ObjectKey, jobID string) int {
+	t.Helper()
+	details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
+	require.NoError(t, err)
+	highest := 0
+	for _, v := range details.Vertices {
+		highest = max(highest, v.Parallelism)
+	}
+	return highest
+}
+
+// checkpointInterval is the checkpoint interval (ms) Flink runs the job with
+// (GET /jobs/:jobid/checkpoints/config).
+func checkpointInterval(t *testing.T, key client.ObjectKey, jobID string) int64 {
+	t.Helper()
+	resp, err := http.Get("http://" + jobManagerPod(t, key).Status.PodIP + ":8081/jobs/" + jobID + "/checkpoints/config")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var conf struct {
+		Interval int64 `json:"interval"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&conf))
+	return conf.Interval
+}
+
 // restoredFrom is the checkpoint or savepoint Flink says the job restored from.
 func restoredFrom(t *testing.T, key client.ObjectKey, jobID string) *flink.CheckpointRef {
 	t.Helper()
@@ -285,13 +314,22 @@ func TestApplicationWithHA(t *testing.T) {
 		})
 		require.Eventually(t, func() bool {
 			completed := 0
-			for _, s := range listSnapshots(t, key.Namespace, key.Name, "") {
-				if s.Status.State == flinkv1beta1.SnapshotCompleted {
+			for _, s := range listSnapshots(t, key.Namespace, key.Name, "PERIODIC") {
+				if s.Status.State == flinkv1beta1.SnapshotCompleted && s.DeletionTimestamp.IsZero() {
 					completed++
 				}
 			}
 			return completed >= 1 && completed <= 2
-		}, time.Minute, time.Second, "at most max.count (2) completed savepoint snapshots are kept, and at least one")
+		}, time.Minute, time.Second, "at most max.count (2) completed periodic savepoint snapshots are kept, and at least one")
+		// Trimming never touches what a user asked for: the nonce savepoint and the hand-made one.
+		manual := map[string]bool{}
+		for _, s := range listSnapshots(t, key.Namespace, key.Name, "MANUAL") {
+			if s.Status.State == flinkv1beta1.SnapshotCompleted && s.DeletionTimestamp.IsZero() {
+				manual[s.Name] = true
+			}
+		}
+		require.True(t, manual["before-migration"], "the user-created snapshot is kept: %v", manual)
+		require.Len(t, manual, 2, "the nonce snapshot and the user-created one are kept: %v", manual)
 		d := &flinkv1beta1.FlinkDeployment{}
 		require.NoError(t, env.Client.Get(ctx, key, d))
 		require.Equal(t, jobID, d.Status.JobStatus.JobID, "option changes do not restart the job")
@@ -309,20 +347,15 @@ func TestApplicationWithHA(t *testing.T) {
 		restored := restoredFrom(t, key, newJob)
 		require.True(t, restored.IsSavepoint)
 		require.Equal(t, localPath(upgradeSavepoint), localPath(restored.ExternalPath), "Flink restored the upgrade savepoint")
-		details, err := flinkREST(t, key).JobDetails(ctx, newJob)
-		require.NoError(t, err)
-		maxParallelism := 0
-		for _, v := range details.Vertices { // the example's generator source is not parallel
-			maxParallelism = max(maxParallelism, v.Parallelism)
-		}
-		require.Equal(t, 2, maxParallelism, "the job runs with the new parallelism")
+		require.Equal(t, 2, runningParallelism(t, key, newJob), "the job runs with the new parallelism")
 	})
 
-	t.Run("last-state upgrade keeps the job id and restores the latest checkpoint", func(t *testing.T) {
+	t.Run("last-state upgrade applies the new parallelism and configuration, keeps the job id and restores the latest checkpoint", func(t *testing.T) {
 		cp := completedCheckpoint(t, key, jobID)
 		logf(t, "checkpoint %d completed before the upgrade", cp.ID)
 		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
 			d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+			d.Spec.Job.Parallelism = 1
 			d.Spec.FlinkConfiguration = setConfig(t, d.Spec.FlinkConfiguration, "execution.checkpointing.interval", "4s")
 		})
 		d := waitFor(t, key, "upgraded with last-state", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -333,6 +366,9 @@ func TestApplicationWithHA(t *testing.T) {
 		require.False(t, restored.IsSavepoint)
 		require.GreaterOrEqual(t, restored.ID, cp.ID, "restored from the latest checkpoint or a newer one")
 		allTasksRunning(t, key, jobID)
+		// Flink, not our status, says what runs: the new job graph, not the one HA kept.
+		require.Equal(t, 1, runningParallelism(t, key, jobID), "Flink runs the job at the new parallelism")
+		require.Equal(t, int64(4000), checkpointInterval(t, key, jobID), "Flink runs the job with the new checkpoint interval")
 	})
 
 	t.Run("a killed JobManager recovers through HA", func(t *testing.T) {

@@ -1,0 +1,193 @@
+// Package options is the one registry of the operator's own options: the
+// kubernetes.operator.* keys a resource's flinkConfiguration (or the operator's default
+// configuration) sets to tune how the operator treats it. Each option is declared once, with
+// upstream's key, default and meaning; the controllers read them through typed accessors, the
+// admission rules check every value against its type, and the README's options table is
+// checked against this list by a test. Values are parsed the way Flink parses configuration:
+// booleans case-insensitively, durations in Flink's syntax ("30 s", "5 min", "1 d").
+package options
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Type is the kind of value an option takes.
+type Type string
+
+// Types of option values.
+const (
+	TypeBool     Type = "boolean"
+	TypeInt      Type = "integer"
+	TypeDuration Type = "duration"
+	// TypeSchedule is a duration or a Quartz cron expression (periodic snapshots).
+	TypeSchedule Type = "duration or cron"
+	TypeString   Type = "string"
+)
+
+// Option describes one operator option.
+type Option struct {
+	Key string
+	// Default is the value when the option is not set, as written in upstream's documentation
+	// ("" when there is none, or when it is derived from other settings).
+	Default     string
+	Type        Type
+	Description string
+}
+
+// Conf is a flattened Flink configuration.
+type Conf = map[string]string
+
+// raw is the trimmed value of the option in conf and whether it is set.
+func (o Option) raw(conf Conf) (string, bool) {
+	v, ok := conf[o.Key]
+	v = strings.TrimSpace(v)
+	return v, ok && v != ""
+}
+
+// Check reports why conf's value of the option is not valid for its type (nil when valid or
+// unset). Schedules are checked by their users (pkg/schedule parses cron expressions).
+func (o Option) Check(conf Conf) error {
+	v, set := o.raw(conf)
+	if !set {
+		return nil
+	}
+	var err error
+	switch o.Type {
+	case TypeBool:
+		_, err = parseBool(v)
+	case TypeInt:
+		_, err = strconv.Atoi(v)
+		if err != nil {
+			err = fmt.Errorf("%q is not an integer", v)
+		}
+	case TypeDuration:
+		_, err = ParseDuration(v)
+	}
+	return err
+}
+
+// BoolOption is an option holding true or false.
+type BoolOption struct{ Option }
+
+// Get is the option's value in conf; an unset or invalid value (rejected at admission) is the
+// default.
+func (o BoolOption) Get(conf Conf) bool {
+	if v, set := o.raw(conf); set {
+		if b, err := parseBool(v); err == nil {
+			return b
+		}
+	}
+	b, _ := parseBool(o.Default)
+	return b
+}
+
+// IntOption is an option holding an integer.
+type IntOption struct{ Option }
+
+// Get is the option's value in conf, or its default when unset or invalid.
+func (o IntOption) Get(conf Conf) int {
+	if v, set := o.raw(conf); set {
+		if n, err := strconv.Atoi(v); err == nil {
+			return n
+		}
+	}
+	n, _ := strconv.Atoi(o.Default)
+	return n
+}
+
+// DurationOption is an option holding a duration in Flink's syntax.
+type DurationOption struct{ Option }
+
+// Get is the option's value in conf, or its default when unset or invalid.
+func (o DurationOption) Get(conf Conf) time.Duration {
+	if v, set := o.raw(conf); set {
+		if d, err := ParseDuration(v); err == nil {
+			return d
+		}
+	}
+	d, _ := ParseDuration(o.Default)
+	return d
+}
+
+// IsSet says whether conf sets the option.
+func (o Option) IsSet(conf Conf) bool {
+	_, set := o.raw(conf)
+	return set
+}
+
+// StringOption is an option holding text.
+type StringOption struct{ Option }
+
+// Get is the option's value in conf, or its default.
+func (o StringOption) Get(conf Conf) string {
+	if v, set := o.raw(conf); set {
+		return v
+	}
+	return o.Default
+}
+
+// parseBool accepts what Flink's configuration accepts: true or false in any case.
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is not a boolean: want true or false", s)
+}
+
+// durationUnits are the unit spellings Flink's TimeUtils accepts.
+var durationUnits = map[string]time.Duration{
+	"": time.Millisecond, "ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond, "nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
+	"us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond, "microsecond": time.Microsecond, "microseconds": time.Microsecond,
+	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
+	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
+}
+
+// ParseDuration parses Flink's duration syntax: a number and an optional unit (milliseconds
+// without one).
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%q is not a duration: want a number with an optional unit (ms, s, min, h, d)", s)
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	unit, ok := durationUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q, allowed: ms, s, min, h, d", s, strings.TrimSpace(s[i:]))
+	}
+	return time.Duration(n) * unit, nil
+}
+
+// All lists every registered option, sorted by key.
+func All() []Option {
+	out := make([]Option, len(registry))
+	copy(out, registry)
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Lookup finds a registered option by key.
+func Lookup(key string) (Option, bool) {
+	for _, o := range registry {
+		if o.Key == key {
+			return o, true
+		}
+	}
+	return Option{}, false
+}

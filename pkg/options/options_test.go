@@ -1,0 +1,49 @@
+package options
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBoolParsesAsFlinkDoes(t *testing.T) {
+	on := BoolOption{Option{Key: "k", Default: "false", Type: TypeBool}}
+	for raw, want := range map[string]bool{"true": true, "TRUE": true, " true ": true, "false": false, "FALSE": false, "yes": false, "": false} {
+		assert.Equal(t, want, on.Get(Conf{"k": raw}), "%q", raw)
+	}
+	off := BoolOption{Option{Key: "k", Default: "true", Type: TypeBool}}
+	assert.True(t, off.Get(Conf{}), "unset: the default")
+	assert.True(t, off.Get(Conf{"k": "nope"}), "invalid: the default (admission rejects it)")
+	assert.False(t, off.Get(Conf{"k": "False"}))
+	assert.Error(t, off.Check(Conf{"k": "nope"}))
+	assert.NoError(t, off.Check(Conf{"k": "TRUE"}))
+}
+
+func TestDurationsAndIntegers(t *testing.T) {
+	d := DurationOption{Option{Key: "d", Default: "5 min", Type: TypeDuration}}
+	assert.Equal(t, 5*time.Minute, d.Get(Conf{}))
+	assert.Equal(t, 30*time.Second, d.Get(Conf{"d": "30 s"}))
+	assert.Equal(t, 1500*time.Millisecond, d.Get(Conf{"d": "1500"}))
+	assert.Equal(t, 24*time.Hour, d.Get(Conf{"d": "1 d"}))
+	assert.Equal(t, 5*time.Minute, d.Get(Conf{"d": "soon"}))
+	assert.Error(t, d.Check(Conf{"d": "soon"}))
+	n := IntOption{Option{Key: "n", Default: "64", Type: TypeInt}}
+	assert.Equal(t, 64, n.Get(Conf{}))
+	assert.Equal(t, 3, n.Get(Conf{"n": " 3 "}))
+	assert.Error(t, n.Check(Conf{"n": "three"}))
+}
+
+func TestRegistry(t *testing.T) {
+	seen := map[string]bool{}
+	for _, o := range All() {
+		require.False(t, seen[o.Key], "%s registered twice", o.Key)
+		seen[o.Key] = true
+		assert.NotEmpty(t, o.Description, o.Key)
+		assert.NoError(t, o.Check(Conf{o.Key: o.Default}), "%s: the default is valid", o.Key)
+	}
+	got, ok := Lookup(RestartFailed.Key)
+	require.True(t, ok)
+	assert.Equal(t, TypeBool, got.Type)
+}

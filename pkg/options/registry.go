@@ -1,0 +1,102 @@
+package options
+
+// The options, grouped by what they govern. Keys and defaults are upstream's
+// (KubernetesOperatorConfigOptions), so a resource written for the Apache operator behaves the
+// same here.
+
+// Reconcile loop.
+var (
+	ReconcileInterval = DurationOption{Option{Key: "kubernetes.operator.reconcile.interval", Default: "60 s", Type: TypeDuration,
+		Description: "How often a settled resource is looked at."}}
+	ProgressCheckInterval = DurationOption{Option{Key: "kubernetes.operator.observer.progress-check.interval", Default: "10 s", Type: TypeDuration,
+		Description: "How often a resource in motion (deploying, upgrading, snapshotting) is looked at."}}
+	RESTTimeout = DurationOption{Option{Key: "kubernetes.operator.flink.client.timeout", Default: "10 s", Type: TypeDuration,
+		Description: "Timeout of one call to a JobManager's REST API."}}
+	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
+		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
+	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
+		Description: "How long deletion waits for a savepoint on deletion or a session job's cancellation before going on."}}
+)
+
+// Upgrades.
+var (
+	LastStateFallback = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.last-state-fallback.enabled", Default: "true", Type: TypeBool,
+		Description: "A savepoint upgrade of a job that is not running restores its HA metadata instead of waiting."}}
+	LastStateCancel = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled", Default: "false", Type: TypeBool,
+		Description: "Last-state upgrades cancel the job and restore its latest checkpoint instead of keeping HA metadata."}}
+	MaxCheckpointAge = DurationOption{Option{Key: "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age", Type: TypeDuration,
+		Description: "Validated; a last-state upgrade is not refused for an old checkpoint (see Differences from the Apache operator)."}}
+	InPlaceScaling = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.inplace-scaling.enabled", Default: "true", Type: TypeBool,
+		Description: "Per-vertex parallelism overrides are applied to the running job through the adaptive scheduler (Flink 1.18+)."}}
+	RestartFailed = BoolOption{Option{Key: "kubernetes.operator.job.restart.failed", Default: "false", Type: TypeBool,
+		Description: "A FAILED job is redeployed, restoring what its upgrade mode keeps."}}
+	SavepointOnDeletion = BoolOption{Option{Key: "kubernetes.operator.job.savepoint-on-deletion", Default: "false", Type: TypeBool,
+		Description: "Deleting the resource stops its job with a savepoint first (bounded by resource.cleanup.timeout)."}}
+)
+
+// Rollback.
+var (
+	RollbackEnabled = BoolOption{Option{Key: "kubernetes.operator.deployment.rollback.enabled", Default: "false", Type: TypeBool,
+		Description: "A change not healthy within the readiness timeout is rolled back to the last stable spec (needs HA)."}}
+	ReadinessTimeout = DurationOption{Option{Key: "kubernetes.operator.deployment.readiness.timeout", Default: "5 min", Type: TypeDuration,
+		Description: "How long a change may take to become healthy before it is rolled back."}}
+)
+
+// Recovery and health.
+var (
+	JMDeploymentRecovery = BoolOption{Option{Key: "kubernetes.operator.jm-deployment-recovery.enabled", Default: "true", Type: TypeBool,
+		Description: "A missing JobManager Deployment is deployed again, resuming from HA metadata."}}
+	JMShutdownTTL = DurationOption{Option{Key: "kubernetes.operator.jm-deployment.shutdown-ttl", Default: "1 d", Type: TypeDuration,
+		Description: "How long the JobManager of an ended application job is kept."}}
+	HealthCheck = BoolOption{Option{Key: "kubernetes.operator.cluster.health-check.enabled", Default: "false", Type: TypeBool,
+		Description: "Jobs that restart too often or stop checkpointing are restarted from HA metadata."}}
+	HealthRestartsWindow = DurationOption{Option{Key: "kubernetes.operator.cluster.health-check.restarts.window", Default: "2 min", Type: TypeDuration,
+		Description: "The window the restart threshold counts in."}}
+	HealthRestartsThreshold = IntOption{Option{Key: "kubernetes.operator.cluster.health-check.restarts.threshold", Default: "64", Type: TypeInt,
+		Description: "Restarts within the window that make a job unhealthy."}}
+	HealthCheckpointProgress = BoolOption{Option{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.enabled", Default: "true", Type: TypeBool,
+		Description: "A job with no completed checkpoint within the window is unhealthy."}}
+	HealthCheckpointWindow = DurationOption{Option{Key: "kubernetes.operator.cluster.health-check.checkpoint-progress.window", Type: TypeDuration,
+		Description: "Default: max(checkpoint interval, timeout) x (tolerable failures + 2)."}}
+)
+
+// Snapshots.
+var (
+	SnapshotResources = BoolOption{Option{Key: "kubernetes.operator.snapshot.resource.enabled", Default: "true", Type: TypeBool,
+		Description: "Snapshots are FlinkStateSnapshot resources; false keeps upstream's legacy status fields."}}
+	PeriodicSavepoint = StringOption{Option{Key: "kubernetes.operator.periodic.savepoint.interval", Type: TypeSchedule,
+		Description: "Periodic savepoints: a duration or a Quartz cron expression; 0 or empty is off."}}
+	PeriodicCheckpoint = StringOption{Option{Key: "kubernetes.operator.periodic.checkpoint.interval", Type: TypeSchedule,
+		Description: "Periodic checkpoints: a duration or a Quartz cron expression; 0 or empty is off."}}
+	SavepointHistoryMaxCount = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count", Default: "10", Type: TypeInt,
+		Description: "Periodic and upgrade savepoints kept; manual and user-created ones are never trimmed."}}
+	SavepointHistoryMaxAge = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age", Default: "1 d", Type: TypeDuration,
+		Description: "Age beyond which periodic and upgrade savepoints are trimmed."}}
+	SavepointHistoryMaxCountThreshold = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count.threshold", Type: TypeInt,
+		Description: "Upper bound of max.count a resource may set (operator configuration)."}}
+	SavepointHistoryMaxAgeThreshold = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age.threshold", Type: TypeDuration,
+		Description: "Upper bound of max.age a resource may set (operator configuration)."}}
+	SavepointCleanup = BoolOption{Option{Key: "kubernetes.operator.savepoint.cleanup.enabled", Default: "true", Type: TypeBool,
+		Description: "Savepoint history trimming."}}
+	DisposeOnDelete = BoolOption{Option{Key: "kubernetes.operator.savepoint.dispose-on-delete", Default: "false", Type: TypeBool,
+		Description: "Operator-created savepoint resources dispose of their data when deleted."}}
+)
+
+// Events and artifacts.
+var (
+	ExceptionEventsLimit = IntOption{Option{Key: "kubernetes.operator.events.exceptions.limit-per-reconciliation", Default: "10", Type: TypeInt,
+		Description: "Job exception events emitted per reconcile at most."}}
+	ArtifactHeaders = StringOption{Option{Key: "kubernetes.operator.user.artifacts.http.header", Type: TypeString,
+		Description: "HTTP headers (key:value,...) sent when fetching a session job's jar."}}
+)
+
+var registry = []Option{
+	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ResourceCleanupTimeout.Option,
+	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
+	RollbackEnabled.Option, ReadinessTimeout.Option,
+	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,
+	HealthCheckpointProgress.Option, HealthCheckpointWindow.Option,
+	SnapshotResources.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
+	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
+	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
+}
