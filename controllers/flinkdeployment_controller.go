@@ -190,7 +190,7 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 		return &s.dep.Spec, true
 	}
 	msg := errs.ToAggregate().Error()
-	s.status().Error = errorJSON("ValidationError", msg)
+	s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionValidation, flinkv1beta1.ErrorReasonInvalidSpec, msg)
 	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonValidationError, msg)
 	log.FromContext(ctx).Info("invalid spec", "errors", msg)
 	if s.deployed == nil {
@@ -206,7 +206,7 @@ func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconc
 		return reconcileErr
 	}
 	if reconcileErr != nil {
-		st.Error = errorJSON("ReconcileError", reconcileErr.Error())
+		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
 	}
 	r.computeStatus(s)

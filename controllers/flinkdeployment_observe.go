@@ -69,7 +69,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 		if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerError {
 			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonError, "JobManager %s: %s", obs.FailedReason, failureMessage)
 		}
-		st.Error = errorJSON("DeploymentFailedException", obs.FailedReason+": "+failureMessage)
+		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionDeploymentFailed, flinkv1beta1.ErrorReasonDeploymentFailed, obs.FailedReason+": "+failureMessage)
 		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
 	}
 	st.JobManagerDeploymentStatus = next
@@ -137,7 +137,7 @@ func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
 		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
 	}
 	if prev != flinkv1beta1.JobManagerMissing && prev != flinkv1beta1.JobManagerError {
-		st.Error = errorJSON("MissingJobManagerException", "Missing JobManager deployment")
+		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionMissingJobManager, flinkv1beta1.ErrorReasonMissingJobManager, "Missing JobManager deployment")
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonMissing, "Missing JobManager deployment")
 	}
 }

@@ -129,8 +129,9 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 			}
 			return r.continueRollback(ctx, s)
 		}
-		if msg := "Rollback is not possible: " + why; st.Error != errorJSON("RollbackFailureException", msg) {
-			st.Error = errorJSON("RollbackFailureException", msg)
+		msg := "Rollback is not possible: " + why
+		if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRollbackFailure, flinkv1beta1.ErrorReasonRollbackFailed, msg); st.Error != failure {
+			st.Error = failure
 			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRollback, msg)
 		}
 	}
@@ -252,8 +253,9 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	case stopFail:
 		msg := "Cannot upgrade: " + plan.Reason
-		if st.Error != errorJSON("UpgradeFailureException", msg) {
-			st.Error = errorJSON("UpgradeFailureException", msg)
+		// Every stopFail row is state that only a human can say where to restore from.
+		if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonManualRestoreRequired, msg); st.Error != failure {
+			st.Error = failure
 			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, msg)
 		}
 		// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
@@ -398,7 +400,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 		case res.Failure != nil:
 			info.TriggerID, info.TriggerType = "", ""
 			msg := "Savepoint for the upgrade failed: " + res.Failure.Message()
-			st.Error = errorJSON("UpgradeFailureException", msg)
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		default:
@@ -427,7 +429,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
 		info.TriggerID, info.TriggerType = "", ""
 		msg := "Cannot stop the job with a savepoint: " + err.Error()
-		st.Error = errorJSON("UpgradeFailureException", msg)
+		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
 	}
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
@@ -447,7 +449,7 @@ func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s 
 	}
 	if path == "" {
 		msg := "last-state upgrade without HA needs a completed checkpoint; none yet"
-		st.Error = errorJSON("UpgradeFailureException", msg)
+		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 		return false, nil
 	}
 	st.JobStatus.UpgradeSavepointPath = path

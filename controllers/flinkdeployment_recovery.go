@@ -44,7 +44,8 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 			if plan := planUpgrade(situation); plan.Stop == stopFail {
 				// Nothing is recorded: a new spec (initialSavepointPath + savepointRedeployNonce)
 				// goes through the normal upgrade path.
-				st.Error = errorJSON("RecoveryFailureException", "Missing JobManager deployment, and it cannot be recovered: "+plan.Reason)
+				st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRecoveryFailure, flinkv1beta1.ErrorReasonManualRestoreRequired,
+					"Missing JobManager deployment, and it cannot be recovered: "+plan.Reason)
 				return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, true, nil
 			}
 		}
@@ -103,7 +104,7 @@ func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *sco
 		if !usable {
 			msg := "Job is unhealthy but cannot be restarted without losing state: no HA metadata to restore"
 			if !strings.Contains(st.Error, msg) {
-				st.Error = errorJSON("UnhealthyJobException", msg)
+				st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUnhealthyJob, flinkv1beta1.ErrorReasonUnhealthyJob, msg)
 				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, msg)
 			}
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, false, nil

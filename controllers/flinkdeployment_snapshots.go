@@ -118,7 +118,7 @@ func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, de
 		case res.Failure != nil:
 			msg := fmt.Sprintf("%s savepoint failed: %s", info.TriggerType, res.Failure.Message())
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			st.Error = errorJSON("SavepointException", msg)
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
 			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
 			return false, r.persist(ctx, s)
 		}
@@ -168,7 +168,7 @@ func (r *FlinkDeploymentReconciler) triggerSavepoint(ctx context.Context, s *sco
 	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
 		msg := fmt.Sprintf("cannot trigger a %s savepoint: %v", kind, err)
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		s.status().Error = errorJSON("SavepointException", msg)
+		s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
 		return r.persist(ctx, s)
 	}
@@ -194,7 +194,7 @@ func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, d
 		case res.Failure != nil:
 			msg := fmt.Sprintf("%s checkpoint failed: %s", info.TriggerType, res.Failure.Message())
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			st.Error = errorJSON("CheckpointException", msg)
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
 			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
 			return false, r.persist(ctx, s)
 		}
@@ -234,7 +234,7 @@ func (r *FlinkDeploymentReconciler) triggerCheckpoint(ctx context.Context, s *sc
 	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
 		msg := fmt.Sprintf("cannot trigger a %s checkpoint: %v", kind, err)
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		s.status().Error = errorJSON("CheckpointException", msg)
+		s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
 		return r.persist(ctx, s)
 	}

@@ -4,35 +4,41 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"sort"
 	"strconv"
-	"strings"
 
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// errorJSON renders status.error in upstream's format, which tools parse:
-// {"type":...,"message":...,"additionalMetadata":{},"throwableList":[]}. Capped at 2048
-// characters as upstream (kubernetes.operator.exception.field.max.length).
+// errorJSON renders status.error from an upstream exception class name, with the typed
+// reason that class stands for. New code names the reason itself (flinkv1beta1.NewStatusError).
 func errorJSON(kind, message string) string {
-	const max = 2048
-	out, _ := json.Marshal(map[string]any{
-		"type": "org.apache.flink.kubernetes.operator.exception." + kind, "message": message,
-		"additionalMetadata": map[string]any{}, "throwableList": []any{},
-	})
-	if len(out) > max {
-		return errorJSON(kind, message[:max/2]+"...")
+	reasons := map[string]flinkv1beta1.StatusErrorReason{
+		"ValidationError": flinkv1beta1.ErrorReasonInvalidSpec, "ReconcileError": flinkv1beta1.ErrorReasonReconcileFailed,
+		"UpgradeFailureException": flinkv1beta1.ErrorReasonUpgradeFailed, "ArtifactException": flinkv1beta1.ErrorReasonArtifactFailed,
+		"JobSubmissionException": flinkv1beta1.ErrorReasonJobSubmissionFailed, "JobNotFoundException": flinkv1beta1.ErrorReasonJobNotFound,
 	}
-	return string(out)
+	types := map[string]string{"ValidationError": flinkv1beta1.ExceptionValidation, "ReconcileError": flinkv1beta1.ExceptionReconciliation}
+	exception, ok := types[kind]
+	if !ok {
+		exception = "org.apache.flink.kubernetes.operator.exception." + kind
+	}
+	reason, ok := reasons[kind]
+	if !ok {
+		reason = flinkv1beta1.ErrorReasonReconcileFailed
+	}
+	return flinkv1beta1.NewStatusError(exception, reason, message)
 }
 
+// isValidationError: status.error records an invalid spec.
 func isValidationError(statusError string) bool {
-	return strings.Contains(statusError, "exception.ValidationError")
+	return flinkv1beta1.ErrorReason(statusError) == flinkv1beta1.ErrorReasonInvalidSpec
 }
 
 // patchStatus writes obj's status as a merge patch against original, with optimistic locking:

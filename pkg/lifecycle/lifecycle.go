@@ -12,13 +12,6 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// Messages in status.error that mean the job's state cannot be recovered without help
-// (upstream's list): the lifecycle is FAILED while the JobManager is missing or in error.
-var unrecoverable = []string{
-	"Manual restore required.",
-	"It is possible that the job has finished or terminally failed, or the configmaps have been deleted.",
-	"HA metadata is not available",
-}
 
 // State computes the lifecycle state, in upstream's order:
 //
@@ -49,7 +42,8 @@ func State(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeploymentSta
 		return flinkv1beta1.LifecycleSuspended
 	case s.JobStatus.State == flinkv1beta1.JobStatusFailed:
 		return flinkv1beta1.LifecycleFailed
-	case (jm == flinkv1beta1.JobManagerMissing || jm == flinkv1beta1.JobManagerError) && isUnrecoverable(s.Error):
+	case (jm == flinkv1beta1.JobManagerMissing || jm == flinkv1beta1.JobManagerError) &&
+		flinkv1beta1.ErrorReason(s.Error) == flinkv1beta1.ErrorReasonManualRestoreRequired:
 		return flinkv1beta1.LifecycleFailed
 	case rs.State == flinkv1beta1.ReconciliationRolledBack:
 		return flinkv1beta1.LifecycleRolledBack
@@ -58,15 +52,6 @@ func State(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeploymentSta
 	default:
 		return flinkv1beta1.LifecycleDeployed
 	}
-}
-
-func isUnrecoverable(msg string) bool {
-	for _, m := range unrecoverable {
-		if strings.Contains(msg, m) {
-			return true
-		}
-	}
-	return false
 }
 
 // Condition types.
@@ -104,11 +89,9 @@ func progress(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeployment
 
 	stalled := metav1.Condition{Type: ConditionStalled, ObservedGeneration: generation, Status: metav1.ConditionFalse,
 		Reason: "NotStalled", Message: "No human action needed"}
-	switch {
-	case strings.Contains(s.Error, "exception.ValidationError"):
-		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "InvalidSpec", errorMessage(s.Error)
-	case strings.Contains(s.Error, "Manual restore required"):
-		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "ManualRestoreRequired", errorMessage(s.Error)
+	switch reason := flinkv1beta1.ErrorReason(s.Error); {
+	case reason == flinkv1beta1.ErrorReasonInvalidSpec, reason == flinkv1beta1.ErrorReasonManualRestoreRequired:
+		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, string(reason), errorMessage(s.Error)
 	case s.LifecycleState == flinkv1beta1.LifecycleFailed:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "Failed", "Lifecycle state FAILED: "+errorMessage(s.Error)
 	case jm == flinkv1beta1.JobManagerError:

@@ -88,6 +88,18 @@ func TestReconcilingAndStalled(t *testing.T) {
 		{name: "invalid spec", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
 			Error: `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationError","message":"spec.job.jarURI: Required value"}`}},
 			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "InvalidSpec"},
+		{name: "invalid spec, typed", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
+			Error: flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionValidation, flinkv1beta1.ErrorReasonInvalidSpec, "spec.job.jarURI: Required value")}},
+			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "InvalidSpec"},
+		{name: "manual restore required, typed, whatever the message says", status: flinkv1beta1.FlinkDeploymentStatus{
+			JobManagerDeploymentStatus: flinkv1beta1.JobManagerMissing, CommonStatus: flinkv1beta1.CommonStatus{
+				Error: flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonManualRestoreRequired, "spec.job.jarURI: Required value")}},
+			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "ManualRestoreRequired"},
+		{name: "an upgrade failure is not a validation error, whatever the message says", status: flinkv1beta1.FlinkDeploymentStatus{
+			JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady, CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleStable,
+				JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning},
+				Error:     flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, "exception.ValidationError: Manual restore required")}},
+			reconciling: "False", stalled: "False", reconcilingReason: "Settled", reason: "NotStalled"},
 		{name: "failed job", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady,
 			CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleFailed, JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusFailed}}},
 			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "Failed"},
