@@ -42,9 +42,9 @@ func TestErrorReasonOfErrorsTheApacheOperatorWrote(t *testing.T) {
 	for raw, want := range map[string]StatusErrorReason{
 		"": "",
 		`{"type":"org.apache.flink.kubernetes.operator.exception.UpgradeFailureException","message":"Job is not running and HA metadata is not available","additionalMetadata":{},"throwableList":[]}`: ErrorReasonManualRestoreRequired,
-		`{"type":"org.apache.flink.kubernetes.operator.exception.RecoveryFailureException","message":"... Manual restore required.","additionalMetadata":{},"throwableList":[]}`:                ErrorReasonManualRestoreRequired,
-		`{"type":"org.apache.flink.kubernetes.operator.exception.ValidationException","message":"jarURI scheme 'http' is not in the allowlist","additionalMetadata":{},"throwableList":[]}`:     ErrorReasonInvalidSpec,
-		`{"type":"org.apache.flink.kubernetes.operator.exception.DeploymentFailedException","message":"ImagePullBackOff","additionalMetadata":{},"throwableList":[]}`:                          ErrorReasonDeploymentFailed,
+		`{"type":"org.apache.flink.kubernetes.operator.exception.RecoveryFailureException","message":"... Manual restore required.","additionalMetadata":{},"throwableList":[]}`:                       ErrorReasonManualRestoreRequired,
+		`{"type":"org.apache.flink.kubernetes.operator.exception.ValidationException","message":"jarURI scheme 'http' is not in the allowlist","additionalMetadata":{},"throwableList":[]}`:            ErrorReasonInvalidSpec,
+		`{"type":"org.apache.flink.kubernetes.operator.exception.DeploymentFailedException","message":"ImagePullBackOff","additionalMetadata":{},"throwableList":[]}`:                                  ErrorReasonDeploymentFailed,
 		"not json": ErrorReasonReconcileFailed,
 	} {
 		assert.Equal(t, want, ErrorReason(raw), raw)

@@ -12,7 +12,6 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-
 // State computes the lifecycle state, in upstream's order:
 //
 //	deleting                                   → DELETING
