@@ -246,7 +246,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	// A savepoint already triggered for this upgrade is followed to its end, whatever the
 	// job's state became meanwhile (it is FINISHED once the stop completed).
 	if desired.Job != nil && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing && upgradeSavepointInFlight(st) {
-		return r.stopWithSavepoint(ctx, s, conf)
+		return r.stopWithSavepoint(ctx, s, conf, false)
 	}
 	switch plan.Stop {
 	case stopWait:
@@ -261,11 +261,12 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	case stopSavepoint:
-		return r.stopWithSavepoint(ctx, s, conf)
+		return r.stopWithSavepoint(ctx, s, conf, false)
 	case stopCancel:
-		if done, err := r.keepLatestCheckpoint(ctx, s, conf); !done || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-		}
+		// Cancelled, the job is observed CANCELLING (wait), then CANCELED: its latest
+		// checkpoint is read again below before the cluster goes.
+		_, err := r.keepLatestCheckpoint(ctx, s, conf)
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 	case stopLastState:
 		// HA metadata is the state now; an older recorded path must not be restored instead.
 		if st.JobStatus.UpgradeSavepointPath != "" {
@@ -273,6 +274,15 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 			if err := r.persist(ctx, s); err != nil {
 				return ctrl.Result{}, err
 			}
+		}
+	}
+	if desired.Job != nil && plan.Restore == restoreSavepoint && st.JobStatus.State == flinkv1beta1.JobStatusCanceled &&
+		st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady {
+		// A checkpoint that completed while the job was being cancelled subsumed (and with
+		// the default num-retained of 1, deleted) the one recorded before the cancel: the
+		// latest one is what is restored.
+		if err := r.refreshLastCheckpoint(ctx, s, conf); err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 		}
 	}
 	keepHA := plan.Restore == restoreLastState
@@ -373,8 +383,9 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 }
 
 // stopWithSavepoint stops the job with a savepoint whose trigger id is recorded before it is
-// triggered; once complete, its path is what the next deployment restores.
-func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *scope, conf native.Config) (ctrl.Result, error) {
+// triggered (pkg/flink's tracker); once complete, its path is what the next deployment
+// restores. drain is set on deletion (kubernetes.operator.job.drain-on-savepoint-deletion).
+func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *scope, conf native.Config, drain bool) (ctrl.Result, error) {
 	st := s.status()
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
@@ -387,52 +398,62 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
 	}
 	info := st.JobStatus.SavepointInfo
-	jobID := st.JobStatus.JobID
-	if info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
-		res, err := cl.SavepointStatus(ctx, jobID, info.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			// The JobManager lost the operation (restart): trigger again under the same id.
-		case err != nil:
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		case res.State == flink.OperationInProgress:
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		case res.Failure != nil:
-			info.TriggerID, info.TriggerType = "", ""
-			msg := "Savepoint for the upgrade failed: " + res.Failure.Message()
-			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		default:
-			sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location,
-				TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
-			info.LastSavepoint = &sp
-			info.SavepointHistory = append(info.SavepointHistory, sp)
-			triggeredAt := triggerTime(info.TriggerTimestamp)
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			st.JobStatus.UpgradeSavepointPath = res.Location
-			st.JobStatus.State = flinkv1beta1.JobStatusFinished
-			if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), res.Location, triggeredAt); err != nil {
-				return ctrl.Result{}, err
-			}
-			log.FromContext(ctx).Info("upgrade savepoint completed", "path", res.Location)
-			return ctrl.Result{Requeue: true}, r.persist(ctx, s)
-		}
+	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID,
+		Format: savepointFormat(conf), TargetDirectory: savepointDirectory(conf), Drain: drain}
+	var progress flink.Progress
+	if upgradeSavepointInFlight(st) {
+		progress = cl.Advance(ctx, op)
 	} else {
 		now := time.Now().UnixMilli()
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+		info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
 		if err := r.persist(ctx, s); err != nil { // write-ahead: the id is known before Flink sees it
 			return ctrl.Result{}, err
 		}
+		op.TriggerID = info.TriggerID
+		progress = cl.Start(ctx, op)
 	}
-	err = cl.StopWithSavepoint(ctx, jobID, flink.StopRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
-	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
-		info.TriggerID, info.TriggerType = "", ""
-		msg := "Cannot stop the job with a savepoint: " + err.Error()
+	switch progress.Outcome {
+	case flink.OutcomePending:
+		if progress.Unreachable != nil {
+			log.FromContext(ctx).Info("stop-with-savepoint: outcome not known yet", "trigger", op.TriggerID, "reason", progress.Unreachable.Error())
+		}
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	case flink.OutcomeFailed:
+		// The job keeps running; the next step of the upgrade takes a new decision (a new
+		// spec or upgradeMode may have arrived meanwhile).
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		msg := "Savepoint for the upgrade failed: " + progress.Failure
 		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.persist(ctx, s)
 	}
-	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location,
+		TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
+	info.LastSavepoint = &sp
+	info.SavepointHistory = append(info.SavepointHistory, sp)
+	triggeredAt := triggerTime(info.TriggerTimestamp)
+	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+	st.JobStatus.UpgradeSavepointPath = progress.Location
+	st.JobStatus.State = flinkv1beta1.JobStatusFinished
+	if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), progress.Location, triggeredAt); err != nil {
+		return ctrl.Result{}, err
+	}
+	log.FromContext(ctx).Info("upgrade savepoint completed", "path", progress.Location)
+	return ctrl.Result{Requeue: true}, r.persist(ctx, s)
+}
+
+// savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
+func savepointFormat(conf native.Config) flink.SavepointFormat {
+	if strings.EqualFold(options.SavepointFormat.Get(conf), string(flink.SavepointFormatNative)) {
+		return flink.SavepointFormatNative
+	}
+	return flink.SavepointFormatCanonical
+}
+
+// savepointDirectory is the cluster's configured savepoint directory ("" leaves it to Flink).
+func savepointDirectory(conf native.Config) string {
+	return conf.Get("execution.checkpointing.savepoint-dir", conf.Get("state.savepoints.dir", ""))
 }
 
 // keepLatestCheckpoint is last-state without HA: the latest completed checkpoint becomes the
@@ -462,6 +483,26 @@ func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s 
 	return true, nil
 }
 
+// refreshLastCheckpoint records the latest completed checkpoint of a cancelled job as what it
+// restores from (write-ahead: before its cluster is deleted).
+func (r *FlinkDeploymentReconciler) refreshLastCheckpoint(ctx context.Context, s *scope, conf native.Config) error {
+	st := s.status()
+	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	if err != nil {
+		return err
+	}
+	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
+	if err != nil {
+		return fmt.Errorf("read the latest checkpoint of the cancelled job: %w", err)
+	}
+	if path == "" || path == st.JobStatus.UpgradeSavepointPath {
+		return nil
+	}
+	log.FromContext(ctx).Info("a newer checkpoint completed while the job was cancelled", "recorded", st.JobStatus.UpgradeSavepointPath, "latest", path)
+	st.JobStatus.UpgradeSavepointPath = path
+	return r.persist(ctx, s)
+}
+
 // cleanup runs on deletion: the cluster and its HA metadata go, then the finalizer.
 func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.dep, DeploymentFinalizer) {
@@ -483,7 +524,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		if options.SavepointOnDeletion.Get(conf) && (jobRunning(st) || pending) {
 			timeout := options.ResourceCleanupTimeout.Get(conf)
 			if time.Since(s.dep.DeletionTimestamp.Time) < timeout {
-				return r.stopWithSavepoint(ctx, s, conf)
+				return r.stopWithSavepoint(ctx, s, conf, options.DrainOnSavepointDeletion.Get(conf))
 			}
 			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
 				"No savepoint on deletion after %s; deleting the cluster without one", timeout)

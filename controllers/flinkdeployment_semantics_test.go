@@ -236,6 +236,29 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "flink:1.20", k.jobManager(ns, "job").Spec.Template.Spec.Containers[0].Image, "the fix is deployed")
 	})
 
+	// Finding 16: a last-state upgrade without HA cancels first and reads the latest checkpoint
+	// once the job is CANCELED, so a checkpoint completing during the cancel is not lost.
+	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
+		const ns = "cancel-race"
+		namespace(t, c, ns)
+		dep := newDeployment(t, ns, "job")
+		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+		d := stableDeployment(t, c, k, dep)
+		oldJob := d.Status.JobStatus.JobID
+		newer := "file:/flink/checkpoints/" + oldJob + "/chk-8"
+		flink.OnCancel(func(jobID string) {
+			if jobID == oldJob {
+				flink.SetLatestCheckpoint(jobID, newer) // completed while cancelling, subsuming chk-7
+			}
+		})
+		defer flink.OnCancel(nil)
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
+		k.collect(ns, "job")
+		redeployed(t, c, k, ns, "job", oldJob)
+		assert.Equal(t, newer, restorePath(t, c, ns, "job"), "the checkpoint that completed during the cancel is restored")
+		assert.Equal(t, "CANCELED", flink.Job(oldJob))
+	})
+
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {

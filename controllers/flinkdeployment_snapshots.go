@@ -8,17 +8,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/schedule"
 )
 
 // Operator options of snapshots, with upstream's names and defaults.
 const (
-	optPeriodicSavepoint   = "kubernetes.operator.periodic.savepoint.interval"
-	optPeriodicCheckpoint  = "kubernetes.operator.periodic.checkpoint.interval"
 	optSavepointHistoryMax = "kubernetes.operator.savepoint.history.max.count"
 	defaultHistoryMax      = 10
 )
@@ -99,147 +99,130 @@ func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	return nil
 }
 
-// savepoints returns true while a savepoint is in flight.
+// savepoints returns true while a savepoint is in flight (upstream's legacy mode: the trigger
+// in status.jobStatus.savepointInfo, the result in lastSavepoint and savepointHistory).
 func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, cl *flink.Client) (bool, error) {
 	st := s.status()
 	if st.JobStatus.SavepointInfo == nil {
 		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
 	}
 	info := st.JobStatus.SavepointInfo
-	jobID := st.JobStatus.JobID
-	if info.TriggerID != "" && info.TriggerType != flinkv1beta1.SnapshotTriggerUpgrade {
-		res, err := cl.SavepointStatus(ctx, jobID, info.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			// The JobManager restarted and forgot it: ask again under the same id.
-			return true, r.triggerSavepoint(ctx, s, cl, info.TriggerType)
-		case err != nil, res.State == flink.OperationInProgress:
-			return true, nil
-		case res.Failure != nil:
-			msg := fmt.Sprintf("%s savepoint failed: %s", info.TriggerType, res.Failure.Message())
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
-			return false, r.persist(ctx, s)
-		}
-		done := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location, TriggerType: info.TriggerType,
-			FormatType: flinkv1beta1.SavepointFormatCanonical}
-		if info.TriggerType == flinkv1beta1.SnapshotTriggerManual {
-			done.TriggerNonce = s.deployed.Job.SavepointTriggerNonce
-		}
-		info.LastSavepoint = &done
-		info.SavepointHistory = append(info.SavepointHistory, done)
-		max := defaultHistoryMax
-		if n, err := conf.Int(optSavepointHistoryMax, defaultHistoryMax); err == nil && n > 0 {
-			max = n
-		}
-		if len(info.SavepointHistory) > max {
-			info.SavepointHistory = info.SavepointHistory[len(info.SavepointHistory)-max:]
-		}
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonSavepointDone, "%s savepoint completed: %s", done.TriggerType, res.Location)
-		return false, r.persist(ctx, s)
-	}
-
+	var kind flinkv1beta1.SnapshotTriggerType
 	switch {
+	case info.TriggerID != "" && info.TriggerType != flinkv1beta1.SnapshotTriggerUpgrade:
+		kind = info.TriggerType
 	case nonceChanged(s.deployed.Job.SavepointTriggerNonce, desired.Job.SavepointTriggerNonce):
 		if err := s.recordNonces(desired); err != nil {
 			return false, err
 		}
-		return true, r.triggerSavepoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerManual)
-	case periodicDue(conf, optPeriodicSavepoint, info.LastPeriodicSavepointTimestamp, st.JobStatus.StartTime):
+		kind = flinkv1beta1.SnapshotTriggerManual
+	case periodicDue(conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, st.JobStatus.StartTime):
 		info.LastPeriodicSavepointTimestamp = time.Now().UnixMilli()
-		return true, r.triggerSavepoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerPeriodic)
+		kind = flinkv1beta1.SnapshotTriggerPeriodic
+	default:
+		return false, nil
 	}
-	return false, nil
+	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID,
+		Format: savepointFormat(conf), TargetDirectory: savepointDirectory(conf)}
+	progress, err := r.trackSnapshot(ctx, s, cl, &op, &info.TriggerID, &info.TriggerType, &info.TriggerTimestamp, kind)
+	if err != nil || progress.Outcome == flink.OutcomePending {
+		return progress.Outcome == flink.OutcomePending, err
+	}
+	if progress.Outcome == flink.OutcomeFailed {
+		r.snapshotFailed(s, ReasonSavepointError, fmt.Sprintf("%s savepoint failed: %s", kind, progress.Failure))
+		return false, r.persist(ctx, s)
+	}
+	done := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location, TriggerType: kind,
+		FormatType: flinkv1beta1.SavepointFormatType(op.Format)}
+	if kind == flinkv1beta1.SnapshotTriggerManual {
+		done.TriggerNonce = s.deployed.Job.SavepointTriggerNonce
+	}
+	info.LastSavepoint = &done
+	info.SavepointHistory = append(info.SavepointHistory, done)
+	if keep := options.SavepointHistoryMaxCount.Get(conf); keep > 0 && len(info.SavepointHistory) > keep {
+		info.SavepointHistory = info.SavepointHistory[len(info.SavepointHistory)-keep:]
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonSavepointDone, "%s savepoint completed: %s", kind, progress.Location)
+	return false, r.persist(ctx, s)
 }
 
-func (r *FlinkDeploymentReconciler) triggerSavepoint(ctx context.Context, s *scope, cl *flink.Client, kind flinkv1beta1.SnapshotTriggerType) error {
-	info := s.status().JobStatus.SavepointInfo
-	if info.TriggerID == "" {
-		now := time.Now().UnixMilli()
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), kind, &now
-		info.FormatType = flinkv1beta1.SavepointFormatCanonical
-	}
-	if err := r.persist(ctx, s); err != nil { // write-ahead
-		return err
-	}
-	err := cl.TriggerSavepoint(ctx, s.status().JobStatus.JobID, flink.SavepointRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
-	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
-		msg := fmt.Sprintf("cannot trigger a %s savepoint: %v", kind, err)
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
-		return r.persist(ctx, s)
-	}
-	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonSavepoint, "%s savepoint triggered", kind)
-	return nil
-}
-
-// checkpoints returns true while a checkpoint is in flight.
+// checkpoints returns true while a checkpoint is in flight (legacy mode, checkpointInfo).
 func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, cl *flink.Client) (bool, error) {
 	st := s.status()
 	if st.JobStatus.CheckpointInfo == nil {
 		st.JobStatus.CheckpointInfo = &flinkv1beta1.CheckpointInfo{}
 	}
 	info := st.JobStatus.CheckpointInfo
-	jobID := st.JobStatus.JobID
-	if info.TriggerID != "" {
-		res, err := cl.CheckpointStatus(ctx, jobID, info.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			return true, r.triggerCheckpoint(ctx, s, cl, info.TriggerType)
-		case err != nil, res.State == flink.OperationInProgress:
-			return true, nil
-		case res.Failure != nil:
-			msg := fmt.Sprintf("%s checkpoint failed: %s", info.TriggerType, res.Failure.Message())
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
-			return false, r.persist(ctx, s)
-		}
-		done := flinkv1beta1.Checkpoint{TimeStamp: time.Now().UnixMilli(), TriggerType: info.TriggerType, FormatType: flinkv1beta1.CheckpointTypeFull}
-		if info.TriggerType == flinkv1beta1.SnapshotTriggerManual {
-			done.TriggerNonce = s.deployed.Job.CheckpointTriggerNonce
-		}
-		info.LastCheckpoint = &done
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCheckpointDone, "%s checkpoint %d completed", done.TriggerType, res.CheckpointID)
-		return false, r.persist(ctx, s)
-	}
+	var kind flinkv1beta1.SnapshotTriggerType
 	switch {
+	case info.TriggerID != "":
+		kind = info.TriggerType
 	case nonceChanged(s.deployed.Job.CheckpointTriggerNonce, desired.Job.CheckpointTriggerNonce):
 		if err := s.recordNonces(desired); err != nil {
 			return false, err
 		}
-		return true, r.triggerCheckpoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerManual)
-	case periodicDue(conf, optPeriodicCheckpoint, info.LastPeriodicCheckpointTimestamp, st.JobStatus.StartTime):
+		kind = flinkv1beta1.SnapshotTriggerManual
+	case periodicDue(conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, st.JobStatus.StartTime):
 		info.LastPeriodicCheckpointTimestamp = time.Now().UnixMilli()
-		return true, r.triggerCheckpoint(ctx, s, cl, flinkv1beta1.SnapshotTriggerPeriodic)
+		kind = flinkv1beta1.SnapshotTriggerPeriodic
+	default:
+		return false, nil
 	}
-	return false, nil
+	op := flink.Operation{Kind: flink.OperationCheckpoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID, CheckpointType: flink.CheckpointFull}
+	progress, err := r.trackSnapshot(ctx, s, cl, &op, &info.TriggerID, &info.TriggerType, &info.TriggerTimestamp, kind)
+	if err != nil || progress.Outcome == flink.OutcomePending {
+		return progress.Outcome == flink.OutcomePending, err
+	}
+	if progress.Outcome == flink.OutcomeFailed {
+		r.snapshotFailed(s, ReasonCheckpointError, fmt.Sprintf("%s checkpoint failed: %s", kind, progress.Failure))
+		return false, r.persist(ctx, s)
+	}
+	done := flinkv1beta1.Checkpoint{TimeStamp: time.Now().UnixMilli(), TriggerType: kind, FormatType: flinkv1beta1.CheckpointTypeFull}
+	if kind == flinkv1beta1.SnapshotTriggerManual {
+		done.TriggerNonce = s.deployed.Job.CheckpointTriggerNonce
+	}
+	info.LastCheckpoint = &done
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCheckpointDone, "%s checkpoint %d completed", kind, progress.CheckpointID)
+	return false, r.persist(ctx, s)
 }
 
-func (r *FlinkDeploymentReconciler) triggerCheckpoint(ctx context.Context, s *scope, cl *flink.Client, kind flinkv1beta1.SnapshotTriggerType) error {
-	info := s.status().JobStatus.CheckpointInfo
-	if info.TriggerID == "" {
+// trackSnapshot drives a legacy-mode snapshot through the tracker: a new one gets its trigger
+// id written to the status first (write-ahead), a recorded one is advanced. The trigger fields
+// are cleared once the outcome is known.
+func (r *FlinkDeploymentReconciler) trackSnapshot(ctx context.Context, s *scope, cl *flink.Client, op *flink.Operation,
+	triggerID *string, triggerType *flinkv1beta1.SnapshotTriggerType, triggerTimestamp **int64, kind flinkv1beta1.SnapshotTriggerType) (flink.Progress, error) {
+	var progress flink.Progress
+	if *triggerID != "" {
+		progress = cl.Advance(ctx, *op)
+	} else {
 		now := time.Now().UnixMilli()
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), kind, &now
-		info.FormatType = flinkv1beta1.CheckpointTypeFull
+		*triggerID, *triggerType, *triggerTimestamp = flink.NewTriggerID(), kind, &now
+		if err := r.persist(ctx, s); err != nil {
+			return flink.Progress{}, err
+		}
+		op.TriggerID = *triggerID
+		progress = cl.Start(ctx, *op)
+		if progress.Outcome == flink.OutcomePending {
+			what, reason := ReasonSavepoint, "savepoint"
+			if op.Kind == flink.OperationCheckpoint {
+				what, reason = ReasonCheckpoint, "checkpoint"
+			}
+			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, what, "%s %s triggered", kind, reason)
+		}
 	}
-	if err := r.persist(ctx, s); err != nil { // write-ahead
-		return err
+	if progress.Unreachable != nil {
+		log.FromContext(ctx).Info("snapshot: outcome not known yet", "trigger", op.TriggerID, "reason", progress.Unreachable.Error())
 	}
-	err := cl.TriggerCheckpoint(ctx, s.status().JobStatus.JobID, flink.CheckpointRequest{TriggerID: info.TriggerID, Type: flink.CheckpointFull})
-	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
-		msg := fmt.Sprintf("cannot trigger a %s checkpoint: %v", kind, err)
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonCheckpointError, msg)
-		return r.persist(ctx, s)
+	if progress.Outcome != flink.OutcomePending {
+		*triggerID, *triggerType, *triggerTimestamp = "", "", nil
 	}
-	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCheckpoint, "%s checkpoint triggered", kind)
-	return nil
+	return progress, nil
+}
+
+// snapshotFailed records a failed legacy-mode snapshot in status.error and as an event.
+func (r *FlinkDeploymentReconciler) snapshotFailed(s *scope, reason, msg string) {
+	s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, reason, msg)
 }
 
 // periodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream

@@ -267,39 +267,33 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	if why != "" {
 		return r.failed(snap, "the job went away while the snapshot was in progress: "+why), nil
 	}
-	var done bool
-	var path string
-	if snap.Spec.Checkpoint != nil {
-		res, err := tgt.flink.CheckpointStatus(ctx, tgt.jobID, st.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
-		case err != nil, res.State == flink.OperationInProgress:
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		case res.Failure != nil:
-			return r.failed(snap, "checkpoint failed: "+res.Failure.Message()), nil
+	progress := tgt.flink.Advance(ctx, snapshotOperation(snap, tgt))
+	switch progress.Outcome {
+	case flink.OutcomePending:
+		if progress.Unreachable != nil {
+			log.FromContext(ctx).Info("snapshot: outcome not known yet", "trigger", st.TriggerID, "reason", progress.Unreachable.Error())
 		}
-		done = true
-		if stats, err := tgt.flink.CheckpointStatistics(ctx, tgt.jobID); err == nil && stats.Latest.Completed != nil && stats.Latest.Completed.ID == res.CheckpointID {
-			path = stats.Latest.Completed.ExternalPath
-		}
-	} else {
-		res, err := tgt.flink.SavepointStatus(ctx, tgt.jobID, st.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
-		case err != nil, res.State == flink.OperationInProgress:
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		case res.Failure != nil:
-			return r.failed(snap, "savepoint failed: "+res.Failure.Message()), nil
-		}
-		done, path = true, res.Location
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+	case flink.OutcomeFailed:
+		return r.failed(snap, snapshotKind(snap)+" failed: "+progress.Failure), nil
 	}
-	if done {
-		st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, path, strconv.FormatInt(now.UnixMilli(), 10), ""
-		r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotKind(snap), path)
-	}
+	st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, progress.Location, strconv.FormatInt(now.UnixMilli(), 10), ""
+	r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotKind(snap), progress.Location)
 	return ctrl.Result{}, nil
+}
+
+// snapshotOperation is the Flink operation a snapshot resource asks for.
+func snapshotOperation(snap *flinkv1beta1.FlinkStateSnapshot, tgt target) flink.Operation {
+	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: tgt.jobID, TriggerID: snap.Status.TriggerID}
+	if snap.Spec.Checkpoint != nil {
+		op.Kind, op.CheckpointType = flink.OperationCheckpoint, flink.CheckpointFull
+		return op
+	}
+	op.TargetDirectory, op.Format = snap.Spec.Savepoint.Path, flink.SavepointFormatCanonical
+	if snap.Spec.Savepoint.FormatType == flinkv1beta1.SavepointFormatNative {
+		op.Format = flink.SavepointFormatNative
+	}
+	return op
 }
 
 // trigger asks Flink under the recorded trigger id; the id is written before (write-ahead).
@@ -307,18 +301,8 @@ func (r *FlinkStateSnapshotReconciler) trigger(ctx context.Context, snap, origin
 	if err := r.persistSnapshot(ctx, snap, original); err != nil {
 		return err
 	}
-	var err error
-	if snap.Spec.Checkpoint != nil {
-		err = tgt.flink.TriggerCheckpoint(ctx, tgt.jobID, flink.CheckpointRequest{TriggerID: snap.Status.TriggerID, Type: flink.CheckpointFull})
-	} else {
-		req := flink.SavepointRequest{TriggerID: snap.Status.TriggerID, TargetDirectory: snap.Spec.Savepoint.Path, FormatType: flink.SavepointFormatCanonical}
-		if snap.Spec.Savepoint.FormatType == flinkv1beta1.SavepointFormatNative {
-			req.FormatType = flink.SavepointFormatNative
-		}
-		err = tgt.flink.TriggerSavepoint(ctx, tgt.jobID, req)
-	}
-	if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
-		r.failed(snap, "trigger: "+err.Error())
+	if progress := tgt.flink.Start(ctx, snapshotOperation(snap, tgt)); progress.Outcome == flink.OutcomeFailed {
+		r.failed(snap, "trigger: "+progress.Failure)
 	}
 	return nil
 }

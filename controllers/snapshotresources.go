@@ -14,6 +14,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Options of snapshot resources (upstream's names and defaults).
@@ -79,7 +80,7 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if periodicDue(j.conf, optPeriodicSavepoint, j.status.SavepointInfo.LastPeriodicSavepointTimestamp, j.status.StartTime) {
+	if periodicDue(j.conf, options.PeriodicSavepoint.Key, j.status.SavepointInfo.LastPeriodicSavepointTimestamp, j.status.StartTime) {
 		j.status.SavepointInfo.LastPeriodicSavepointTimestamp = now.UnixMilli()
 		if err := j.persist(); err != nil {
 			return err
@@ -88,7 +89,7 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if periodicDue(j.conf, optPeriodicCheckpoint, j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.status.StartTime) {
+	if periodicDue(j.conf, options.PeriodicCheckpoint.Key, j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.status.StartTime) {
 		j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp = now.UnixMilli()
 		if err := j.persist(); err != nil {
 			return err

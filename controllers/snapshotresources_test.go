@@ -14,6 +14,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -167,8 +168,8 @@ func TestPeriodicDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conf := native.Config{optPeriodicSavepoint: tt.value}
-			assert.Equal(t, tt.want, periodicDue(conf, optPeriodicSavepoint, tt.last, ""))
+			conf := native.Config{options.PeriodicSavepoint.Key: tt.value}
+			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, ""))
 		})
 	}
 }

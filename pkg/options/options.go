@@ -36,6 +36,8 @@ type Option struct {
 	Default     string
 	Type        Type
 	Description string
+	// Allowed, when set, are the only values (compared without case).
+	Allowed []string
 }
 
 // Conf is a flattened Flink configuration.
@@ -66,6 +68,14 @@ func (o Option) Check(conf Conf) error {
 		}
 	case TypeDuration:
 		_, err = ParseDuration(v)
+	}
+	if err == nil && len(o.Allowed) > 0 {
+		for _, a := range o.Allowed {
+			if strings.EqualFold(a, v) {
+				return nil
+			}
+		}
+		err = fmt.Errorf("%q is not one of %s", v, strings.Join(o.Allowed, ", "))
 	}
 	return err
 }

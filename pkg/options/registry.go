@@ -42,6 +42,14 @@ var (
 		Description: "How long a change may take to become healthy before it is rolled back."}}
 )
 
+// Savepoints the operator takes.
+var (
+	SavepointFormat = StringOption{Option{Key: "kubernetes.operator.savepoint.format.type", Default: "CANONICAL", Type: TypeString,
+		Description: "Format of the savepoints the operator takes: CANONICAL or NATIVE.", Allowed: []string{"CANONICAL", "NATIVE"}}}
+	DrainOnSavepointDeletion = BoolOption{Option{Key: "kubernetes.operator.job.drain-on-savepoint-deletion", Default: "false", Type: TypeBool,
+		Description: "The stop-with-savepoint on deletion drains the job (emits MAX_WATERMARK first)."}}
+)
+
 // Recovery and health.
 var (
 	JMDeploymentRecovery = BoolOption{Option{Key: "kubernetes.operator.jm-deployment-recovery.enabled", Default: "true", Type: TypeBool,
@@ -93,7 +101,7 @@ var (
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ResourceCleanupTimeout.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
-	RollbackEnabled.Option, ReadinessTimeout.Option,
+	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
 	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,
 	HealthCheckpointProgress.Option, HealthCheckpointWindow.Option,
 	SnapshotResources.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,

@@ -48,6 +48,10 @@ type Server struct {
 	requirements map[string]map[string]map[string]map[string]int
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
+	// onCancel, when set, is called when a job is cancelled (after it is CANCELED).
+	onCancel func(jobID string)
+	// latestCheckpoints override CheckpointPath as a job's latest completed checkpoint.
+	latestCheckpoints map[string]string
 }
 
 // RunRequest is what a POST /jars/:id/run asked for.
@@ -126,6 +130,24 @@ func (s *Server) Vertices(jobID string) map[string]int {
 		out[v] = r["parallelism"]["upperBound"]
 	}
 	return out
+}
+
+// OnCancel sets a function called with the job id whenever a job is cancelled (nil: none).
+func (s *Server) OnCancel(f func(jobID string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onCancel = f
+}
+
+// SetLatestCheckpoint makes path the job's latest completed checkpoint (instead of
+// CheckpointPath), as when a newer checkpoint completes.
+func (s *Server) SetLatestCheckpoint(jobID, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.latestCheckpoints == nil {
+		s.latestCheckpoints = map[string]string{}
+	}
+	s.latestCheckpoints[jobID] = path
 }
 
 // SetJobMetric sets a job metric (numRestarts, numberOfCompletedCheckpoints, ...).
@@ -310,13 +332,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "checkpoints" && r.Method == http.MethodGet:
 		s.mu.Lock()
 		_, ok := s.jobs[parts[1]]
+		latest, id := CheckpointPath(parts[1]), 7
+		if p, set := s.latestCheckpoints[parts[1]]; set {
+			latest, id = p, 8
+		}
 		s.mu.Unlock()
 		if !ok {
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
 			return
 		}
-		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": 7},
-			"latest": map[string]any{"completed": map[string]any{"id": 7, "external_path": CheckpointPath(parts[1])}}})
+		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": id},
+			"latest": map[string]any{"completed": map[string]any{"id": id, "external_path": latest}}})
 	case r.URL.Path == "/jars/upload" && r.Method == http.MethodPost:
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
@@ -364,12 +390,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1, "vertices": []any{}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
 		s.mu.Lock()
-		defer s.mu.Unlock()
 		if _, ok := s.jobs[parts[1]]; !ok {
+			s.mu.Unlock()
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
 			return
 		}
 		s.jobs[parts[1]] = "CANCELED"
+		onCancel := s.onCancel
+		s.mu.Unlock()
+		if onCancel != nil {
+			onCancel(parts[1])
+		}
 		writeJSON(w, 202, map[string]any{})
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
