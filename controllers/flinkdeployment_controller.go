@@ -158,8 +158,13 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 type scope struct {
 	dep      *flinkv1beta1.FlinkDeployment
 	original *flinkv1beta1.FlinkDeployment
-	// deployed is the last reconciled spec (nil before the first deployment).
+	// deployed is the last reconciled spec (nil before the first deployment): the target the
+	// spec is compared with.
 	deployed *flinkv1beta1.FlinkDeploymentSpec
+	// rolledBackTo is the last stable spec when a rollback put it back in place
+	// (ROLLED_BACK): what the cluster runs while deployed still names the failed spec
+	// (upstream's getDeployedSpec).
+	rolledBackTo *flinkv1beta1.FlinkDeploymentSpec
 	// firstDeployment: deployed is the very first spec recorded (nothing ran before it).
 	firstDeployment bool
 	// redact masks the resource's secrets in status messages.
@@ -172,7 +177,22 @@ func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
 	if found, first, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
 		s.deployed, s.firstDeployment = &spec, first
 	}
+	if dep.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack {
+		var stable flinkv1beta1.FlinkDeploymentSpec
+		if found, _, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastStableSpec, &stable); err == nil && found {
+			s.rolledBackTo = &stable
+		}
+	}
 	return s
+}
+
+// running is the spec the cluster runs: the last reconciled one, or after a rollback the
+// stable one it went back to.
+func (s *scope) running() *flinkv1beta1.FlinkDeploymentSpec {
+	if s.rolledBackTo != nil {
+		return s.rolledBackTo
+	}
+	return s.deployed
 }
 
 func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Status }

@@ -51,7 +51,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	if !obs.Deleting && !obs.Available {
 		obs.FailedReason, failureMessage = r.failedPod(ctx, s)
 	}
-	conf, err := r.config(s, s.deployed)
+	conf, err := r.config(s, s.running())
 	if err != nil {
 		return err
 	}

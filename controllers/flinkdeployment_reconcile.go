@@ -90,6 +90,27 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 				return ctrl.Result{}, err
 			}
 		}
+	case flinkv1beta1.ReconciliationRolledBack:
+		if !specChanged(s.deployed, desired) && st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing {
+			// Recovering a rolled-back cluster is the rollback again: the stable spec is
+			// deployed, the failed one stays the recorded target.
+			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRecoverDeployment, "JobManager deployment is missing; deploying the rolled-back spec again")
+			st.ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack
+			if err := r.persist(ctx, s); err != nil {
+				return ctrl.Result{}, err
+			}
+			return r.continueRollback(ctx, s)
+		}
+		if specChanged(s.deployed, desired) && s.rolledBackTo != nil && !specChanged(s.rolledBackTo, desired) {
+			// The spec was set back to what runs since the rollback: nothing to restart
+			// (upstream's checkNewSpecAlreadyDeployed).
+			r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, "The spec is the one already running since the rollback")
+			if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
+		fallthrough
 	default:
 		if !specChanged(s.deployed, desired) {
 			return r.reconcileUnchanged(ctx, s, desired)

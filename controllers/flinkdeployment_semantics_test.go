@@ -259,6 +259,38 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "CANCELED", flink.Job(oldJob))
 	})
 
+	// Finding 25: after a rollback the stable spec is what runs: a lost JobManager comes back
+	// with it (not with the failed spec), and setting the spec back to it restarts nothing.
+	t.Run("a rolled-back cluster runs the stable spec", func(t *testing.T) {
+		const ns = "rolled-back"
+		namespace(t, c, ns)
+		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{
+			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"}))
+		jobID := d.Status.JobStatus.JobID
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 4 })
+		flink.SetJob(jobID, "") // the new spec never runs
+		k.collect(ns, "job")
+		waitFor(t, c, ns, "job", "ROLLING_BACK", lifecycleIs(flinkv1beta1.LifecycleRollingBack))
+		k.collect(ns, "job")
+		waitFor(t, c, ns, "job", "ROLLED_BACK", lifecycleIs(flinkv1beta1.LifecycleRolledBack))
+		k.run(ns, "job", jobID)
+
+		require.NoError(t, c.Delete(context.Background(), k.jobManager(ns, "job"))) // gone at once: envtest runs no garbage collector
+		require.Eventually(t, func() bool {
+			jm := k.jobManager(ns, "job")
+			return jm != nil && jm.DeletionTimestamp.IsZero() && get(t, c, ns, "job").Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack
+		}, 30*time.Second, 50*time.Millisecond, "the rolled-back cluster was not recovered")
+		cm := &corev1.ConfigMap{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-job"}, cm))
+		assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "recovered with the stable spec, not the failed one")
+		k.run(ns, "job", jobID)
+
+		jm := k.jobManager(ns, "job")
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+		waitFor(t, c, ns, "job", "STABLE on the spec that runs", lifecycleIs(flinkv1beta1.LifecycleStable))
+		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "nothing restarted")
+	})
+
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
