@@ -254,8 +254,9 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	// it is kept, so the new JobManager recovers every job from its latest checkpoint
 	// (upstream's SessionReconciler deletes the cluster without its HA data).
 	plan := upgradePlan{Stop: stopNone, Restore: restoreLastState, Reason: "session cluster: its jobs recover from HA metadata"}
+	var situation upgradeSituation
 	if desired.Job != nil {
-		situation, err := r.upgradeSituation(ctx, s, desired, conf)
+		situation, err = r.upgradeSituation(ctx, s, desired, conf)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -330,7 +331,8 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	}
 	restore := ""
 	if plan.Restore == restoreSavepoint {
-		restore = st.JobStatus.UpgradeSavepointPath
+		// Refreshed when the cancelled job's latest checkpoint was read again above.
+		restore = recordedRestorePath(st, situation.Mode)
 	}
 	return r.deploy(ctx, s, desired, restore, keepHA)
 }
@@ -349,7 +351,7 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		FlinkVersionChanged: s.deployed.FlinkVersion != "" && desired.FlinkVersion != s.deployed.FlinkVersion,
 		LastStateFallback:   options.LastStateFallback.Get(conf),
 		CancelForLastState:  options.LastStateCancel.Get(conf),
-		RestorePath:         st.JobStatus.UpgradeSavepointPath,
+		RestorePath:         recordedRestorePath(st, upgradeModeOf(desired.Job)),
 		FirstDeployment:     s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
 	}
 	if in.HAEnabled && in.Mode != flinkv1beta1.UpgradeModeStateless {
@@ -358,6 +360,22 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		}
 	}
 	return in, nil
+}
+
+// recordedRestorePath is the savepoint or checkpoint the status says the job restores from,
+// with the Apache operator's conventions understood (resources it managed are adopted as they
+// are): its last-state sentinel means "from HA metadata", not a path; a savepoint-mode job with
+// no recorded path restores the legacy savepointInfo.lastSavepoint, as upstream's restoreJob does.
+func recordedRestorePath(st *flinkv1beta1.FlinkDeploymentStatus, mode flinkv1beta1.UpgradeMode) string {
+	path := st.JobStatus.UpgradeSavepointPath
+	if path == flinkv1beta1.LastStateSentinelPath {
+		return ""
+	}
+	if info := st.JobStatus.SavepointInfo; path == "" && mode == flinkv1beta1.UpgradeModeSavepoint && !jobRunning(st) &&
+		info != nil && info.LastSavepoint != nil {
+		return info.LastSavepoint.Location
+	}
+	return path
 }
 
 // deploy records what is about to be deployed (spec, job id, restore path), then applies the
@@ -411,7 +429,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	}
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.restClient(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -481,7 +499,7 @@ func savepointDirectory(conf native.Config) string {
 // restore path, recorded before the job is cancelled.
 func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s *scope, conf native.Config) (bool, error) {
 	st := s.status()
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.restClient(ctx, s)
 	if err != nil {
 		return false, err
 	}
@@ -508,7 +526,7 @@ func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s 
 // restores from (write-ahead: before its cluster is deleted).
 func (r *FlinkDeploymentReconciler) refreshLastCheckpoint(ctx context.Context, s *scope, conf native.Config) error {
 	st := s.status()
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.restClient(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -340,3 +340,9 @@ type Resource struct {
 	// +optional
 	EphemeralStorage string `json:"ephemeralStorage,omitempty"`
 }
+
+// LastStateSentinelPath is the restore path of a last-state deployment (upstream's
+// KUBERNETES_OPERATOR_LAST_STATE): Flink restores from its HA metadata, and a job whose HA
+// metadata vanished fails to start from this non-existent path instead of starting empty. The
+// Apache operator also leaves it in status.jobStatus.upgradeSavepointPath.
+const LastStateSentinelPath = "KUBERNETES_OPERATOR_LAST_STATE"
