@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -169,6 +170,12 @@ type scope struct {
 	firstDeployment bool
 	// redact masks the resource's secrets in status messages.
 	redact *redact.Redactor
+
+	// configs are the effective configurations computed in this reconcile, by spec (each spec's
+	// is computed once).
+	configs map[string]native.Config
+	// rest is the client of the running cluster's JobManager, built once per reconcile.
+	rest *flink.Client
 }
 
 func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {

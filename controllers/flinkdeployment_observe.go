@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -58,7 +59,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	var cl *flink.Client
 	var cfg *flink.DashboardConfig
 	if !obs.Deleting && obs.Available {
-		if cl, err = r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf); err != nil {
+		if cl, err = r.restClient(ctx, s); err != nil {
 			return err
 		}
 		cfg, err = cl.Config(ctx)
@@ -273,8 +274,43 @@ func (r *FlinkDeploymentReconciler) failedPod(ctx context.Context, s *scope) (re
 	return "", ""
 }
 
-// config is the effective Flink configuration of a spec.
+// config is the effective Flink configuration of a spec, computed once per reconcile.
 func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
+	key, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("configuration of the spec: %w", err)
+	}
+	if conf, ok := s.configs[string(key)]; ok {
+		return conf, nil
+	}
+	conf, err := r.computeConfig(s, spec)
+	if err != nil {
+		return nil, err
+	}
+	if s.configs == nil {
+		s.configs = map[string]native.Config{}
+	}
+	s.configs[string(key)] = conf
+	return conf, nil
+}
+
+// restClient is the client of the running cluster's JobManager, built once per reconcile from
+// the running spec's configuration (its REST port).
+func (r *FlinkDeploymentReconciler) restClient(ctx context.Context, s *scope) (*flink.Client, error) {
+	if s.rest != nil {
+		return s.rest, nil
+	}
+	conf, err := r.config(s, s.running())
+	if err != nil {
+		return nil, err
+	}
+	if s.rest, err = r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf); err != nil {
+		return nil, err
+	}
+	return s.rest, nil
+}
+
+func (r *FlinkDeploymentReconciler) computeConfig(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
 	dep := s.dep.DeepCopy()
 	dep.Spec = *spec.DeepCopy()
 	effective, err := native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})

@@ -77,8 +77,7 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ClusterInfo[clusterInfoHealthKey] != ""
 		})
-		time.Sleep(300 * time.Millisecond)
-		assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp, "healthy: left alone")
+		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, 300*time.Millisecond, 20*time.Millisecond, "healthy: left alone")
 
 		flink.SetJobMetric(jobID, "numRestarts", "9") // 8 restarts within the window > 5
 		waitFor(t, c, ns, name, "old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -106,16 +105,14 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
 		})
-		time.Sleep(time.Second)
-		assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp, "kept until the TTL ends")
+		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, time.Second, 50*time.Millisecond, "kept until the TTL ends")
 		k.collect(ns, name)
 		d := waitFor(t, c, ns, name, "JobManager removed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
 		})
 		assert.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
 		assert.True(t, events.has("JobManager deployment removed"))
-		time.Sleep(500 * time.Millisecond)
-		assert.Nil(t, k.jobManager(ns, name), "an ended job is not recovered")
+		assert.Never(t, func() bool { return k.jobManager(ns, name) != nil }, 500*time.Millisecond, 20*time.Millisecond, "an ended job is not recovered")
 	})
 }
 

@@ -153,7 +153,7 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 		return false
 	}
 	logger := log.FromContext(ctx)
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.restClient(ctx, s)
 	if err != nil {
 		return false
 	}

@@ -47,7 +47,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 	if snapshotResourcesEnabled(conf) {
 		return 0, requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired, conf))
 	}
-	cl, err := r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf)
+	cl, err := r.restClient(ctx, s)
 	if err != nil {
 		return 0, err
 	}
