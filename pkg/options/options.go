@@ -201,3 +201,17 @@ func Lookup(key string) (Option, bool) {
 	}
 	return Option{}, false
 }
+
+// MarkdownTable is the README's table of the operator options, generated from the registry.
+func MarkdownTable() string {
+	var b strings.Builder
+	b.WriteString("| Option | Type | Default | Meaning |\n|---|---|---|---|\n")
+	for _, o := range All() {
+		def := o.Default
+		if def == "" {
+			def = "none"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", o.Key, o.Type, def, o.Description)
+	}
+	return b.String()
+}
