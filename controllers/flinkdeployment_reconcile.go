@@ -359,7 +359,43 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 			return upgradeSituation{}, err
 		}
 	}
+	if maxAge := options.MaxCheckpointAge.Get(conf); maxAge > 0 && in.Mode == flinkv1beta1.UpgradeModeLastState && jobRunning(st) &&
+		st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady {
+		if in.Checkpoint, err = r.checkpointFreshness(ctx, s, maxAge, time.Now()); err != nil {
+			return upgradeSituation{}, err
+		}
+	}
 	return in, nil
+}
+
+// checkpointFreshness compares the running job's latest checkpoint with the maximum age a
+// last-state upgrade accepts (upstream's changeLastStateIfCheckpointTooOld): a job started
+// within it, or a checkpoint completed within it, is fresh; otherwise a checkpoint in progress
+// is waited for, and without one a savepoint is taken.
+func (r *FlinkDeploymentReconciler) checkpointFreshness(ctx context.Context, s *scope, maxAge time.Duration, now time.Time) (checkpointFreshness, error) {
+	cl, err := r.restClient(ctx, s)
+	if err != nil {
+		return checkpointFresh, err
+	}
+	within := func(ms int64) bool { return ms > 0 && now.Sub(time.UnixMilli(ms)) < maxAge }
+	details, err := cl.JobDetails(ctx, s.status().JobStatus.JobID)
+	if err != nil {
+		return checkpointFresh, fmt.Errorf("job start time for the checkpoint age check: %w", err)
+	}
+	if within(details.StartTime) {
+		return checkpointFresh, nil
+	}
+	stats, err := cl.CheckpointStatistics(ctx, s.status().JobStatus.JobID)
+	if err != nil {
+		return checkpointFresh, fmt.Errorf("checkpoints for the checkpoint age check: %w", err)
+	}
+	switch {
+	case stats.Latest.Completed != nil && within(max(stats.Latest.Completed.LatestAck, stats.Latest.Completed.TriggerTimestamp)):
+		return checkpointFresh, nil
+	case stats.Counts.InProgress > 0:
+		return checkpointPending, nil
+	}
+	return checkpointTooOld, nil
 }
 
 // recordedRestorePath is the savepoint or checkpoint the status says the job restores from,

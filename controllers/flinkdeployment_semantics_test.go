@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -289,6 +290,22 @@ func TestUpstreamSemantics(t *testing.T) {
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
 		waitFor(t, c, ns, "job", "STABLE on the spec that runs", lifecycleIs(flinkv1beta1.LifecycleStable))
 		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "nothing restarted")
+	})
+
+	// kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age: a last-state upgrade
+	// of a job whose latest checkpoint is too old takes a savepoint instead (the fake reports a
+	// job started long ago and checkpoints without timestamps).
+	t.Run("a last-state upgrade with a too old checkpoint takes a savepoint", func(t *testing.T) {
+		const ns = "checkpoint-too-old"
+		namespace(t, c, ns)
+		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{options.MaxCheckpointAge.Key: "1 min"}))
+		oldJob := d.Status.JobStatus.JobID
+		stopsBefore := len(flink.Stops())
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
+		k.collect(ns, "job")
+		redeployed(t, c, k, ns, "job", oldJob)
+		assert.Len(t, flink.Stops(), stopsBefore+1, "stopped with a savepoint")
+		assert.Contains(t, restorePath(t, c, ns, "job"), "file:/flink/savepoints/", "restored from that savepoint")
 	})
 
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so

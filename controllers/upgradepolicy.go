@@ -46,7 +46,19 @@ type upgradeSituation struct {
 	RestorePath string
 	// FirstDeployment: the cluster was never deployed before (an interrupted first deploy).
 	FirstDeployment bool
+	// Checkpoint is how recent the running job's state in checkpoints is, against
+	// kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age (fresh when unset).
+	Checkpoint checkpointFreshness
 }
+
+// checkpointFreshness says whether a last-state upgrade may rely on the latest checkpoint.
+type checkpointFreshness string
+
+const (
+	checkpointFresh   checkpointFreshness = ""        // recent enough, or no limit set
+	checkpointPending checkpointFreshness = "pending" // none recent, one in progress
+	checkpointTooOld  checkpointFreshness = "too-old" // none recent: a savepoint carries the state
+)
 
 // upgradePlan is the decision: how to stop, what to restore, and why (for events and errors).
 type upgradePlan struct {
@@ -107,6 +119,10 @@ func planUpgrade(s upgradeSituation) upgradePlan {
 		case s.FlinkVersionChanged && s.SavepointDir:
 			// HA metadata of one Flink version is not read by another: take a savepoint.
 			return upgradePlan{stopSavepoint, restoreSavepoint, "the Flink version changes; a savepoint carries the state"}
+		case s.Checkpoint == checkpointPending:
+			return upgradePlan{Stop: stopWait, Reason: "waiting for the checkpoint in progress: the latest completed one is older than " + options.MaxCheckpointAge.Key}
+		case s.Checkpoint == checkpointTooOld && s.SavepointDir:
+			return upgradePlan{stopSavepoint, restoreSavepoint, "the latest checkpoint is older than " + options.MaxCheckpointAge.Key + "; a savepoint carries the state"}
 		case s.FlinkVersionChanged || !haRestore || s.CancelForLastState:
 			return upgradePlan{stopCancel, restoreSavepoint, "last-state upgrade from the latest checkpoint"}
 		default:

@@ -38,6 +38,10 @@ func TestPlanUpgrade(t *testing.T) {
 		{"stateless, running", upgradeSituation{Mode: stateless, Job: running, JobManager: ready}, stopStateless, restoreNothing},
 		{"stateless, failed", upgradeSituation{Mode: stateless, Job: failed, JobManager: ready}, stopNone, restoreNothing},
 		{"stateless, JobManager missing", upgradeSituation{Mode: stateless, Job: reconciling, JobManager: missing}, stopNone, restoreNothing},
+		{"stateless, savepoint redeploy of a running job", upgradeSituation{Mode: stateless, Job: running, JobManager: ready, RestorePath: "file:///sp/chosen"}, stopStateless, restoreSavepoint},
+		{"last-state, HA, checkpoint too old: savepoint", upgradeSituation{Mode: lastState, Job: running, JobManager: ready, HAEnabled: true, HAMetadata: true, SavepointDir: true, Checkpoint: checkpointTooOld}, stopSavepoint, restoreSavepoint},
+		{"last-state, HA, checkpoint too old, one in progress: wait", upgradeSituation{Mode: lastState, Job: running, JobManager: ready, HAEnabled: true, HAMetadata: true, SavepointDir: true, Checkpoint: checkpointPending}, stopWait, ""},
+		{"last-state, HA, checkpoint fresh", upgradeSituation{Mode: lastState, Job: running, JobManager: ready, HAEnabled: true, HAMetadata: true, SavepointDir: true}, stopLastState, restoreLastState},
 
 		{"any, cancelling: wait", upgradeSituation{Mode: lastState, Job: cancelling, JobManager: ready, HAEnabled: true, HAMetadata: true}, stopWait, ""},
 
@@ -87,9 +91,10 @@ func TestPlanUpgradeNeverDropsState(t *testing.T) {
 	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
 		for _, job := range jobs {
 			for _, jm := range jms {
-				for bits := 0; bits < 64; bits++ {
+				for bits := 0; bits < 64*3; bits++ {
 					in := upgradeSituation{Mode: mode, Job: job, JobManager: jm, HAEnabled: bits&1 != 0, HAMetadata: bits&2 != 0,
-						SavepointDir: bits&4 != 0, FlinkVersionChanged: bits&8 != 0, LastStateFallback: bits&16 != 0, CancelForLastState: bits&32 != 0}
+						SavepointDir: bits&4 != 0, FlinkVersionChanged: bits&8 != 0, LastStateFallback: bits&16 != 0, CancelForLastState: bits&32 != 0,
+						Checkpoint: []checkpointFreshness{checkpointFresh, checkpointPending, checkpointTooOld}[bits/64]}
 					plan := planUpgrade(in)
 					if plan.Stop == stopWait || plan.Stop == stopFail {
 						continue

@@ -25,7 +25,7 @@ var (
 	LastStateCancel = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.last-state.job-cancel.enabled", Default: "false", Type: TypeBool,
 		Description: "Last-state upgrades cancel the job and restore its latest checkpoint instead of keeping HA metadata."}}
 	MaxCheckpointAge = DurationOption{Option{Key: "kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age", Type: TypeDuration,
-		Description: "Validated; a last-state upgrade is not refused for an old checkpoint (see Differences from the Apache operator)."}}
+		Description: "A last-state upgrade of a job whose latest checkpoint is older waits for one in progress, or else takes a savepoint."}}
 	InPlaceScaling = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.inplace-scaling.enabled", Default: "true", Type: TypeBool,
 		Description: "Per-vertex parallelism overrides are applied to the running job through the adaptive scheduler (Flink 1.18+)."}}
 	RestartFailed = BoolOption{Option{Key: "kubernetes.operator.job.restart.failed", Default: "false", Type: TypeBool,
