@@ -91,7 +91,8 @@ func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && k.jobManager(ns, name) != nil
 	})
 	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "resumed through HA: the same job id")
-	assert.Equal(t, "", restorePath(t, c, ns, name), "no savepoint path: Flink restores from its HA metadata")
+	assert.Equal(t, flinkv1beta1.LastStateSentinelPath, restorePath(t, c, ns, name), "no savepoint path: Flink restores from its HA metadata")
+	assert.Empty(t, k.jobGraphs(ns, name), "the job graph upstream left is removed: the resumed spec's graph is submitted")
 	assert.Contains(t, haConfigMaps(t, c, ns, name), name+"-"+jobID+"-config-map", "the checkpoint pointers are kept")
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -99,6 +100,40 @@ func (k *cluster) writeHAMetadata(ns, name, jobID string) {
 	if err := k.c.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		require.NoError(k.t, err)
 	}
+	// The submitted job's graph, which a JobManager recovers when it finds it.
+	require.NoError(k.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		graphs := &corev1.ConfigMap{}
+		err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.HAClusterConfigMapName(name)}, graphs)
+		if apierrors.IsNotFound(err) {
+			graphs = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: native.HAClusterConfigMapName(name), Labels: native.HALabels(name)},
+				Data: map[string]string{"jobGraph-" + jobID: "graph"}}
+			return k.c.Create(context.Background(), graphs)
+		}
+		if err != nil {
+			return err
+		}
+		if graphs.Data == nil {
+			graphs.Data = map[string]string{}
+		}
+		graphs.Data["jobGraph-"+jobID] = "graph"
+		return k.c.Update(context.Background(), graphs)
+	}))
+}
+
+// jobGraphs are the job graphs the cluster's HA metadata holds.
+func (k *cluster) jobGraphs(ns, name string) []string {
+	k.t.Helper()
+	graphs := &corev1.ConfigMap{}
+	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.HAClusterConfigMapName(name)}, graphs); err != nil {
+		return nil
+	}
+	var keys []string
+	for key := range graphs.Data {
+		if strings.HasPrefix(key, "jobGraph-") {
+			keys = append(keys, key)
+		}
+	}
+	return keys
 }
 
 // collect finishes the foreground deletion of the current JobManager Deployment, and returns
@@ -436,7 +471,7 @@ func TestUpgradeModes(t *testing.T) {
 		{name: "stateless", mode: "stateless", wantRestore: func(string) string { return "" }, wantOldState: "RUNNING"},
 		{name: "last-state-no-ha", mode: "last-state", wantRestore: fakeflink.CheckpointPath, wantOldState: "CANCELED"},
 		{name: "last-state-ha", mode: "last-state", config: map[string]string{"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"},
-			wantRestore: func(string) string { return "" }, wantSameJob: true, wantOldState: "RUNNING"},
+			wantRestore: func(string) string { return flinkv1beta1.LastStateSentinelPath }, wantSameJob: true, wantOldState: "RUNNING"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

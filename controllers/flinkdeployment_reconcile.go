@@ -330,11 +330,34 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	restore := ""
-	if plan.Restore == restoreSavepoint {
+	switch {
+	case plan.Restore == restoreSavepoint:
 		// Refreshed when the cancelled job's latest checkpoint was read again above.
 		restore = recordedRestorePath(st, situation.Mode)
+	case plan.Restore == restoreLastState && desired.Job != nil:
+		if restore, err = r.prepareLastStateRestore(ctx, s); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return r.deploy(ctx, s, desired, restore, keepHA)
+}
+
+// prepareLastStateRestore readies the HA metadata of a cluster that is gone for a last-state
+// deploy, as upstream does: the job graphs are removed, so the new JobManager runs the new
+// spec's job graph (parallelism, configuration) under the same job id and restores the job's
+// latest checkpoint from the HA checkpoint store, instead of recovering the old graph. When
+// that store holds a checkpoint, the restore path is the last-state sentinel: should the HA
+// metadata vanish before the JobManager reads it, the job fails to start rather than starting
+// with empty state.
+func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context, s *scope) (string, error) {
+	if err := native.DeleteJobGraphs(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
+		return "", err
+	}
+	has, err := native.HasHACheckpoint(ctx, r.Client, s.dep.Namespace, s.dep.Name)
+	if err != nil || !has {
+		return "", err
+	}
+	return flinkv1beta1.LastStateSentinelPath, nil
 }
 
 // upgradeSituation gathers the inputs of planUpgrade.

@@ -62,7 +62,7 @@ func TestRecovery(t *testing.T) {
 			return jm != nil && jm.UID != old.UID && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
 		})
 		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "the same job, resumed from HA")
-		assert.Empty(t, restorePath(t, c, ns, name))
+		assert.Equal(t, flinkv1beta1.LastStateSentinelPath, restorePath(t, c, ns, name), "from HA, never empty")
 		assert.True(t, events.has("JobManager deployment is missing; deploying it again"))
 		k.run(ns, name, jobID)
 		waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))

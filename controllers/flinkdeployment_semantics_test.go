@@ -330,6 +330,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		})
 		assert.Contains(t, haConfigMaps(t, c, ns, "session"), "session-0123456789abcdef0123456789abcdef-config-map",
 			"the session jobs' HA metadata survives the session's upgrade")
+		assert.NotEmpty(t, k.jobGraphs(ns, "session"), "a session's job graphs are kept: its JobManager recovers the jobs")
 	})
 }
 
