@@ -496,8 +496,10 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
 	}
 	info := st.JobStatus.SavepointInfo
+	// No target directory: the running cluster's own savepoint directory, which its
+	// JobManager resolves (a path of its file system, not of the operator's).
 	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID,
-		Format: savepointFormat(conf), TargetDirectory: savepointDirectory(conf), Drain: drain}
+		Format: savepointFormat(conf), Drain: drain}
 	var progress flink.Progress
 	if upgradeSavepointInFlight(st) {
 		progress = cl.Advance(ctx, op)
@@ -547,11 +549,6 @@ func savepointFormat(conf native.Config) flink.SavepointFormat {
 		return flink.SavepointFormatNative
 	}
 	return flink.SavepointFormatCanonical
-}
-
-// savepointDirectory is the cluster's configured savepoint directory ("" leaves it to Flink).
-func savepointDirectory(conf native.Config) string {
-	return conf.Get("execution.checkpointing.savepoint-dir", conf.Get("state.savepoints.dir", ""))
 }
 
 // keepLatestCheckpoint is last-state without HA: the latest completed checkpoint becomes the

@@ -122,8 +122,7 @@ func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, de
 	default:
 		return false, nil
 	}
-	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID,
-		Format: savepointFormat(conf), TargetDirectory: savepointDirectory(conf)}
+	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID, Format: savepointFormat(conf)}
 	progress, err := r.trackSnapshot(ctx, s, cl, &op, &info.TriggerID, &info.TriggerType, &info.TriggerTimestamp, kind)
 	if err != nil || progress.Outcome == flink.OutcomePending {
 		return progress.Outcome == flink.OutcomePending, err

@@ -1,0 +1,98 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// TestStatePaths walks the paths where upstream's semantics decide what state a job runs with,
+// each asserted on what Flink itself answers (review findings 3, 8, 17): a job cancelled
+// through Flink's REST API behind the operator's back resumes from its last checkpoint; a
+// savepoint redeploy restores the savepoint the user chose, not the running job's state; a
+// savepoint upgrade whose savepoints keep failing is got through by switching to stateless.
+func TestStatePaths(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-state-paths")
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	jobID := d.Status.JobStatus.JobID
+	allTasksRunning(t, key, jobID)
+
+	t.Run("a job cancelled outside the operator resumes from its last checkpoint", func(t *testing.T) {
+		cp := completedCheckpoint(t, key, jobID)
+		require.NoError(t, flinkREST(t, key).CancelJob(ctx, jobID))
+		logf(t, "cancelled job %s through Flink's REST API (checkpoint %d completed before)", jobID, cp.ID)
+		d := waitFor(t, key, "running again", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return readyAndRunning(d) && d.Status.JobStatus.JobID != jobID
+		})
+		jobID = d.Status.JobStatus.JobID
+		allTasksRunning(t, key, jobID)
+		restored := restoredFrom(t, key, jobID)
+		require.GreaterOrEqual(t, restored.ID, cp.ID, "Flink restored the cancelled job's latest checkpoint, not empty state")
+	})
+
+	t.Run("a savepoint redeploy restores the chosen savepoint", func(t *testing.T) {
+		snap := &flinkv1beta1.FlinkStateSnapshot{}
+		snap.Namespace, snap.Name = key.Namespace, "chosen-by-user"
+		snap.Spec.JobReference = &flinkv1beta1.JobReference{Kind: "FlinkDeployment", Name: key.Name}
+		snap.Spec.Savepoint = &flinkv1beta1.SavepointSpec{DisposeOnDelete: ptr(false)}
+		require.NoError(t, env.Client.Create(ctx, snap))
+		chosen := waitSnapshotState(t, client.ObjectKeyFromObject(snap), flinkv1beta1.SnapshotCompleted).Status.Path
+		// Let the job move past the savepoint, so restoring its own state would differ.
+		newer := completedCheckpoint(t, key, jobID)
+		logf(t, "savepoint %s chosen; checkpoint %d completed since", chosen, newer.ID)
+		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.Job.InitialSavepointPath = chosen
+			d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
+		})
+		d := waitFor(t, key, "redeployed", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return readyAndRunning(d) && d.Status.JobStatus.JobID != jobID
+		})
+		jobID = d.Status.JobStatus.JobID
+		restored := restoredFrom(t, key, jobID)
+		require.True(t, restored.IsSavepoint)
+		require.Equal(t, localPath(chosen), localPath(restored.ExternalPath), "Flink restored the savepoint the user chose")
+	})
+
+	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
+		// Its savepoints go to a directory nobody can create, so every stop-with-savepoint fails.
+		stuck := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", key.Namespace)
+		stuck.Name = "unwritable-savepoints"
+		stuck.Spec.FlinkConfiguration = setConfig(t, stuck.Spec.FlinkConfiguration, "state.savepoints.dir", "file:///proc/no-savepoints-here")
+		stuckKey := client.ObjectKeyFromObject(stuck)
+		require.NoError(t, env.Client.Create(ctx, stuck))
+		d := waitFor(t, stuckKey, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+		stuckJob := d.Status.JobStatus.JobID
+		allTasksRunning(t, stuckKey, stuckJob)
+		patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+		waitFor(t, stuckKey, "the stop-with-savepoint failed", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return flinkv1beta1.ErrorReason(d.Status.Error) == flinkv1beta1.ErrorReasonUpgradeFailed
+		})
+		state, err := flinkREST(t, stuckKey).JobStatus(ctx, stuckJob)
+		require.NoError(t, err)
+		require.Equal(t, "RUNNING", string(state), "the job keeps running while its savepoint fails")
+		patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
+		d = waitFor(t, stuckKey, "upgraded statelessly", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			return readyAndRunning(d) && d.Status.JobStatus.JobID != stuckJob
+		})
+		allTasksRunning(t, stuckKey, d.Status.JobStatus.JobID)
+		require.Equal(t, 2, runningParallelism(t, stuckKey, d.Status.JobStatus.JobID), "Flink runs the new parallelism")
+		stats, err := flinkREST(t, stuckKey).CheckpointStatistics(ctx, d.Status.JobStatus.JobID)
+		require.NoError(t, err)
+		require.Nil(t, stats.Latest.Restored, "stateless: nothing restored")
+		require.NoError(t, env.Client.Delete(ctx, d))
+		requireNoPods(t, stuckKey)
+	})
+
+	require.NoError(t, env.Client.Delete(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: dep.ObjectMeta}))
+	requireNoPods(t, key)
+}
