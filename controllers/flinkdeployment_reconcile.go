@@ -460,7 +460,10 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	// The JobManager is stamped with the generation of the spec it runs (the target's), which
 	// observe compares to tell a finished upgrade from one still to do.
 	dep.Generation = st.ObservedGeneration
-	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore}
+	// The result stores are new for every recorded deployment attempt, and the same while
+	// that attempt is retried (the attempt is the recorded reconciliation timestamp).
+	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore,
+		ResultStoreID: deterministicJobID(string(s.dep.UID)+"/result-store", st.ReconciliationStatus.ReconciliationTimestamp)}
 	if desired.Job != nil && desired.Job.AllowNonRestoredState != nil {
 		opts.AllowNonRestoredState = *desired.Job.AllowNonRestoredState
 	}

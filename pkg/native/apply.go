@@ -91,9 +91,10 @@ func managedByUs(obj client.Object) bool {
 	return false
 }
 
-// HALabels select the high-availability ConfigMaps Flink's Kubernetes HA services write for a
-// cluster (leader election, checkpoint pointers, job graphs). They are not owned by anything,
-// so they survive the cluster: that is what makes last-state upgrades possible.
+// HALabels are the labels Flink 1.x's Kubernetes HA services put on a cluster's HA ConfigMaps
+// (leader election, checkpoint pointers, job graphs). Flink 2.x leaves configmap-type out, so
+// the operator finds HA ConfigMaps with HAConfigMaps, never by these labels alone. They are not
+// owned by anything, so they survive the cluster: that is what makes last-state upgrades possible.
 func HALabels(cluster string) client.MatchingLabels {
 	return client.MatchingLabels{LabelApp: cluster, LabelConfigMapType: ConfigMapTypeHA}
 }
@@ -102,11 +103,11 @@ func HALabels(cluster string) client.MatchingLabels {
 // (checkpoint pointers), or a legacy "-jobmanager-leader" ConfigMap. The cluster-wide
 // "<cluster>-cluster-config-map" alone holds no job state.
 func HasHAData(ctx context.Context, c client.Client, namespace, cluster string) (bool, error) {
-	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), HALabels(cluster)); err != nil {
-		return false, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
+	list, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return false, err
 	}
-	for _, cm := range list.Items {
+	for _, cm := range list {
 		switch {
 		case cm.Name == cluster+"-cluster-config-map":
 		case strings.HasSuffix(cm.Name, "-config-map"), strings.HasSuffix(cm.Name, "-jobmanager-leader"):
@@ -135,8 +136,8 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 		return false, err
 	}
 	if !opts.KeepHAData {
-		if err := c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(namespace), HALabels(cluster)); err != nil {
-			return false, fmt.Errorf("delete HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
+		if err := deleteHAConfigMaps(ctx, c, namespace, cluster); err != nil {
+			return false, err
 		}
 	}
 	err = c.Get(ctx, client.ObjectKeyFromObject(jm), jm)
@@ -150,11 +151,11 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 	if opts.KeepHAData {
 		return true, nil
 	}
-	var left corev1.ConfigMapList
-	if err := c.List(ctx, &left, client.InNamespace(namespace), HALabels(cluster)); err != nil {
-		return false, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
+	left, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return false, err
 	}
-	return len(left.Items) == 0, nil
+	return len(left) == 0, nil
 }
 
 func ptr[T any](v T) *T { return &v }

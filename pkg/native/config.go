@@ -130,6 +130,10 @@ type BuildOptions struct {
 	RestorePath string
 	// AllowNonRestoredState when restoring.
 	AllowNonRestoredState bool
+	// ResultStoreID names this deployment attempt's job (and, on Flink 2.3+, application)
+	// result store under the HA storage directory. It must change with every deployment and
+	// stay the same while one is retried (see resultStores).
+	ResultStoreID string
 }
 
 // Config is a flat Flink configuration.
@@ -312,6 +316,7 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 	if conf.HAEnabled() {
 		conf["execution.submit-failed-job-on-application-error"] = "true"
 	}
+	resultStores(conf, name, opts.ResultStoreID)
 	setDefault(conf, "pipeline.name", name)
 	setDefault(conf, "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
 	if job.UpgradeMode == flinkv1beta1.UpgradeModeLastState {
@@ -336,6 +341,22 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 		conf[ignoreKey] = strconv.FormatBool(opts.AllowNonRestoredState)
 	}
 	return nil
+}
+
+// resultStores gives each deployment of an application cluster with HA storage result stores of
+// its own, as upstream does (FLINK-27569). Flink records a job's (and on 2.3+ an application's)
+// end in these stores. Kept after commit, an ended job is not run again when its JobManager
+// restarts within the shutdown TTL; fresh for every deployment, a stale entry of an earlier
+// deployment never makes the new cluster skip its job. A user-set delete-on-commit is kept.
+func resultStores(conf Config, cluster, id string) {
+	dir := strings.TrimSuffix(conf["high-availability.storageDir"], "/")
+	if dir == "" || id == "" {
+		return
+	}
+	for _, store := range []string{"job-result-store", "application-result-store"} {
+		setDefault(conf, store+".delete-on-commit", "false")
+		conf[store+".storage-path"] = dir + "/" + store + "/" + cluster + "/" + id
+	}
 }
 
 // jobParallelism: spec.job.parallelism, else TaskManager replicas × slots, else unset.

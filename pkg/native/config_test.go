@@ -265,3 +265,39 @@ func TestOperatorOptionsReachReconcilersNotFlink(t *testing.T) {
 	assert.Equal(t, "8081", got["rest.port"])
 	assert.NotContains(t, effective, "kubernetes.operator.periodic.savepoint.interval", "Flink's configuration is untouched")
 }
+
+// Every deployment of an application cluster with HA storage gets result stores of its own,
+// kept after commit (FLINK-27569): an ended job is not re-run by a restarted JobManager, and a
+// stale entry of an earlier deployment is never read by the next one.
+func TestResultStoresPerDeployment(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  flinkConfiguration: {high-availability.type: kubernetes, high-availability.storageDir: "s3://bucket/ha/"}
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: last-state}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "false", conf["job-result-store.delete-on-commit"])
+	assert.Equal(t, "s3://bucket/ha/job-result-store/app/attempt-1", conf["job-result-store.storage-path"])
+	assert.Equal(t, "false", conf["application-result-store.delete-on-commit"])
+	assert.Equal(t, "s3://bucket/ha/application-result-store/app/attempt-1", conf["application-result-store.storage-path"], "Flink 2.3's application results")
+
+	next, err := EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-2"})
+	require.NoError(t, err)
+	assert.NotEqual(t, conf["job-result-store.storage-path"], next["job-result-store.storage-path"], "a new deployment, a new store")
+
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{"high-availability.type": "kubernetes",
+		"high-availability.storageDir": "s3://bucket/ha", "job-result-store.delete-on-commit": "true"})
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-3"})
+	require.NoError(t, err)
+	assert.Equal(t, "true", conf["job-result-store.delete-on-commit"], "the user's choice is kept")
+
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{})
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-4"})
+	require.NoError(t, err)
+	assert.NotContains(t, conf, "job-result-store.storage-path", "no HA storage: Flink's in-memory store")
+}

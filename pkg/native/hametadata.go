@@ -22,6 +22,42 @@ const (
 	haCheckpointKeyPrefix    = "checkpointID-"
 )
 
+// HAConfigMaps lists the ConfigMaps Flink's Kubernetes HA services wrote for a cluster. They are
+// told apart by their labels and names, as Flink writes them: the cluster's app label with
+// Flink's type label (configmap-type=high-availability on Flink 1.x, which 2.x no longer
+// writes), and a name "<cluster>-cluster-config-map", "<cluster>-<job id>-config-map" or a
+// legacy "<cluster>-...-leader". The operator's own ConfigMaps of the cluster (its
+// configuration, its pod template) never match.
+func HAConfigMaps(ctx context.Context, c client.Client, namespace, cluster string) ([]corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelApp: cluster}); err != nil {
+		return nil, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
+	}
+	var out []corev1.ConfigMap
+	for _, cm := range list.Items {
+		flinks := cm.Labels[LabelConfigMapType] == ConfigMapTypeHA || cm.Labels[LabelType] == TypeNative
+		named := strings.HasPrefix(cm.Name, cluster+"-") && (strings.HasSuffix(cm.Name, "-config-map") || strings.HasSuffix(cm.Name, "-leader"))
+		if flinks && named {
+			out = append(out, cm)
+		}
+	}
+	return out, nil
+}
+
+// deleteHAConfigMaps deletes a cluster's HA ConfigMaps (HAConfigMaps).
+func deleteHAConfigMaps(ctx context.Context, c client.Client, namespace, cluster string) error {
+	list, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if err := c.Delete(ctx, &list[i]); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete HA ConfigMap %s/%s: %w", namespace, list[i].Name, err)
+		}
+	}
+	return nil
+}
+
 // HAClusterConfigMapName is the HA ConfigMap holding a cluster's job graphs.
 func HAClusterConfigMapName(cluster string) string { return cluster + "-cluster-config-map" }
 
@@ -65,11 +101,11 @@ func DeleteJobGraphs(ctx context.Context, c client.Client, namespace, cluster st
 // one of its jobs: then a last-state deploy restores it, and its restore path can be the
 // last-state sentinel (a job whose HA metadata vanished then fails instead of starting empty).
 func HasHACheckpoint(ctx context.Context, c client.Client, namespace, cluster string) (bool, error) {
-	var list corev1.ConfigMapList
-	if err := c.List(ctx, &list, client.InNamespace(namespace), HALabels(cluster)); err != nil {
-		return false, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
+	list, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return false, err
 	}
-	for _, cm := range list.Items {
+	for _, cm := range list {
 		for k := range cm.Data {
 			if strings.HasPrefix(k, haCheckpointKeyPrefix) {
 				return true, nil

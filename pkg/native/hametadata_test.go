@@ -48,3 +48,35 @@ func TestDeleteJobGraphsKeepsCheckpoints(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, has)
 }
+
+// Flink 2.x writes its HA ConfigMaps without configmap-type=high-availability (seen on Flink
+// 2.3): they are found by name and Flink's type label, and the operator's own ConfigMaps of the
+// cluster are never taken for HA metadata.
+func TestHAConfigMapsOfFlink2(t *testing.T) {
+	flink2 := map[string]string{LabelApp: "app", LabelType: TypeNative}
+	objs := []client.Object{
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-cluster-config-map", Labels: flink2},
+			Data: map[string]string{"executionPlan-8b5d06778ac3630853e95e3d34d739c4": "plan"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-8b5d06778ac3630853e95e3d34d739c4-config-map", Labels: flink2},
+			Data: map[string]string{"checkpointID-0000000000000000007": "pointer"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-app", Labels: flink2}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod-template-app", Labels: flink2}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-settings-config-map", Labels: map[string]string{LabelApp: "app"}}},
+	}
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	ctx := context.Background()
+	ha, err := HAConfigMaps(ctx, c, "ns", "app")
+	require.NoError(t, err)
+	var names []string
+	for _, cm := range ha {
+		names = append(names, cm.Name)
+	}
+	assert.ElementsMatch(t, []string{"app-cluster-config-map", "app-8b5d06778ac3630853e95e3d34d739c4-config-map"}, names)
+	has, err := HasHAData(ctx, c, "ns", "app")
+	require.NoError(t, err)
+	assert.True(t, has, "Flink 2's checkpoint pointers are HA metadata")
+	require.NoError(t, deleteHAConfigMaps(ctx, c, "ns", "app"))
+	var left corev1.ConfigMapList
+	require.NoError(t, c.List(ctx, &left))
+	assert.Len(t, left.Items, 3, "only the HA ConfigMaps are deleted")
+}

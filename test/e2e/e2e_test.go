@@ -374,21 +374,8 @@ func TestApplicationWithHA(t *testing.T) {
 	t.Run("a killed JobManager recovers through HA", func(t *testing.T) {
 		cp := completedCheckpoint(t, key, jobID)
 		pod := jobManagerPod(t, key)
-		pid := 0
-		_, err := fmt.Sscanf(pod.Status.ContainerStatuses[0].ContainerID, "nodeagent://%d", &pid)
-		require.NoError(t, err)
-		logf(t, "killing JobManager process %d of pod %s", pid, pod.Name)
-		require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			p := &corev1.Pod{}
-			require.NoError(t, env.Client.Get(ctx, client.ObjectKeyFromObject(pod), p))
-			if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "JobManager container did not come back")
-			time.Sleep(time.Second)
-		}
+		killContainer(t, pod)
+		waitContainerRestarted(t, pod)
 		d := waitFor(t, key, "Ready again after the JobManager restart", 3*time.Minute, readyAndRunning)
 		require.Equal(t, jobID, d.Status.JobStatus.JobID)
 		restored := restoredFrom(t, key, jobID)
@@ -459,6 +446,31 @@ func TestApplicationWithHA(t *testing.T) {
 		require.NoError(t, env.Client.List(ctx, &svcs, client.InNamespace(key.Namespace), labels))
 		require.Empty(t, svcs.Items)
 	})
+}
+
+// killContainer SIGKILLs the process group of a pod's container (the node agent runs it).
+func killContainer(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	pid := 0
+	_, err := fmt.Sscanf(pod.Status.ContainerStatuses[0].ContainerID, "nodeagent://%d", &pid)
+	require.NoError(t, err)
+	logf(t, "killing process %d of pod %s", pid, pod.Name)
+	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
+}
+
+// waitContainerRestarted waits until the pod's container restarted and is ready again.
+func waitContainerRestarted(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		p := &corev1.Pod{}
+		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p))
+		if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "the container of %s did not come back", pod.Name)
+		time.Sleep(time.Second)
+	}
 }
 
 // requireNoPods waits until the cluster has no pods left.

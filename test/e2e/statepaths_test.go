@@ -96,3 +96,77 @@ func TestStatePaths(t *testing.T) {
 	require.NoError(t, env.Client.Delete(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: dep.ObjectMeta}))
 	requireNoPods(t, key)
 }
+
+// TestLastStateUpgradeOnFlink2: Flink 2 keeps the job's graph in HA under executionPlan- keys
+// (Flink 1.x: jobGraph-); a last-state upgrade still runs the new spec's parallelism, from the
+// job's latest checkpoint under the same job id, as Flink 2 itself reports.
+func TestLastStateUpgradeOnFlink2(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-flink2-last-state")
+	dep.Spec.Image, dep.Spec.FlinkVersion = "flink:2.2", "v2_2"
+	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	jobID := d.Status.JobStatus.JobID
+	allTasksRunning(t, key, jobID)
+	cp := completedCheckpoint(t, key, jobID)
+
+	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+	d = waitFor(t, key, "upgraded with last-state", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		return readyAndRunning(d) && d.Status.ObservedGeneration == d.Generation
+	})
+	require.Equal(t, jobID, d.Status.JobStatus.JobID, "last-state through HA keeps the job id")
+	allTasksRunning(t, key, jobID)
+	require.Equal(t, 2, runningParallelism(t, key, jobID), "Flink 2 runs the job at the new parallelism")
+	restored := restoredFrom(t, key, jobID)
+	require.False(t, restored.IsSavepoint)
+	require.GreaterOrEqual(t, restored.ID, cp.ID, "restored from the latest checkpoint or a newer one")
+
+	require.NoError(t, env.Client.Delete(ctx, d))
+	requireNoPods(t, key)
+}
+
+// TestFinishedJobIsNotRunAgain (review finding 6, FLINK-27569): a bounded job with HA reaches
+// FINISHED; its JobManager is killed within the shutdown TTL and comes back; the job does not
+// run again (Flink's job result store, kept after commit, says it ended).
+func TestFinishedJobIsNotRunAgain(t *testing.T) {
+	ctx := context.Background()
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-finished")
+	dep.Spec.Job.JarURI = "local:///opt/flink/examples/streaming/WordCount.jar"
+	key := client.ObjectKeyFromObject(dep)
+	require.NoError(t, env.Client.Create(ctx, dep))
+	d := waitFor(t, key, "FINISHED", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
+	})
+	jobID := d.Status.JobStatus.JobID
+	finished, err := flinkREST(t, key).JobDetails(ctx, jobID)
+	require.NoError(t, err)
+	require.Equal(t, "FINISHED", string(finished.State))
+
+	pod := jobManagerPod(t, key)
+	killContainer(t, pod)
+	waitContainerRestarted(t, pod)
+	// For a while after the JobManager is back, Flink must not run the job again: no job is
+	// running, and none started after the one that finished.
+	deadline := time.Now().Add(30 * time.Second)
+	answered := 0
+	for time.Now().Before(deadline) {
+		jobs, err := flinkREST(t, key).JobsOverview(ctx)
+		if err == nil {
+			answered++
+			for _, j := range jobs {
+				require.NotEqual(t, "RUNNING", string(j.State), "job %s runs again after the JobManager restart", j.ID)
+				require.LessOrEqual(t, j.StartTime, finished.StartTime, "job %s started again after the JobManager restart", j.ID)
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	require.Positive(t, answered, "the restarted JobManager never answered")
+	d = &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, env.Client.Get(ctx, key, d))
+	require.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
+
+	require.NoError(t, env.Client.Delete(ctx, d))
+	requireNoPods(t, key)
+}
