@@ -176,6 +176,9 @@ type scope struct {
 	configs map[string]native.Config
 	// rest is the client of the running cluster's JobManager, built once per reconcile.
 	rest *flink.Client
+	// partlyDeployed: observe found the recorded attempt's JobManager with not every object of
+	// its cluster applied (an apply failed midway); the attempt is applied again.
+	partlyDeployed bool
 }
 
 func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {

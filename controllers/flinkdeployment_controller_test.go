@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,6 +73,15 @@ func (k *cluster) jobManager(ns, name string) *appsv1.Deployment {
 // run makes the JobManager available and its job RUNNING in the fake Flink.
 func (k *cluster) run(ns, name, jobID string) {
 	k.t.Helper()
+	k.makeAvailable(ns, name)
+	k.flink.SetJob(jobID, "RUNNING")
+	k.writeHAMetadata(ns, name, jobID)
+}
+
+// makeAvailable makes the JobManager Deployment available, as the deployment controller and
+// kubelet would.
+func (k *cluster) makeAvailable(ns, name string) {
+	k.t.Helper()
 	require.Eventually(k.t, func() bool {
 		jm := k.jobManager(ns, name)
 		if jm == nil || !jm.DeletionTimestamp.IsZero() {
@@ -79,8 +90,6 @@ func (k *cluster) run(ns, name, jobID string) {
 		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
 		return k.c.Status().Update(context.Background(), jm) == nil
 	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
-	k.flink.SetJob(jobID, "RUNNING")
-	k.writeHAMetadata(ns, name, jobID)
 }
 
 // writeHAMetadata does what Flink's Kubernetes HA services do for a running job of a cluster
@@ -657,4 +666,49 @@ func TestRollback(t *testing.T) {
 	assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "the stable spec runs again")
 	assert.Never(t, func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack },
 		time.Second, 50*time.Millisecond, "not retried until the spec changes")
+}
+
+// TestPartlyAppliedClusterIsAppliedAgain (review finding 11): an apply that fails after the
+// JobManager Deployment (here every Service is refused, as by a quota) leaves the attempt
+// incomplete; it is never taken for deployed, and is applied again once it can be.
+func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	ctx := context.Background()
+	const ns, name = "partly-applied", "orders"
+	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
+
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	var refuseServices atomic.Bool
+	refuseServices.Store(true)
+	quota := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, isService := obj.(*corev1.Service); isService && refuseServices.Load() {
+				return apierrors.NewForbidden(corev1.Resource("services"), obj.GetName(), errors.New("exceeded quota: services=0"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+		Flink: &FlinkClients{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
+	for i := 0; i < 3; i++ {
+		_, err = r.Reconcile(ctx, req)
+		require.Error(t, err, "the quota refuses the Services")
+	}
+	jm := &appsv1.Deployment{}
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm), "the JobManager Deployment was applied")
+	assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, get(t, base, ns, name).Status.ReconciliationStatus.State, "not taken for deployed")
+	assert.NotEqual(t, jm.Annotations[native.AnnotationDeployAttempt], jm.Annotations[native.AnnotationDeployComplete], "marked incomplete")
+
+	refuseServices.Store(false)
+	_, err = r.Reconcile(ctx, req)
+	require.NoError(t, err)
+	d := get(t, base, ns, name)
+	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State)
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.RESTServiceName(name)}, &corev1.Service{}), "the REST Service exists now")
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm))
+	assert.Equal(t, jm.Annotations[native.AnnotationDeployAttempt], jm.Annotations[native.AnnotationDeployComplete], "marked complete")
 }

@@ -41,11 +41,14 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	case err != nil:
 		return fmt.Errorf("get JobManager deployment: %w", err)
 	}
-	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading &&
-		jm.DeletionTimestamp.IsZero() && jm.Annotations[native.AnnotationGeneration] == strconv.FormatInt(st.ObservedGeneration, 10) &&
-		st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
-		// The deployment of this upgrade went through before the operator could record it.
-		st.ReconciliationStatus.State = flinkv1beta1.ReconciliationDeployed
+	switch s.deployAttemptOf(jm) {
+	case attemptComplete:
+		if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
+			// The deployment of this upgrade went through before the operator could record it.
+			st.ReconciliationStatus.State = flinkv1beta1.ReconciliationDeployed
+		}
+	case attemptPartial:
+		s.partlyDeployed = true
 	}
 	obs := jobManagerObservation{Exists: true, Deleting: !jm.DeletionTimestamp.IsZero(), Available: jm.Status.AvailableReplicas >= 1}
 	var failureMessage string
@@ -71,7 +74,9 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonError, "JobManager %s: %s", obs.FailedReason, failureMessage)
 		}
 		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionDeploymentFailed, flinkv1beta1.ErrorReasonDeploymentFailed, obs.FailedReason+": "+failureMessage)
-		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		if !isTerminal(st.JobStatus.State) { // an ended job stays ended whatever its JobManager does
+			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		}
 	}
 	st.JobManagerDeploymentStatus = next
 	if next != flinkv1beta1.JobManagerReady {
@@ -87,6 +92,46 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	}
 	r.markStable(s, conf)
 	return nil
+}
+
+// deployAttempt says how a JobManager Deployment relates to the recorded deployment attempt.
+type deployAttempt int
+
+const (
+	attemptOther    deployAttempt = iota // another attempt's (or being deleted)
+	attemptPartial                       // this attempt's, not every object applied yet
+	attemptComplete                      // this attempt's, every object applied
+)
+
+// deployAttemptOf compares the JobManager's attempt annotations with the recorded attempt (the
+// reconciliation timestamp of the recorded target). A JobManager applied before these
+// annotations existed is matched by generation, as then.
+func (s *scope) deployAttemptOf(jm *appsv1.Deployment) deployAttempt {
+	st := s.status()
+	if !jm.DeletionTimestamp.IsZero() {
+		return attemptOther
+	}
+	attempt, stamped := jm.Annotations[native.AnnotationDeployAttempt]
+	if !stamped {
+		if jm.Annotations[native.AnnotationGeneration] == strconv.FormatInt(st.ObservedGeneration, 10) {
+			return attemptComplete
+		}
+		return attemptOther
+	}
+	current := deployAttemptID(st)
+	switch {
+	case attempt != current:
+		return attemptOther
+	case jm.Annotations[native.AnnotationDeployComplete] != current:
+		return attemptPartial
+	default:
+		return attemptComplete
+	}
+}
+
+// deployAttemptID names the recorded deployment attempt.
+func deployAttemptID(st *flinkv1beta1.FlinkDeploymentStatus) string {
+	return strconv.FormatInt(st.ReconciliationStatus.ReconciliationTimestamp, 10)
 }
 
 // jobManagerObservation is what observe saw of the JobManager Deployment.
@@ -152,12 +197,15 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 	state, err := cl.JobStatus(ctx, st.JobStatus.JobID)
 	var next flinkv1beta1.JobStatusState
 	switch {
-	case flink.IsNotFound(err):
-		next = flinkv1beta1.JobStatusReconciling
-	case err != nil:
-		next = flinkv1beta1.JobStatusReconciling
-	default:
+	case err == nil:
 		next = flinkv1beta1.JobStatusState(state)
+	case isTerminal(st.JobStatus.State):
+		// A job that ended stays ended: a restarted JobManager no longer lists it (its job
+		// result store says it ended, and it is not run again), an unreachable one says
+		// nothing new (upstream's observer only moves a running job to RECONCILING).
+		next = st.JobStatus.State
+	default:
+		next = flinkv1beta1.JobStatusReconciling
 	}
 	r.exceptions.report(ctx, r.Recorder, s.dep, s.dep.UID, cl, st.JobStatus.JobID, conf)
 	prev := st.JobStatus.State

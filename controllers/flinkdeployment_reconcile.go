@@ -246,6 +246,12 @@ func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, 
 
 func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
 	st := s.status()
+	if s.partlyDeployed {
+		// This attempt's cluster was applied in part: apply it again, as recorded (job id,
+		// restore path), instead of taking it for a cluster to stop.
+		log.FromContext(ctx).Info("the cluster of this deployment attempt was applied in part; applying it again")
+		return r.deploy(ctx, s, desired, st.JobStatus.UpgradeSavepointPath, true)
+	}
 	conf, err := r.config(s, desired)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -442,7 +448,11 @@ func recordedRestorePath(st *flinkv1beta1.FlinkDeploymentStatus, mode flinkv1bet
 // through HA, which finds the job's checkpoints by its id).
 func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, restore string, keepJobID bool) (ctrl.Result, error) {
 	st := s.status()
-	if desired.Job != nil && (!keepJobID || st.JobStatus.JobID == "") {
+	switch {
+	case desired.Job == nil:
+	case native.UserJobID(desired) != "":
+		st.JobStatus.JobID = native.UserJobID(desired) // the user's fixed job id wins
+	case !keepJobID || st.JobStatus.JobID == "":
 		st.JobStatus.JobID = deterministicJobID(string(s.dep.UID), st.ReconciliationStatus.ReconciliationTimestamp)
 	}
 	if desired.Job != nil {
@@ -462,7 +472,7 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	dep.Generation = st.ObservedGeneration
 	// The result stores are new for every recorded deployment attempt, and the same while
 	// that attempt is retried (the attempt is the recorded reconciliation timestamp).
-	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore,
+	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore, Attempt: deployAttemptID(st),
 		ResultStoreID: deterministicJobID(string(s.dep.UID)+"/result-store", st.ReconciliationStatus.ReconciliationTimestamp)}
 	if desired.Job != nil && desired.Job.AllowNonRestoredState != nil {
 		opts.AllowNonRestoredState = *desired.Job.AllowNonRestoredState
@@ -518,9 +528,7 @@ func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *sc
 	}
 	switch progress.Outcome {
 	case flink.OutcomePending:
-		if progress.Unreachable != nil {
-			log.FromContext(ctx).Info("stop-with-savepoint: outcome not known yet", "trigger", op.TriggerID, "reason", progress.Unreachable.Error())
-		}
+		logUnknownOutcome(ctx, op, progress)
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	case flink.OutcomeFailed:
 		// The job keeps running; the next step of the upgrade takes a new decision (a new

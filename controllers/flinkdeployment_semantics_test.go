@@ -308,6 +308,28 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Contains(t, restorePath(t, c, ns, "job"), "file:/flink/savepoints/", "restored from that savepoint")
 	})
 
+	// Finding 35: a job id the user fixed in flinkConfiguration wins, and is what the status says.
+	t.Run("a user-fixed job id wins", func(t *testing.T) {
+		const ns, fixed = "fixed-job-id", "0000000000000000000000000000cafe"
+		namespace(t, c, ns)
+		dep := newDeployment(t, ns, "job")
+		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
+		conf, err := dep.Spec.FlinkConfiguration.Flatten()
+		require.NoError(t, err)
+		conf["$internal.pipeline.job-id"] = fixed
+		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+		d := stableDeployment(t, c, k, dep)
+		assert.Equal(t, fixed, d.Status.JobStatus.JobID)
+		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
+		k.collect(ns, "job")
+		d = waitFor(t, c, ns, "job", "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			jm := k.jobManager(ns, "job")
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
+				jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation)
+		})
+		assert.Equal(t, fixed, d.Status.JobStatus.JobID, "still the user's job id after a stateless upgrade")
+	})
+
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
@@ -341,12 +363,5 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 func (k *cluster) finish(ns, name, jobID string) {
 	k.t.Helper()
 	k.flink.SetJob(jobID, "FINISHED")
-	require.Eventually(k.t, func() bool {
-		jm := k.jobManager(ns, name)
-		if jm == nil || !jm.DeletionTimestamp.IsZero() {
-			return false
-		}
-		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
-		return k.c.Status().Update(context.Background(), jm) == nil
-	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
+	k.makeAvailable(ns, name)
 }

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
@@ -209,10 +208,9 @@ func (r *FlinkDeploymentReconciler) trackSnapshot(ctx context.Context, s *scope,
 			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, what, "%s %s triggered", kind, reason)
 		}
 	}
-	if progress.Unreachable != nil {
-		log.FromContext(ctx).Info("snapshot: outcome not known yet", "trigger", op.TriggerID, "reason", progress.Unreachable.Error())
-	}
-	if progress.Outcome != flink.OutcomePending {
+	if progress.Outcome == flink.OutcomePending {
+		logUnknownOutcome(ctx, *op, progress)
+	} else {
 		*triggerID, *triggerType, *triggerTimestamp = "", "", nil
 	}
 	return progress, nil

@@ -267,12 +267,11 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	if why != "" {
 		return r.failed(snap, "the job went away while the snapshot was in progress: "+why), nil
 	}
-	progress := tgt.flink.Advance(ctx, snapshotOperation(snap, tgt))
+	op := snapshotOperation(snap, tgt)
+	progress := tgt.flink.Advance(ctx, op)
 	switch progress.Outcome {
 	case flink.OutcomePending:
-		if progress.Unreachable != nil {
-			log.FromContext(ctx).Info("snapshot: outcome not known yet", "trigger", st.TriggerID, "reason", progress.Unreachable.Error())
-		}
+		logUnknownOutcome(ctx, op, progress)
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	case flink.OutcomeFailed:
 		return r.failed(snap, snapshotKind(snap)+" failed: "+progress.Failure), nil

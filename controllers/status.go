@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
 )
 
 // errorJSON renders status.error from an upstream exception class name, with the typed
@@ -56,6 +58,14 @@ func patchStatus(ctx context.Context, c client.Client, obj, original client.Obje
 }
 
 func equalStatus(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
+
+// logUnknownOutcome says why a pending Flink operation's outcome is not known yet, when the
+// JobManager could not be asked (transport trouble is never the operation's outcome).
+func logUnknownOutcome(ctx context.Context, op flink.Operation, p flink.Progress) {
+	if p.Unreachable != nil {
+		log.FromContext(ctx).Info("outcome not known yet", "operation", op.Kind, "job", op.JobID, "trigger", op.TriggerID, "reason", p.Unreachable.Error())
+	}
+}
 
 // deterministicJobID derives a job id from the resource and the upgrade it belongs to, so a
 // deployment retried after an operator crash submits the same job id as the first attempt.

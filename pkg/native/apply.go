@@ -53,6 +53,14 @@ func Apply(ctx context.Context, c client.Client, cluster *Cluster) error {
 			return err
 		}
 	}
+	if attempt := jm.Annotations[AnnotationDeployAttempt]; attempt != "" {
+		// Everything is in place: only now is the attempt marked complete (the Deployment's own
+		// metadata changes, its pods do not).
+		jm.Annotations[AnnotationDeployComplete] = attempt
+		if err := apply(ctx, c, jm); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

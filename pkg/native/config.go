@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Defaults are the operator's default Flink configuration, layered as upstream:
@@ -130,6 +131,9 @@ type BuildOptions struct {
 	RestorePath string
 	// AllowNonRestoredState when restoring.
 	AllowNonRestoredState bool
+	// Attempt names this deployment attempt on the JobManager Deployment
+	// (AnnotationDeployAttempt); empty leaves it out.
+	Attempt string
 	// ResultStoreID names this deployment attempt's job (and, on Flink 2.3+, application)
 	// result store under the HA storage directory. It must change with every deployment and
 	// stay the same while one is retried (see resultStores).
@@ -331,6 +335,12 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 	if opts.JobID != "" {
 		conf["$internal.pipeline.job-id"] = opts.JobID
 	}
+	// What the job restores is the operator's decision (upgrade mode, recorded savepoint, HA):
+	// a restore path in the user's configuration would be restored by every redeploy, stateless
+	// ones included, so it never reaches Flink (upstream removes it too).
+	for _, key := range restoreKeys {
+		delete(conf, key)
+	}
 	if opts.RestorePath != "" {
 		// 1.20 renamed the restore keys; the old names still work, but write the current ones.
 		pathKey, ignoreKey := "execution.savepoint.path", "execution.savepoint.ignore-unclaimed-state"
@@ -341,6 +351,21 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 		conf[ignoreKey] = strconv.FormatBool(opts.AllowNonRestoredState)
 	}
 	return nil
+}
+
+// restoreKeys are Flink's restore settings, under their names before and since 1.20.
+var restoreKeys = []string{"execution.savepoint.path", "execution.state-recovery.path",
+	"execution.savepoint.ignore-unclaimed-state", "execution.state-recovery.ignore-unclaimed-state"}
+
+// UserJobID is the job id the user fixed in flinkConfiguration ($internal.pipeline.job-id), ""
+// when none: it wins over the one the operator derives, as upstream (tools may rely on stable
+// checkpoint paths <dir>/<job id>).
+func UserJobID(spec *flinkv1beta1.FlinkDeploymentSpec) string {
+	flat, err := spec.FlinkConfiguration.Flatten()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(flat["$internal.pipeline.job-id"])
 }
 
 // resultStores gives each deployment of an application cluster with HA storage result stores of
@@ -490,34 +515,5 @@ func (c Config) Duration(key string, def time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// flinkDurationUnits are the unit spellings Flink's TimeUtils accepts.
-var flinkDurationUnits = map[string]time.Duration{
-	"": time.Millisecond, "ns": time.Nanosecond, "nano": time.Nanosecond, "nanos": time.Nanosecond, "nanosecond": time.Nanosecond, "nanoseconds": time.Nanosecond,
-	"us": time.Microsecond, "micro": time.Microsecond, "micros": time.Microsecond, "microsecond": time.Microsecond, "microseconds": time.Microsecond,
-	"ms": time.Millisecond, "milli": time.Millisecond, "millis": time.Millisecond, "millisecond": time.Millisecond, "milliseconds": time.Millisecond,
-	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
-	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
-	"h": time.Hour, "hour": time.Hour, "hours": time.Hour,
-	"d": 24 * time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour,
-}
-
 // ParseFlinkDuration parses Flink's duration syntax: a number and an optional unit.
-func ParseFlinkDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("%q is not a duration: want a number with an optional unit (ms, s, min, h, d)", s)
-	}
-	n, err := strconv.ParseInt(s[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q: %w", s, err)
-	}
-	unit, ok := flinkDurationUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
-	if !ok {
-		return 0, fmt.Errorf("%q: unknown unit %q, allowed: ms, s, min, h, d", s, strings.TrimSpace(s[i:]))
-	}
-	return time.Duration(n) * unit, nil
-}
+func ParseFlinkDuration(s string) (time.Duration, error) { return options.ParseDuration(s) }

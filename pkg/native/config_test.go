@@ -301,3 +301,26 @@ spec:
 	require.NoError(t, err)
 	assert.NotContains(t, conf, "job-result-store.storage-path", "no HA storage: Flink's in-memory store")
 }
+
+// A restore path in the user's flinkConfiguration never reaches Flink (finding 23): what a job
+// restores is the operator's decision, and a stateless redeploy must not restore it.
+func TestUserRestorePathIsRemoved(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  flinkConfiguration: {execution.savepoint.path: "s3://old/sp-1", execution.state-recovery.path: "s3://old/sp-2", $internal.pipeline.job-id: "0000000000000000000000000000cafe"}
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: stateless}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000cafe"})
+	require.NoError(t, err)
+	assert.NotContains(t, conf, "execution.savepoint.path")
+	assert.NotContains(t, conf, "execution.state-recovery.path")
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/chosen"})
+	require.NoError(t, err)
+	assert.Equal(t, "s3://sp/chosen", conf["execution.state-recovery.path"], "only the operator's restore path")
+	assert.NotContains(t, conf, "execution.savepoint.path")
+	assert.Equal(t, "0000000000000000000000000000cafe", UserJobID(&dep.Spec), "the user's job id is read for the status")
+}

@@ -31,6 +31,15 @@ const (
 // was deployed for; the reconciler uses it to tell whether an upgrade already went through.
 const AnnotationGeneration = "flinkdeployment.flink.apache.org/generation"
 
+// The deployment attempt a JobManager Deployment belongs to (BuildOptions.Attempt), stamped
+// twice: AnnotationDeployAttempt with its first apply, AnnotationDeployComplete only once every
+// object of the cluster is applied. A JobManager carrying the first but not the second is a
+// partly applied cluster, which the reconciler applies again rather than taking for deployed.
+const (
+	AnnotationDeployAttempt  = "flinkdeployment.flink.apache.org/deploy-attempt"
+	AnnotationDeployComplete = "flinkdeployment.flink.apache.org/deploy-complete"
+)
+
 // FieldManager is the server-side-apply field manager of the operator.
 const FieldManager = "flink-operator"
 

@@ -111,6 +111,9 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if c.JobManager, err = b.jobManager(c.PodTemplate != nil); err != nil {
 		return nil, err
 	}
+	if opts.Attempt != "" {
+		c.JobManager.Annotations[AnnotationDeployAttempt] = opts.Attempt
+	}
 	if b.clusterType == TypeStandalone {
 		if c.TaskManager, err = b.taskManager(); err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
 )
 
 // TestStatePaths walks the paths where upstream's semantics decide what state a job runs with,
@@ -140,16 +141,25 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 		return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
 	})
 	jobID := d.Status.JobStatus.JobID
-	finished, err := flinkREST(t, key).JobDetails(ctx, jobID)
-	require.NoError(t, err)
-	require.Equal(t, "FINISHED", string(finished.State))
+	// Flink caches job details for a few seconds (web.refresh-interval): ask until it says so.
+	var finished *flink.JobDetails
+	deadline := time.Now().Add(time.Minute)
+	for {
+		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
+		if err == nil && details.State == flink.JobFinished {
+			finished = details
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "Flink never reported job %s FINISHED: %v", jobID, err)
+		time.Sleep(time.Second)
+	}
 
 	pod := jobManagerPod(t, key)
 	killContainer(t, pod)
 	waitContainerRestarted(t, pod)
 	// For a while after the JobManager is back, Flink must not run the job again: no job is
 	// running, and none started after the one that finished.
-	deadline := time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	answered := 0
 	for time.Now().Before(deadline) {
 		jobs, err := flinkREST(t, key).JobsOverview(ctx)
