@@ -182,6 +182,19 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 	return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
 }
 
+// deleteCluster starts deleting the cluster (and its HA metadata unless keepHA) and reports
+// whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
+// kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking.
+func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope, keepHA bool) (bool, error) {
+	timeout := options.ResourceCleanupTimeout.Get(nil)
+	if running := s.running(); running != nil {
+		if conf, err := r.config(s, running); err == nil {
+			timeout = options.ResourceCleanupTimeout.Get(conf)
+		}
+	}
+	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, WaitAtMost: timeout})
+}
+
 // redeployFromSavepoint is upstream's savepoint redeploy (a new savepointRedeployNonce): the
 // user chose the state to start from, so the running job is not stopped with a savepoint and
 // its HA metadata is dropped (it would otherwise be recovered instead of the chosen path).
@@ -190,7 +203,7 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 // initialSavepointPath under a new job id.
 func (r *FlinkDeploymentReconciler) redeployFromSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
 	st := s.status()
-	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{})
+	gone, err := r.deleteCluster(ctx, s, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -316,7 +329,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	keepHA := plan.Restore == restoreLastState
 
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
-		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA})
+		gone, err := r.deleteCluster(ctx, s, keepHA)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -656,7 +669,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}
 	}
-	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{})
+	gone, err := r.deleteCluster(ctx, s, false)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -75,7 +75,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Job %s more than %s ago; JobManager deployment removed (%s)",
 				st.JobStatus.State, ttl, options.JMShutdownTTL.Key)
 		}
-		gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: true})
+		gone, err := r.deleteCluster(ctx, s, true)
 		if err != nil {
 			return ctrl.Result{}, true, err
 		}
@@ -119,7 +119,7 @@ func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *sco
 	if err := r.persist(ctx, s); err != nil {
 		return ctrl.Result{}, true, err
 	}
-	if _, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA}); err != nil {
+	if _, err := r.deleteCluster(ctx, s, keepHA); err != nil {
 		return ctrl.Result{}, true, err
 	}
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, true, nil

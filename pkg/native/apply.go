@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
 
 // Apply creates or updates the objects of a cluster with server-side apply under the
@@ -129,6 +131,13 @@ func HasHAData(ctx context.Context, c client.Client, namespace, cluster string) 
 type DeleteOptions struct {
 	// KeepHAData leaves the HA ConfigMaps (last-state upgrade, suspend); otherwise they go too.
 	KeepHAData bool
+	// WaitAtMost bounds how long the JobManager Deployment may stay in its foreground deletion
+	// (kubernetes.operator.resource.cleanup.timeout): past it, the wait for its pods is given
+	// up and they are left to the garbage collector, so a pod stuck terminating on a lost node
+	// never blocks a deletion or an upgrade forever. Zero waits without a bound.
+	WaitAtMost time.Duration
+	// Now is the current time (time.Now when zero).
+	Now time.Time
 }
 
 // DeleteCluster starts deleting a cluster and reports whether it is gone. The JobManager
@@ -154,7 +163,7 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 	case err != nil:
 		return false, fmt.Errorf("get JobManager deployment %s/%s: %w", namespace, jm.Name, err)
 	default:
-		return false, nil
+		return false, giveUpForegroundDeletion(ctx, c, jm, opts)
 	}
 	if opts.KeepHAData {
 		return true, nil
@@ -164,6 +173,28 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 		return false, err
 	}
 	return len(left) == 0, nil
+}
+
+// giveUpForegroundDeletion lets a JobManager Deployment that has waited for its dependents
+// longer than opts.WaitAtMost go: without its foregroundDeletion finalizer the object is
+// removed at once and its pods and ReplicaSets are collected in the background.
+func giveUpForegroundDeletion(ctx context.Context, c client.Client, jm *appsv1.Deployment, opts DeleteOptions) error {
+	if opts.WaitAtMost <= 0 || jm.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(jm, metav1.FinalizerDeleteDependents) {
+		return nil
+	}
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if now.Sub(jm.DeletionTimestamp.Time) < opts.WaitAtMost {
+		return nil
+	}
+	before := jm.DeepCopy()
+	controllerutil.RemoveFinalizer(jm, metav1.FinalizerDeleteDependents)
+	if err := c.Patch(ctx, jm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("stop waiting for the dependents of JobManager deployment %s/%s: %w", jm.Namespace, jm.Name, err)
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -279,4 +280,36 @@ func TestDeleteCluster(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, gone)
 	})
+}
+
+// TestDeleteClusterGivesUpAStuckForegroundDeletion (review finding 12): a JobManager Deployment
+// whose pods cannot go (a lost node) does not block deletion or upgrade for longer than the
+// cleanup timeout.
+func TestDeleteClusterGivesUpAStuckForegroundDeletion(t *testing.T) {
+	env := kubeenv.Start(t)
+	ctx := context.Background()
+	c := newWatchClient(t, env)
+	dep := createDeployment(t, c, "stuck", nativeApp)
+	cluster, err := Build(dep, Defaults{}, BuildOptions{})
+	require.NoError(t, err)
+	require.NoError(t, Apply(ctx, c, cluster))
+	_, err = DeleteCluster(ctx, c, "stuck", "orders", DeleteOptions{KeepHAData: true})
+	require.NoError(t, err)
+
+	jm := &appsv1.Deployment{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "stuck", Name: "orders"}, jm))
+	require.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents, "still waiting for its pods (envtest collects nothing)")
+	opts := DeleteOptions{KeepHAData: true, WaitAtMost: 5 * time.Minute, Now: jm.DeletionTimestamp.Add(time.Minute)}
+	gone, err := DeleteCluster(ctx, c, "stuck", "orders", opts)
+	require.NoError(t, err)
+	assert.False(t, gone, "within the timeout: it waits")
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "stuck", Name: "orders"}, jm))
+	assert.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents)
+
+	opts.Now = jm.DeletionTimestamp.Add(6 * time.Minute)
+	_, err = DeleteCluster(ctx, c, "stuck", "orders", opts)
+	require.NoError(t, err)
+	gone, err = DeleteCluster(ctx, c, "stuck", "orders", opts)
+	require.NoError(t, err)
+	assert.True(t, gone, "past the timeout the Deployment goes; its pods are left to the garbage collector")
 }
