@@ -318,15 +318,23 @@ func (c *Client) CheckpointStatistics(ctx context.Context, jobID string) (*Check
 	return out, c.do(ctx, request{op: op, method: http.MethodGet, route: "/jobs/:jobid/checkpoints", path: p}, out)
 }
 
-// LatestCheckpointPath is the external path of a job's latest completed checkpoint, "" when it
-// has none yet: what a job restores from when neither a savepoint nor HA metadata carries its state.
+// LatestCheckpointPath is the external path of a job's latest state, "" when it has none: of
+// its latest completed checkpoint, latest savepoint and the checkpoint or savepoint it was
+// restored from, the one with the highest id (as upstream's CheckpointHistoryWrapper). A job
+// that restored a savepoint and failed before its first checkpoint so still names that savepoint.
 func (c *Client) LatestCheckpointPath(ctx context.Context, jobID string) (string, error) {
 	stats, err := c.CheckpointStatistics(ctx, jobID)
 	if err != nil {
 		return "", err
 	}
-	if stats.Latest.Completed == nil {
+	var latest *CheckpointRef
+	for _, ref := range []*CheckpointRef{stats.Latest.Completed, stats.Latest.Savepoint, stats.Latest.Restored} {
+		if ref != nil && ref.ExternalPath != "" && (latest == nil || ref.ID > latest.ID) {
+			latest = ref
+		}
+	}
+	if latest == nil {
 		return "", nil
 	}
-	return stats.Latest.Completed.ExternalPath, nil
+	return latest.ExternalPath, nil
 }
