@@ -190,15 +190,29 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	details, err := s.flink.JobDetails(ctx, st.JobStatus.JobID)
 	switch {
 	case flink.IsNotFound(err):
-		if st.JobStatus.State != flinkv1beta1.JobStatusReconciling && !isTerminal(st.JobStatus.State) {
-			// The session lost the job (a JobManager restart without HA): submit it again.
-			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s; submitting it again",
-				st.JobStatus.JobID, s.session.Name)
-			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling || isTerminal(st.JobStatus.State) {
+			return // not submitted yet, or ended
 		}
+		// The session lost a job it ran (a JobManager restart without HA, or HA metadata not
+		// recovered yet). Only a stateless job is submitted again: a savepoint or last-state
+		// job would start with no state, so it is reported and left to the user (upstream's
+		// "Job Not Found"); should the session recover it, it is observed running again.
+		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+		if s.deployed != nil && upgradeModeOf(s.deployed.Job) != flinkv1beta1.UpgradeModeStateless {
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionJobNotFound, flinkv1beta1.ErrorReasonJobNotFound,
+				"Job Not Found: job "+st.JobStatus.JobID+" is not on session "+s.session.Name+
+					"; it is not submitted again without its state. Set job.initialSavepointPath and a new savepointRedeployNonce to restore it")
+			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s", st.JobStatus.JobID, s.session.Name)
+			return
+		}
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s; submitting it again",
+			st.JobStatus.JobID, s.session.Name)
 		return
 	case err != nil:
 		return
+	}
+	if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonJobNotFound {
+		st.Error = "" // found again (recovered by the session's HA)
 	}
 	state := flinkv1beta1.JobStatusState(details.State)
 	if state != st.JobStatus.State && st.JobStatus.State != "" {

@@ -55,7 +55,8 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
 		if !jobSpecChanged(s.deployed, desired) {
 			if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" &&
-				(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) {
+				(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) &&
+				flinkv1beta1.ErrorReason(st.Error) != flinkv1beta1.ErrorReasonJobNotFound {
 				return r.submit(ctx, s, s.deployed)
 			}
 			if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {

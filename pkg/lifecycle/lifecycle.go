@@ -89,7 +89,8 @@ func progress(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeployment
 	stalled := metav1.Condition{Type: ConditionStalled, ObservedGeneration: generation, Status: metav1.ConditionFalse,
 		Reason: "NotStalled", Message: "No human action needed"}
 	switch reason := flinkv1beta1.ErrorReason(s.Error); {
-	case reason == flinkv1beta1.ErrorReasonInvalidSpec, reason == flinkv1beta1.ErrorReasonManualRestoreRequired:
+	case reason == flinkv1beta1.ErrorReasonInvalidSpec, reason == flinkv1beta1.ErrorReasonManualRestoreRequired,
+		reason == flinkv1beta1.ErrorReasonJobNotFound:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, string(reason), errorMessage(s.Error)
 	case s.LifecycleState == flinkv1beta1.LifecycleFailed:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "Failed", "Lifecycle state FAILED: "+errorMessage(s.Error)

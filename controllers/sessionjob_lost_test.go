@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+// TestLostSessionJobs (review finding 1, session side): when its session no longer knows a
+// running job, only a stateless job is submitted again. A savepoint or last-state job would
+// start with no state: it is reported ("Job Not Found") and left for the user, as upstream;
+// when the session recovers it (HA), it is observed running again.
+func TestLostSessionJobs(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "lost-jobs"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session = get(t, c, ns, "session")
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+	events := startSessionJobOperator(t, env, flink)
+
+	running := func(name string, mode flinkv1beta1.UpgradeMode) (client.ObjectKey, string) {
+		job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+				JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: mode, State: flinkv1beta1.JobStateRunning}}}
+		require.NoError(t, c.Create(ctx, job))
+		key := client.ObjectKeyFromObject(job)
+		var id string
+		require.Eventually(t, func() bool {
+			j := &flinkv1beta1.FlinkSessionJob{}
+			require.NoError(t, c.Get(ctx, key, j))
+			id = j.Status.JobStatus.JobID
+			if id != "" && flink.Job(id) == "" {
+				for _, r := range flink.Runs() {
+					if r.JobID == id {
+						flink.SetJob(id, "RUNNING")
+					}
+				}
+			}
+			return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+		}, 20*time.Second, 50*time.Millisecond, "%s never ran", name)
+		return key, id
+	}
+	runsOf := func(id string) int {
+		n := 0
+		for _, r := range flink.Runs() {
+			if r.JobID == id {
+				n++
+			}
+		}
+		return n
+	}
+	jobStatus := func(key client.ObjectKey) flinkv1beta1.FlinkSessionJobStatus {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j.Status
+	}
+
+	statefulKey, statefulID := running("stateful", flinkv1beta1.UpgradeModeSavepoint)
+	statelessKey, statelessID := running("stateless", flinkv1beta1.UpgradeModeStateless)
+	statefulRuns, statelessRuns := runsOf(statefulID), runsOf(statelessID)
+
+	// The session restarted without its jobs.
+	flink.SetJob(statefulID, "")
+	flink.SetJob(statelessID, "")
+	require.Eventually(t, func() bool { return runsOf(statelessID) > statelessRuns }, 20*time.Second, 50*time.Millisecond,
+		"the stateless job was not submitted again")
+	require.Eventually(t, func() bool {
+		return flinkv1beta1.ErrorReason(jobStatus(statefulKey).Error) == flinkv1beta1.ErrorReasonJobNotFound
+	}, 20*time.Second, 50*time.Millisecond, "the lost stateful job was not reported")
+	assert.Never(t, func() bool { return runsOf(statefulID) > statefulRuns }, time.Second, 50*time.Millisecond,
+		"a savepoint-mode job is never submitted again with no state")
+	assert.Contains(t, flinkv1beta1.ErrorMessage(jobStatus(statefulKey).Error), "Job Not Found")
+	assert.True(t, events.has("Missing"))
+
+	// HA brings it back: it is observed running again and the report goes.
+	flink.SetJob(statefulID, "RUNNING")
+	require.Eventually(t, func() bool {
+		st := jobStatus(statefulKey)
+		return st.JobStatus.State == flinkv1beta1.JobStatusRunning && st.Error == ""
+	}, 20*time.Second, 50*time.Millisecond, "the recovered job was not observed")
+	_ = statelessKey
+}
