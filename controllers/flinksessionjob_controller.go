@@ -215,15 +215,19 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 		st.Error = "" // found again (recovered by the session's HA)
 	}
 	state := flinkv1beta1.JobStatusState(details.State)
-	if state != st.JobStatus.State && st.JobStatus.State != "" {
-		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
+	if state != st.JobStatus.State {
+		if st.JobStatus.State != "" {
+			r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
+		}
+		// The time of the last state change (upstream's meaning), not of the last look: an
+		// unchanged job costs no status write.
+		st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
 	}
 	st.JobStatus.State = state
 	st.JobStatus.JobName = details.Name
 	if details.StartTime > 0 {
 		st.JobStatus.StartTime = fmt.Sprint(details.StartTime)
 	}
-	st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
 	// A job that runs the spec last reconciled is stable.
 	if state == flinkv1beta1.JobStatusRunning && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed {
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec

@@ -101,3 +101,45 @@ func TestLostSessionJobs(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond, "the recovered job was not observed")
 	_ = statelessKey
 }
+
+// TestSessionJobUpdateTimeIsTheLastChange (review finding 36): jobStatus.updateTime is when the
+// job's state last changed, so an unchanged job is not written on every reconcile.
+func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "update-time"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session = get(t, c, ns, "session")
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+	startSessionJobOperator(t, env, flink)
+
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(t, c.Create(ctx, job))
+	key := client.ObjectKeyFromObject(job)
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	require.Eventually(t, func() bool {
+		if id := current().Status.JobStatus.JobID; id != "" && len(flink.Runs()) > 0 {
+			flink.SetJob(id, "RUNNING")
+		}
+		return current().Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond)
+	seen := current()
+	assert.Never(t, func() bool {
+		now := current()
+		return now.Status.JobStatus.UpdateTime != seen.Status.JobStatus.UpdateTime || now.ResourceVersion != seen.ResourceVersion
+	}, 1500*time.Millisecond, 50*time.Millisecond, "an unchanged running job is not written again")
+}
