@@ -150,14 +150,20 @@ func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job
 }
 
 // connect finds the session cluster and, when its JobManager is ready, a REST client for it.
+// Once a job is deployed its session is the one it runs on (deploymentName cannot change, and a
+// changed one is refused by validation): the job is never looked for on another session.
 func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) error {
+	name := s.job.Spec.DeploymentName
+	if s.deployed != nil && s.deployed.DeploymentName != "" {
+		name = s.deployed.DeploymentName
+	}
 	session := &flinkv1beta1.FlinkDeployment{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.job.Namespace, Name: s.job.Spec.DeploymentName}, session)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.job.Namespace, Name: name}, session)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("session %s: %w", s.job.Spec.DeploymentName, err)
+		return fmt.Errorf("session %s: %w", name, err)
 	}
 	s.session = session
 	conf, err := native.EffectiveConfig(session, r.Defaults, native.BuildOptions{})
@@ -235,7 +241,14 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 }
 
 func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {
-	errs := r.Validator.ValidateSessionJob(ctx, s.job, nil, s.session)
+	// Update rules compare with what was last reconciled (the webhook compares with the old
+	// object; without it the same rules still hold).
+	var old *flinkv1beta1.FlinkSessionJob
+	if s.deployed != nil {
+		old = s.job.DeepCopy()
+		old.Spec = *s.deployed
+	}
+	errs := r.Validator.ValidateSessionJob(ctx, s.job, old, s.session)
 	if len(errs) == 0 {
 		if isValidationError(s.status().Error) {
 			s.status().Error = ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,4 +143,55 @@ func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
 		now := current()
 		return now.Status.JobStatus.UpdateTime != seen.Status.JobStatus.UpdateTime || now.ResourceVersion != seen.ResourceVersion
 	}, 1500*time.Millisecond, 50*time.Millisecond, "an unchanged running job is not written again")
+}
+
+// TestSessionJobStaysOnItsSession (review finding 26): without the webhook, a changed
+// deploymentName is refused by the controller itself, naming the field, and the job keeps
+// running on its session; nothing is cancelled or submitted elsewhere.
+func TestSessionJobStaysOnItsSession(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "moved-job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	for _, name := range []string{"session", "other"} {
+		session := newDeployment(t, ns, name)
+		session.Spec.Job = nil
+		require.NoError(t, c.Create(ctx, session))
+		session = get(t, c, ns, name)
+		session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+		require.NoError(t, c.Status().Update(ctx, session))
+	}
+	startSessionJobOperator(t, env, flink)
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeStateless, State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(t, c.Create(ctx, job))
+	key := client.ObjectKeyFromObject(job)
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	require.Eventually(t, func() bool {
+		if id := current().Status.JobStatus.JobID; id != "" && len(flink.Runs()) > 0 {
+			flink.SetJob(id, "RUNNING")
+		}
+		return current().Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond)
+	jobID, runs := current().Status.JobStatus.JobID, len(flink.Runs())
+
+	require.Eventually(t, func() bool {
+		j := current()
+		j.Spec.DeploymentName = "other"
+		return c.Update(ctx, j) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return strings.Contains(current().Status.Error, "spec.deploymentName")
+	}, 20*time.Second, 50*time.Millisecond, "the move is refused, naming the field")
+	assert.Never(t, func() bool { return len(flink.Runs()) != runs || flink.Job(jobID) != "RUNNING" }, time.Second, 50*time.Millisecond,
+		"the job keeps running where it is; nothing is submitted elsewhere")
 }
