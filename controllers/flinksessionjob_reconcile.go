@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Options of session jobs, with upstream's names.
@@ -318,26 +320,8 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 	if err := r.persistJob(ctx, s); err != nil { // lifecycle DELETING
 		return ctrl.Result{}, err
 	}
-	st := s.status()
-	timeout, _ := s.conf.Duration(optCleanupTimeout, 5*time.Minute)
-	expired := time.Since(s.job.DeletionTimestamp.Time) > timeout
-	if s.flink != nil && st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) && !expired {
-		state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
-		if err == nil && !isTerminal(flinkv1beta1.JobStatusState(state)) {
-			mode := flinkv1beta1.UpgradeModeStateless
-			if strings.EqualFold(s.conf[optSavepointOnDeletion], "true") {
-				mode = flinkv1beta1.UpgradeModeSavepoint
-			}
-			done, err := r.stopJob(ctx, s, mode)
-			if err != nil || !done {
-				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.persistJob(ctx, s)
-			}
-		}
-	}
-	if expired {
-		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "Gave up stopping job %s after %s", st.JobStatus.JobID, timeout)
-	} else {
-		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
+	if wait, err := r.stopBeforeDeletion(ctx, s); wait || err != nil {
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, errors.Join(err, r.persistJob(ctx, s))
 	}
 	if r.Lifecycle != nil {
 		r.Lifecycle.Forget(s.job.UID)
@@ -347,6 +331,55 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
+// (upstream's SessionJobReconciler.cleanupInternal): wait says the finalizer must stay. The job
+// is stopped (with a savepoint when kubernetes.operator.job.savepoint-on-deletion is set, for
+// at most kubernetes.operator.resource.cleanup.timeout, then cancelled) unless it is known to be
+// gone: never submitted, ended, unknown to its session, or gone with its session. While the
+// session cannot be asked, deletion waits: with HA the job comes back with the JobManager.
+func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *jobScope) (wait bool, err error) {
+	st := s.status()
+	switch {
+	case st.JobStatus.JobID == "" || isTerminal(st.JobStatus.State):
+		return false, nil
+	case s.session == nil || (!s.session.DeletionTimestamp.IsZero() && s.session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing):
+		return false, nil // the session cluster is gone, and its jobs with it
+	case s.flink == nil:
+		if s.conf.HAEnabled() {
+			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed",
+				"Waiting for session %s to be ready to stop job %s (with HA it comes back with its JobManager)", s.session.Name, st.JobStatus.JobID)
+			return true, nil
+		}
+		return false, nil // without HA, a session JobManager that is not running took the job with it
+	}
+	state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
+	switch {
+	case flink.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "Cannot ask session %s about job %s: %v", s.session.Name, st.JobStatus.JobID, err)
+		return true, nil
+	case isTerminal(flinkv1beta1.JobStatusState(state)):
+		return false, nil
+	}
+	mode := flinkv1beta1.UpgradeModeStateless
+	timeout := options.ResourceCleanupTimeout.Get(s.conf)
+	if options.SavepointOnDeletion.Get(s.conf) && time.Since(s.job.DeletionTimestamp.Time) < timeout {
+		mode = flinkv1beta1.UpgradeModeSavepoint
+	} else if options.SavepointOnDeletion.Get(s.conf) {
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "No savepoint of job %s after %s; cancelling it", st.JobStatus.JobID, timeout)
+		if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		}
+	}
+	done, err := r.stopJob(ctx, s, mode)
+	if err != nil || !done {
+		return true, err
+	}
+	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
+	return false, nil
 }
 
 // jobSnapshots describes the session job for snapshot resources; its options are the

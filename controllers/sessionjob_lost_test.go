@@ -195,3 +195,59 @@ func TestSessionJobStaysOnItsSession(t *testing.T) {
 	assert.Never(t, func() bool { return len(flink.Runs()) != runs || flink.Job(jobID) != "RUNNING" }, time.Second, 50*time.Millisecond,
 		"the job keeps running where it is; nothing is submitted elsewhere")
 }
+
+// TestDeletedSessionJobNeverRunsUnmanaged (review finding 7): while its HA session cannot be
+// asked, a deleted session job keeps its finalizer; once the session answers, the job is
+// cancelled and only then does the resource go.
+func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "delete-session-job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := haDeployment(t, ns, "session", nil)
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	setSession := func(jm flinkv1beta1.JobManagerDeploymentStatus) {
+		require.Eventually(t, func() bool {
+			s := get(t, c, ns, "session")
+			s.Status.JobManagerDeploymentStatus = jm
+			return c.Status().Update(ctx, s) == nil
+		}, 10*time.Second, 50*time.Millisecond)
+	}
+	setSession(flinkv1beta1.JobManagerReady)
+	startSessionJobOperator(t, env, flink)
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeStateless, State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(t, c.Create(ctx, job))
+	key := client.ObjectKeyFromObject(job)
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		if err := c.Get(ctx, key, j); err != nil {
+			return nil
+		}
+		return j
+	}
+	require.Eventually(t, func() bool {
+		j := current()
+		if id := j.Status.JobStatus.JobID; id != "" && len(flink.Runs()) > 0 {
+			flink.SetJob(id, "RUNNING")
+		}
+		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond)
+	jobID := current().Status.JobStatus.JobID
+
+	setSession(flinkv1beta1.JobManagerDeploying) // its JobManager restarts
+	require.NoError(t, c.Delete(ctx, current()))
+	assert.Never(t, func() bool { return current() == nil }, time.Second, 50*time.Millisecond,
+		"the finalizer stays while the job may still run")
+	assert.Equal(t, "RUNNING", flink.Job(jobID))
+
+	setSession(flinkv1beta1.JobManagerReady)
+	require.Eventually(t, func() bool { return current() == nil }, 20*time.Second, 50*time.Millisecond, "deleted once the job is stopped")
+	assert.Equal(t, "CANCELED", flink.Job(jobID), "the job was cancelled before its resource went")
+}
