@@ -230,6 +230,9 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 		st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
 	}
 	st.JobStatus.State = state
+	if isTerminal(state) {
+		r.recordLastCheckpoint(ctx, s)
+	}
 	st.JobStatus.JobName = details.Name
 	if details.StartTime > 0 {
 		st.JobStatus.StartTime = fmt.Sprint(details.StartTime)
@@ -238,6 +241,24 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	if state == flinkv1beta1.JobStatusRunning && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed {
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
 	}
+}
+
+// recordLastCheckpoint keeps the latest state of a session job that ended (failed, finished,
+// cancelled outside the operator) as what its next submission restores, on every observe while
+// it is ended (upstream's observeLatestCheckpoint): otherwise a spec change or restart would
+// submit it with no state, or from the savepoint it was first started with.
+func (r *FlinkSessionJobReconciler) recordLastCheckpoint(ctx context.Context, s *jobScope) {
+	st := s.status()
+	if s.deployed == nil || upgradeModeOf(s.deployed.Job) == flinkv1beta1.UpgradeModeStateless ||
+		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {
+		return
+	}
+	path, err := s.flink.LatestCheckpointPath(ctx, st.JobStatus.JobID)
+	if err != nil || path == "" || path == st.JobStatus.UpgradeSavepointPath {
+		return
+	}
+	st.JobStatus.UpgradeSavepointPath = path
+	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores from", "state", st.JobStatus.State, "checkpoint", path)
 }
 
 func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {

@@ -251,3 +251,58 @@ func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
 	require.Eventually(t, func() bool { return current() == nil }, 20*time.Second, 50*time.Millisecond, "deleted once the job is stopped")
 	assert.Equal(t, "CANCELED", flink.Job(jobID), "the job was cancelled before its resource went")
 }
+
+// TestFailedSessionJobRestoresItsLastCheckpoint (review finding 4): a savepoint-mode session
+// job that failed is submitted again (on a spec change) from its latest checkpoint, recorded
+// while it was failed, never with no state.
+func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "failed-session-job"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session = get(t, c, ns, "session")
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+	startSessionJobOperator(t, env, flink)
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeSavepoint, State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(t, c.Create(ctx, job))
+	key := client.ObjectKeyFromObject(job)
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	require.Eventually(t, func() bool {
+		if id := current().Status.JobStatus.JobID; id != "" && len(flink.Runs()) > 0 {
+			flink.SetJob(id, "RUNNING")
+		}
+		return current().Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond)
+	failedID := current().Status.JobStatus.JobID
+
+	flink.SetJob(failedID, "FAILED")
+	require.Eventually(t, func() bool {
+		return current().Status.JobStatus.UpgradeSavepointPath == fakeflink.CheckpointPath(failedID)
+	}, 20*time.Second, 50*time.Millisecond, "the failed job's latest checkpoint is recorded")
+	require.Eventually(t, func() bool {
+		j := current()
+		j.Spec.Job.Parallelism = 2
+		return c.Update(ctx, j) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		runs := flink.Runs()
+		last := runs[len(runs)-1]
+		return last.JobID != failedID && last.Parallelism == 2
+	}, 20*time.Second, 50*time.Millisecond, "never submitted again")
+	runs := flink.Runs()
+	assert.Equal(t, fakeflink.CheckpointPath(failedID), runs[len(runs)-1].SavepointPath, "submitted from the failed job's last checkpoint")
+}
