@@ -225,6 +225,13 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 	state, err := s.flink.JobStatus(ctx, jobID)
 	if flink.IsNotFound(err) || (err == nil && isTerminal(flinkv1beta1.JobStatusState(state))) {
 		st.JobStatus.State = flinkv1beta1.JobStatusCanceled
+		if mode == flinkv1beta1.UpgradeModeLastState {
+			// A checkpoint that completed while the job was being cancelled subsumed the one
+			// read before the cancel: the latest one is what the job restores.
+			if path, err := s.flink.LatestCheckpointPath(ctx, jobID); err == nil && path != "" {
+				st.JobStatus.UpgradeSavepointPath = path
+			}
+		}
 		return true, nil
 	}
 	return false, nil

@@ -306,3 +306,59 @@ func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
 	runs := flink.Runs()
 	assert.Equal(t, fakeflink.CheckpointPath(failedID), runs[len(runs)-1].SavepointPath, "submitted from the failed job's last checkpoint")
 }
+
+// TestLastStateSessionJobRestoresTheLatestCheckpoint (review finding 16, session side): a
+// checkpoint completing while a last-state session job is cancelled for an upgrade is the one
+// restored, not the one read before the cancel (which it subsumed).
+func TestLastStateSessionJobRestoresTheLatestCheckpoint(t *testing.T) {
+	env := kubeenv.Start(t)
+	flink := fakeflink.New(t)
+	c := env.Client
+	ctx := context.Background()
+	const ns = "session-cancel-race"
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session = get(t, c, ns, "session")
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+	startSessionJobOperator(t, env, flink)
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeLastState, State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(t, c.Create(ctx, job))
+	key := client.ObjectKeyFromObject(job)
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	require.Eventually(t, func() bool {
+		if id := current().Status.JobStatus.JobID; id != "" && len(flink.Runs()) > 0 {
+			flink.SetJob(id, "RUNNING")
+		}
+		return current().Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond)
+	oldID := current().Status.JobStatus.JobID
+	newer := "file:/flink/checkpoints/" + oldID + "/chk-8"
+	flink.OnCancel(func(jobID string) {
+		if jobID == oldID {
+			flink.SetLatestCheckpoint(jobID, newer)
+		}
+	})
+	defer flink.OnCancel(nil)
+	require.Eventually(t, func() bool {
+		j := current()
+		j.Spec.Job.Parallelism = 2
+		return c.Update(ctx, j) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.Eventually(t, func() bool {
+		runs := flink.Runs()
+		return runs[len(runs)-1].JobID != oldID
+	}, 20*time.Second, 50*time.Millisecond, "never submitted again")
+	runs := flink.Runs()
+	assert.Equal(t, newer, runs[len(runs)-1].SavepointPath, "restored from the checkpoint that completed during the cancel")
+}
