@@ -161,37 +161,36 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 	info := st.JobStatus.SavepointInfo
 	switch {
 	case mode == flinkv1beta1.UpgradeModeSavepoint || info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade:
+		// The same tracker as every other Flink operation: the trigger id is recorded before
+		// Flink sees it, and a trigger the session forgot is sent again under the same id.
+		op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: jobID, TriggerID: info.TriggerID, Format: savepointFormat(s.conf)}
+		var progress flink.Progress
 		if info.TriggerID == "" {
 			now := time.Now().UnixMilli()
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+			info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
 			if err := r.persistJob(ctx, s); err != nil { // write-ahead
 				return false, err
 			}
-			err := s.flink.StopWithSavepoint(ctx, jobID, flink.StopRequest{TriggerID: info.TriggerID, FormatType: flink.SavepointFormatCanonical})
-			if err != nil && !flink.IsUnavailable(err) && !flink.IsTimeout(err) {
-				info.TriggerID, info.TriggerType = "", ""
-				msg := "Cannot stop the job with a savepoint: " + err.Error()
-				st.Error = errorJSON("UpgradeFailureException", msg)
-				r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError, msg)
-			}
-			return false, nil
+			op.TriggerID = info.TriggerID
+			progress = s.flink.Start(ctx, op)
+		} else {
+			progress = s.flink.Advance(ctx, op)
 		}
-		res, err := s.flink.SavepointStatus(ctx, jobID, info.TriggerID)
-		switch {
-		case flink.IsTriggerNotFound(err):
-			info.TriggerID = "" // the session restarted: trigger again
+		switch progress.Outcome {
+		case flink.OutcomePending:
+			logUnknownOutcome(ctx, op, progress)
 			return false, nil
-		case err != nil, res.State == flink.OperationInProgress:
-			return false, nil
-		case res.Failure != nil:
-			info.TriggerID, info.TriggerType = "", ""
-			msg := "Savepoint for the upgrade failed: " + res.Failure.Message()
-			st.Error = errorJSON("UpgradeFailureException", msg)
+		case flink.OutcomeFailed:
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+			msg := "Savepoint for the upgrade failed: " + progress.Failure
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError, msg)
-			return false, nil
+			return false, r.persistJob(ctx, s)
 		}
+		res := progress
 		sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location,
-			TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: flinkv1beta1.SavepointFormatCanonical}
+			TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
 		info.LastSavepoint = &sp
 		info.SavepointHistory = append(info.SavepointHistory, sp)
 		triggeredAt := triggerTime(info.TriggerTimestamp)
