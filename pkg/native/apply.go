@@ -119,6 +119,8 @@ func HasHAData(ctx context.Context, c client.Client, namespace, cluster string) 
 	}
 	for _, cm := range list {
 		switch {
+		case !cm.DeletionTimestamp.IsZero():
+			// Being deleted: no longer metadata a job can be recovered from (upstream skips it too).
 		case cm.Name == cluster+"-cluster-config-map":
 		case strings.HasSuffix(cm.Name, "-config-map"), strings.HasSuffix(cm.Name, "-jobmanager-leader"):
 			return true, nil
@@ -132,21 +134,53 @@ type DeleteOptions struct {
 	// KeepHAData leaves the HA ConfigMaps (last-state upgrade, suspend); otherwise they go too.
 	KeepHAData bool
 	// WaitAtMost bounds how long the JobManager Deployment may stay in its foreground deletion
-	// (kubernetes.operator.resource.cleanup.timeout): past it, the wait for its pods is given
-	// up and they are left to the garbage collector, so a pod stuck terminating on a lost node
-	// never blocks a deletion or an upgrade forever. Zero waits without a bound.
+	// (kubernetes.operator.resource.cleanup.timeout), counted from Since: past it, the wait
+	// for its pods is given up and they are left to the garbage collector, so a pod stuck
+	// terminating on a lost node never blocks a deletion or an upgrade forever. Zero waits
+	// without a bound.
 	WaitAtMost time.Duration
+	// Since is when the caller started deleting the cluster. Zero counts from the Deployment's
+	// deletionTimestamp, the moment the API server started deleting it, which needs no
+	// bookkeeping and survives an operator restart.
+	Since time.Time
 	// Now is the current time (time.Now when zero).
 	Now time.Time
+	// Propagation is how the JobManager Deployment's dependents (its ReplicaSet and pods, the
+	// TaskManagers, the cluster's Services and ConfigMaps) are deleted: the value of
+	// kubernetes.operator.resource.deletion.propagation (ParseDeletionPropagation). Empty is
+	// Foreground, upstream's default: the Deployment is gone only once they are.
+	Propagation metav1.DeletionPropagation
+}
+
+// DeletionPropagationKey is the operator option choosing DeleteOptions.Propagation.
+const DeletionPropagationKey = "kubernetes.operator.resource.deletion.propagation"
+
+// ParseDeletionPropagation reads kubernetes.operator.resource.deletion.propagation: Foreground
+// (also when empty), Background or Orphan, in any letter case, as upstream accepts them.
+func ParseDeletionPropagation(value string) (metav1.DeletionPropagation, error) {
+	value = strings.TrimSpace(value)
+	if value == "" {
+		return metav1.DeletePropagationForeground, nil
+	}
+	for _, p := range []metav1.DeletionPropagation{metav1.DeletePropagationForeground, metav1.DeletePropagationBackground, metav1.DeletePropagationOrphan} {
+		if strings.EqualFold(value, string(p)) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %q, want Foreground, Background or Orphan", DeletionPropagationKey, value)
 }
 
 // DeleteCluster starts deleting a cluster and reports whether it is gone. The JobManager
-// Deployment is deleted with foreground propagation, so it disappears only after its pods and
-// the objects it owns; the Ingress goes too. It never waits: the caller calls again (requeue)
-// until gone, and decides how long that may take.
+// Deployment is deleted with opts.Propagation (foreground by default, so it disappears only
+// after its pods and the objects it owns); the Ingress goes too. It never waits: the caller
+// calls again (requeue) until gone, and bounds the wait with opts.WaitAtMost.
 func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster string, opts DeleteOptions) (gone bool, err error) {
+	propagation := opts.Propagation
+	if propagation == "" {
+		propagation = metav1.DeletePropagationForeground
+	}
 	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: JobManagerDeploymentName(cluster)}}
-	if err := c.Delete(ctx, jm, client.PropagationPolicy(metav1.DeletePropagationForeground)); client.IgnoreNotFound(err) != nil {
+	if err := c.Delete(ctx, jm, client.PropagationPolicy(propagation)); client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("delete JobManager deployment %s/%s: %w", namespace, jm.Name, err)
 	}
 	if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, namespace, IngressName(cluster)); err != nil {
@@ -157,13 +191,21 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 			return false, err
 		}
 	}
-	err = c.Get(ctx, client.ObjectKeyFromObject(jm), jm)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return false, fmt.Errorf("get JobManager deployment %s/%s: %w", namespace, jm.Name, err)
-	default:
-		return false, giveUpForegroundDeletion(ctx, c, jm, opts)
+	jmGone, err := jobManagerGone(ctx, c, jm)
+	if err != nil {
+		return false, err
+	}
+	if !jmGone {
+		released, err := giveUpForegroundDeletion(ctx, c, jm, opts)
+		if err != nil || !released {
+			return false, err
+		}
+		// Without the finalizer the API server removes the Deployment at once, unless
+		// someone else's finalizer still holds it: then it is not gone, and a new cluster
+		// must not be applied onto it.
+		if jmGone, err = jobManagerGone(ctx, c, jm); err != nil || !jmGone {
+			return false, err
+		}
 	}
 	if opts.KeepHAData {
 		return true, nil
@@ -175,26 +217,57 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 	return len(left) == 0, nil
 }
 
+// jobManagerGone reads the JobManager Deployment into jm and reports whether it no longer exists.
+func jobManagerGone(ctx context.Context, c client.Client, jm *appsv1.Deployment) (bool, error) {
+	err := c.Get(ctx, client.ObjectKeyFromObject(jm), jm)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("get JobManager deployment %s/%s: %w", jm.Namespace, jm.Name, err)
+	}
+	return false, nil
+}
+
 // giveUpForegroundDeletion lets a JobManager Deployment that has waited for its dependents
-// longer than opts.WaitAtMost go: without its foregroundDeletion finalizer the object is
-// removed at once and its pods and ReplicaSets are collected in the background.
-func giveUpForegroundDeletion(ctx context.Context, c client.Client, jm *appsv1.Deployment, opts DeleteOptions) error {
+// longer than opts.WaitAtMost go, and reports whether it did.
+//
+// It removes only the foregroundDeletion finalizer, with an optimistic lock: that is the
+// step the garbage collector itself takes once the dependents are gone, so the Deployment is
+// removed at once and its ReplicaSet and pods, now without an owner, are collected in the
+// background, as after a background deletion. The stuck pods keep terminating until their node
+// returns or they are force-deleted; they are not force-deleted here, since a JobManager on a
+// node that is only unreachable may still run. Re-deleting with background propagation is not
+// used because how the API server treats a new propagation policy on an object already
+// being deleted is not something to rely on; other finalizers (someone else's) are left alone,
+// and an orphan finalizer is never removed, since that would delete what the user chose to keep.
+func giveUpForegroundDeletion(ctx context.Context, c client.Client, jm *appsv1.Deployment, opts DeleteOptions) (bool, error) {
 	if opts.WaitAtMost <= 0 || jm.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(jm, metav1.FinalizerDeleteDependents) {
-		return nil
+		return false, nil
 	}
 	now := opts.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if now.Sub(jm.DeletionTimestamp.Time) < opts.WaitAtMost {
-		return nil
+	since := opts.Since
+	if since.IsZero() {
+		since = jm.DeletionTimestamp.Time
+	}
+	if now.Sub(since) < opts.WaitAtMost {
+		return false, nil
 	}
 	before := jm.DeepCopy()
 	controllerutil.RemoveFinalizer(jm, metav1.FinalizerDeleteDependents)
-	if err := c.Patch(ctx, jm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("stop waiting for the dependents of JobManager deployment %s/%s: %w", jm.Namespace, jm.Name, err)
+	err := c.Patch(ctx, jm, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsConflict(err):
+		return false, nil // changed meanwhile (the garbage collector at work): look again next call
+	case err != nil:
+		return false, fmt.Errorf("stop waiting for the dependents of JobManager deployment %s/%s: %w", jm.Namespace, jm.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 func ptr[T any](v T) *T { return &v }

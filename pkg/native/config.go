@@ -127,16 +127,33 @@ func isOperatorOnlyKey(k string) bool {
 type BuildOptions struct {
 	// JobID fixes the application job's id ($internal.pipeline.job-id).
 	JobID string
-	// RestorePath is the savepoint or checkpoint the job starts from.
+	// RestorePath is the savepoint or checkpoint the job starts from. It is the only restore
+	// path Flink gets: one in the user's flinkConfiguration never reaches it.
 	RestorePath string
-	// AllowNonRestoredState when restoring.
+	// LastStateRestore renders upstream's last-state sentinel (LastStateSentinelPath) as the
+	// restore path when RestorePath is empty. Flink reads a restore path only when its HA
+	// checkpoint store holds no checkpoint for the job, and no file exists at the sentinel, so a
+	// job whose HA metadata vanished between the operator's check and the JobManager's start
+	// fails to start instead of starting with empty state.
+	//
+	// Set it as upstream does (ApplicationReconciler.deploy): only for a deploy that restores
+	// through HA metadata (last-state upgrade, last-state resume, recovery of a lost
+	// JobManager) AND when that metadata holds at least one completed checkpoint (HasHACheckpoint
+	// after DeleteJobGraphs). Without a checkpoint the job has no state to lose and must be able
+	// to start, so leave it false then; a savepoint to restore goes in RestorePath, which wins.
+	// Upstream also records the sentinel as status.jobStatus.upgradeSavepointPath.
+	LastStateRestore bool
+	// AllowNonRestoredState: true lets the restore drop state no operator claims. Whether
+	// Flink ignores unclaimed state is decided by spec.job.allowNonRestoredState when set, else
+	// by this when true, else by the user's flinkConfiguration (as upstream).
 	AllowNonRestoredState bool
 	// Attempt names this deployment attempt on the JobManager Deployment
 	// (AnnotationDeployAttempt); empty leaves it out.
 	Attempt string
 	// ResultStoreID names this deployment attempt's job (and, on Flink 2.3+, application)
 	// result store under the HA storage directory. It must change with every deployment and
-	// stay the same while one is retried (see resultStores).
+	// stay the same while one is retried (see resultStores). Build picks a random one when it
+	// is empty (Cluster.ResultStoreID tells which); EffectiveConfig then leaves the stores out.
 	ResultStoreID string
 }
 
@@ -320,7 +337,7 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 	if conf.HAEnabled() {
 		conf["execution.submit-failed-job-on-application-error"] = "true"
 	}
-	resultStores(conf, name, opts.ResultStoreID)
+	resultStores(conf, spec.FlinkVersion, name, opts.ResultStoreID)
 	setDefault(conf, "pipeline.name", name)
 	setDefault(conf, "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
 	if job.UpgradeMode == flinkv1beta1.UpgradeModeLastState {
@@ -332,57 +349,106 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 	if len(job.Args) > 0 {
 		conf["$internal.application.program-args"] = strings.Join(job.Args, ";")
 	}
-	if opts.JobID != "" {
-		conf["$internal.pipeline.job-id"] = opts.JobID
+	// A job id the user fixed wins over the operator's (upstream's setJobIdIfNecessary), and is
+	// what the controller records (UserJobID).
+	if user := UserJobID(spec); user != "" {
+		conf[jobIDKey] = user
+	} else if opts.JobID != "" {
+		conf[jobIDKey] = opts.JobID
 	}
-	// What the job restores is the operator's decision (upgrade mode, recorded savepoint, HA):
-	// a restore path in the user's configuration would be restored by every redeploy, stateless
-	// ones included, so it never reaches Flink (upstream removes it too).
-	for _, key := range restoreKeys {
-		delete(conf, key)
-	}
-	if opts.RestorePath != "" {
-		// 1.20 renamed the restore keys; the old names still work, but write the current ones.
-		pathKey, ignoreKey := "execution.savepoint.path", "execution.savepoint.ignore-unclaimed-state"
-		if spec.FlinkVersion == "" || atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_20) {
-			pathKey, ignoreKey = "execution.state-recovery.path", "execution.state-recovery.ignore-unclaimed-state"
-		}
-		conf[pathKey] = opts.RestorePath
-		conf[ignoreKey] = strconv.FormatBool(opts.AllowNonRestoredState)
-	}
+	deriveRestore(conf, spec, opts)
 	return nil
 }
 
-// restoreKeys are Flink's restore settings, under their names before and since 1.20.
-var restoreKeys = []string{"execution.savepoint.path", "execution.state-recovery.path",
-	"execution.savepoint.ignore-unclaimed-state", "execution.state-recovery.ignore-unclaimed-state"}
+const jobIDKey = "$internal.pipeline.job-id"
+
+// Flink's restore settings: 1.20 renamed them and still reads the old names.
+const (
+	savepointPathKey       = "execution.savepoint.path"
+	stateRecoveryPathKey   = "execution.state-recovery.path"
+	savepointIgnoreKey     = "execution.savepoint.ignore-unclaimed-state"
+	stateRecoveryIgnoreKey = "execution.state-recovery.ignore-unclaimed-state"
+)
+
+// deriveRestore sets what an application job restores. That is the operator's decision
+// (upgrade mode, recorded savepoint, HA): a restore path in the user's configuration would be
+// restored by every redeploy, stateless ones included, so it never reaches Flink, as upstream
+// removes it. Whether unclaimed state may be ignored stays the user's setting unless the spec
+// (spec.job.allowNonRestoredState) or the operator decides, as upstream.
+func deriveRestore(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, opts BuildOptions) {
+	delete(conf, savepointPathKey)
+	delete(conf, stateRecoveryPathKey)
+	// Write the names of the cluster's version, so an older name in the user's configuration
+	// cannot shadow what is written here.
+	pathKey, ignoreKey := savepointPathKey, savepointIgnoreKey
+	if spec.FlinkVersion == "" || atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_20) {
+		pathKey, ignoreKey = stateRecoveryPathKey, stateRecoveryIgnoreKey
+	}
+	switch {
+	case opts.RestorePath != "":
+		conf[pathKey] = opts.RestorePath
+	case opts.LastStateRestore:
+		conf[pathKey] = flinkv1beta1.LastStateSentinelPath
+	}
+	allow, decided := opts.AllowNonRestoredState, opts.AllowNonRestoredState
+	if spec.Job != nil && spec.Job.AllowNonRestoredState != nil {
+		allow, decided = *spec.Job.AllowNonRestoredState, true
+	}
+	if decided {
+		delete(conf, savepointIgnoreKey)
+		delete(conf, stateRecoveryIgnoreKey)
+		conf[ignoreKey] = strconv.FormatBool(allow)
+	}
+}
 
 // UserJobID is the job id the user fixed in flinkConfiguration ($internal.pipeline.job-id), ""
-// when none: it wins over the one the operator derives, as upstream (tools may rely on stable
-// checkpoint paths <dir>/<job id>).
+// when none. It wins over BuildOptions.JobID, as upstream's (tools may rely on stable
+// checkpoint paths <dir>/<job id>), so the controller records it as status.jobStatus.jobId
+// before deploying an application cluster, instead of generating one.
 func UserJobID(spec *flinkv1beta1.FlinkDeploymentSpec) string {
 	flat, err := spec.FlinkConfiguration.Flatten()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(flat["$internal.pipeline.job-id"])
+	return strings.TrimSpace(flat[jobIDKey])
 }
 
 // resultStores gives each deployment of an application cluster with HA storage result stores of
 // its own, as upstream does (FLINK-27569). Flink records a job's (and on 2.3+ an application's)
 // end in these stores. Kept after commit, an ended job is not run again when its JobManager
 // restarts within the shutdown TTL; fresh for every deployment, a stale entry of an earlier
-// deployment never makes the new cluster skip its job. A user-set delete-on-commit is kept.
-func resultStores(conf Config, cluster, id string) {
-	dir := strings.TrimSuffix(conf["high-availability.storageDir"], "/")
+// deployment never makes the new cluster skip its job (upstream FLINK-40467 for the
+// application store). The storage path is always the operator's, as upstream; a user-set
+// delete-on-commit is kept.
+func resultStores(conf Config, version flinkv1beta1.FlinkVersion, cluster, id string) {
+	dir := haStorageDir(conf)
 	if dir == "" || id == "" {
 		return
 	}
-	for _, store := range []string{"job-result-store", "application-result-store"} {
+	stores := []string{"job-result-store"}
+	if version == "" || atLeast(version, flinkv1beta1.FlinkVersion2_3) {
+		// Flink 2.3 added the application result store; older versions have no such option.
+		stores = append(stores, "application-result-store")
+	}
+	for _, store := range stores {
 		setDefault(conf, store+".delete-on-commit", "false")
 		conf[store+".storage-path"] = dir + "/" + store + "/" + cluster + "/" + id
 	}
 }
+
+// haStorageDir is the HA storage directory Flink uses, without a trailing slash; "" when none.
+func haStorageDir(conf Config) string {
+	for _, key := range haStorageDirKeys {
+		if dir := strings.TrimSuffix(strings.TrimSpace(conf[key]), "/"); dir != "" {
+			return dir
+		}
+	}
+	return ""
+}
+
+// haStorageDirKeys are high-availability.storageDir and the deprecated names Flink still reads
+// for it, in Flink's order of precedence.
+var haStorageDirKeys = []string{"high-availability.storageDir", "high-availability.zookeeper.storageDir", "recovery.zookeeper.storageDir"}
 
 // jobParallelism: spec.job.parallelism, else TaskManager replicas × slots, else unset.
 func jobParallelism(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int, error) {

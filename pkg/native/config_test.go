@@ -134,9 +134,11 @@ spec:
 				"execution.target": "remote", "pipeline.classpaths": "file:///opt/flink/usrlib/job.jar",
 				"high-availability.cluster-id": "ha", "parallelism.default": "6",
 				"execution.checkpointing.interval": "5min", "execution.submit-failed-job-on-application-error": "true",
-				"execution.state-recovery.path": "s3://cp/chk-7", "execution.state-recovery.ignore-unclaimed-state": "false",
+				"execution.state-recovery.path": "s3://cp/chk-7",
 			},
-			absent: []string{"jobmanager.rpc.address", "pipeline.jars", "execution.savepoint.path", "kubernetes.pod-template-file.taskmanager"},
+			// Nobody chose whether unclaimed state may be dropped: Flink's default (it may not).
+			absent: []string{"jobmanager.rpc.address", "pipeline.jars", "execution.savepoint.path", "kubernetes.pod-template-file.taskmanager",
+				"execution.state-recovery.ignore-unclaimed-state", "execution.savepoint.ignore-unclaimed-state"},
 		},
 		{
 			name: "user's checkpoint interval and pipeline name are kept",
@@ -283,8 +285,7 @@ spec:
 	require.NoError(t, err)
 	assert.Equal(t, "false", conf["job-result-store.delete-on-commit"])
 	assert.Equal(t, "s3://bucket/ha/job-result-store/app/attempt-1", conf["job-result-store.storage-path"])
-	assert.Equal(t, "false", conf["application-result-store.delete-on-commit"])
-	assert.Equal(t, "s3://bucket/ha/application-result-store/app/attempt-1", conf["application-result-store.storage-path"], "Flink 2.3's application results")
+	assert.NotContains(t, conf, "application-result-store.storage-path", "Flink 1.20 has no application result store")
 
 	next, err := EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-2"})
 	require.NoError(t, err)
@@ -323,4 +324,150 @@ spec:
 	assert.Equal(t, "s3://sp/chosen", conf["execution.state-recovery.path"], "only the operator's restore path")
 	assert.NotContains(t, conf, "execution.savepoint.path")
 	assert.Equal(t, "0000000000000000000000000000cafe", UserJobID(&dep.Spec), "the user's job id is read for the status")
+}
+
+// Flink 2.3 added the application result store; it gets a store per deployment too (upstream
+// FLINK-40467), or a stale entry of the previous deployment makes the new cluster run nothing.
+func TestApplicationResultStoreOnFlink23(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v2_3
+  image: flink:2.3
+  flinkConfiguration: {high-availability.type: kubernetes, high-availability.storageDir: "s3://bucket/ha"}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: last-state}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{ResultStoreID: "attempt-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "false", conf["application-result-store.delete-on-commit"])
+	assert.Equal(t, "s3://bucket/ha/application-result-store/app/attempt-1", conf["application-result-store.storage-path"])
+	assert.Equal(t, "s3://bucket/ha/job-result-store/app/attempt-1", conf["job-result-store.storage-path"])
+}
+
+// A cluster Build makes always has result stores of its own (finding 6): without a chosen id a
+// random one, new for every Build, the same in the rendered configuration file and reported on
+// the Cluster so the caller can record it. The deprecated name of the HA storage directory
+// counts, as Flink reads it, and a user's storage path is replaced, as upstream does.
+func TestBuildPicksAFreshResultStore(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  flinkConfiguration: {high-availability.type: kubernetes, high-availability.zookeeper.storageDir: "s3://bucket/ha", job-result-store.storage-path: "s3://bucket/fixed"}
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: last-state}`)
+	first, err := Build(dep, Defaults{}, BuildOptions{})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.ResultStoreID)
+	path := "s3://bucket/ha/job-result-store/app/" + first.ResultStoreID
+	assert.Equal(t, path, first.Config["job-result-store.storage-path"])
+	assert.Equal(t, "false", first.Config["job-result-store.delete-on-commit"])
+	assert.Contains(t, first.ConfigMap.Data[ConfigFileName(flinkv1beta1.FlinkVersion1_20)], path, "the file Flink reads has the same store")
+
+	second, err := Build(dep, Defaults{}, BuildOptions{})
+	require.NoError(t, err)
+	assert.NotEqual(t, first.ResultStoreID, second.ResultStoreID, "every deployment its own store")
+
+	chosen, err := Build(dep, Defaults{}, BuildOptions{ResultStoreID: "recorded"})
+	require.NoError(t, err)
+	assert.Equal(t, "recorded", chosen.ResultStoreID)
+	assert.Equal(t, "s3://bucket/ha/job-result-store/app/recorded", chosen.Config["job-result-store.storage-path"])
+
+	dep.Spec.Job = nil
+	session, err := Build(dep, Defaults{}, BuildOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, session.ResultStoreID, "a session cluster runs no application")
+	assert.NotContains(t, session.Config, "job-result-store.delete-on-commit")
+}
+
+// The last-state sentinel (finding 2): the restore path under the version's key, so a job whose
+// HA checkpoints vanished fails instead of starting empty; a savepoint to restore wins; the
+// user's own restore path never shows through.
+func TestLastStateRestoreRendersTheSentinel(t *testing.T) {
+	for _, tc := range []struct {
+		version flinkv1beta1.FlinkVersion
+		key     string
+	}{
+		{flinkv1beta1.FlinkVersion1_18, "execution.savepoint.path"},
+		{flinkv1beta1.FlinkVersion1_20, "execution.state-recovery.path"},
+		{flinkv1beta1.FlinkVersion2_3, "execution.state-recovery.path"},
+	} {
+		t.Run(string(tc.version), func(t *testing.T) {
+			dep := deployment(t, `
+metadata: {name: app}
+spec:
+  image: flink
+  flinkConfiguration: {high-availability.type: kubernetes, high-availability.storageDir: "s3://bucket/ha", execution.savepoint.path: "s3://old/sp"}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: last-state}`)
+			dep.Spec.FlinkVersion = tc.version
+			conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{LastStateRestore: true})
+			require.NoError(t, err)
+			assert.Equal(t, "KUBERNETES_OPERATOR_LAST_STATE", conf[tc.key])
+			assert.Equal(t, flinkv1beta1.LastStateSentinelPath, conf[tc.key])
+			for _, other := range []string{"execution.savepoint.path", "execution.state-recovery.path"} {
+				if other != tc.key {
+					assert.NotContains(t, conf, other)
+				}
+			}
+
+			conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{LastStateRestore: true, RestorePath: "s3://sp/chosen"})
+			require.NoError(t, err)
+			assert.Equal(t, "s3://sp/chosen", conf[tc.key], "a savepoint to restore wins over the sentinel")
+
+			conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{})
+			require.NoError(t, err)
+			assert.NotContains(t, conf, tc.key, "not a last-state restore: no restore path at all")
+		})
+	}
+}
+
+// Whether unclaimed state may be dropped stays the user's setting, as upstream: only
+// spec.job.allowNonRestoredState (or the operator) overrides it, under the version's name.
+func TestIgnoreUnclaimedStateIsTheUsersUnlessTheSpecSaysSo(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  flinkConfiguration: {execution.savepoint.ignore-unclaimed-state: "true"}
+  job: {jarURI: "local:///opt/flink/job.jar", upgradeMode: savepoint}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/1"})
+	require.NoError(t, err)
+	assert.Equal(t, "true", conf["execution.savepoint.ignore-unclaimed-state"], "the user's setting reaches Flink")
+	assert.NotContains(t, conf, "execution.state-recovery.ignore-unclaimed-state")
+
+	dep.Spec.Job.AllowNonRestoredState = ptr(false)
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/1"})
+	require.NoError(t, err)
+	assert.Equal(t, "false", conf["execution.state-recovery.ignore-unclaimed-state"], "the spec decides")
+	assert.NotContains(t, conf, "execution.savepoint.ignore-unclaimed-state", "the older name cannot contradict it")
+
+	dep.Spec.Job.AllowNonRestoredState = nil
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{})
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/1", AllowNonRestoredState: true})
+	require.NoError(t, err)
+	assert.Equal(t, "true", conf["execution.state-recovery.ignore-unclaimed-state"])
+}
+
+// A job id the user fixed wins over the operator's (finding 35), in the configuration Flink
+// gets as in what the controller records.
+func TestUserJobIDWins(t *testing.T) {
+	dep := deployment(t, `
+metadata: {name: app}
+spec:
+  flinkVersion: v1_20
+  image: flink:1.20
+  flinkConfiguration: {$internal.pipeline.job-id: " 0000000000000000000000000000cafe "}
+  job: {jarURI: "local:///opt/flink/job.jar"}`)
+	conf, err := EffectiveConfig(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+	require.NoError(t, err)
+	assert.Equal(t, "0000000000000000000000000000cafe", conf["$internal.pipeline.job-id"])
+	assert.Equal(t, "0000000000000000000000000000cafe", UserJobID(&dep.Spec))
+
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{})
+	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+	require.NoError(t, err)
+	assert.Equal(t, "0000000000000000000000000000abcd", conf["$internal.pipeline.job-id"])
+	assert.Empty(t, UserJobID(&dep.Spec))
 }

@@ -59,7 +59,8 @@ func TestGolden(t *testing.T) {
 			dep := cases[name]
 			dep.Namespace = "flink"
 			dep.Generation = 1
-			opts := BuildOptions{}
+			// Fixed ids: Build would otherwise pick a random result store per run.
+			opts := BuildOptions{ResultStoreID: "00000000-0000-4000-8000-000000000001"}
 			if dep.Spec.Job != nil {
 				opts.JobID = "0000000000000000000000000000abcd"
 			}

@@ -58,7 +58,7 @@ func deleteHAConfigMaps(ctx context.Context, c client.Client, namespace, cluster
 	return nil
 }
 
-// HAClusterConfigMapName is the HA ConfigMap holding a cluster's job graphs.
+// HAClusterConfigMapName is the HA ConfigMap holding a cluster's job graphs (Flink 1.15+).
 func HAClusterConfigMapName(cluster string) string { return cluster + "-cluster-config-map" }
 
 // DeleteJobGraphs removes the job graphs from a cluster's Kubernetes HA metadata and keeps the
@@ -67,25 +67,45 @@ func HAClusterConfigMapName(cluster string) string { return cluster + "-cluster-
 // dropped; without it, the application submits its new graph under the same job id and Flink
 // restores the job's latest checkpoint from the HA checkpoint store. Call it only while no
 // JobManager of the cluster runs (it would write the graph again). Idempotent.
+//
+// Flink 1.15+ keeps the graphs in "<cluster>-cluster-config-map"; every HA ConfigMap of the
+// cluster is cleaned, as upstream does, so a graph left where older versions kept it (the
+// dispatcher's leader ConfigMap) cannot be recovered either. Each ConfigMap is updated with
+// the resourceVersion it was read at and read again on a conflict, so an entry another writer
+// added meanwhile is never overwritten.
 func DeleteJobGraphs(ctx context.Context, c client.Client, namespace, cluster string) error {
-	key := client.ObjectKey{Namespace: namespace, Name: HAClusterConfigMapName(cluster)}
+	list, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return err
+	}
+	for i := range list {
+		if !hasJobGraph(list[i].Data) {
+			continue
+		}
+		if err := deleteJobGraphsOf(ctx, c, client.ObjectKeyFromObject(&list[i])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteJobGraphsOf removes the job graph keys of one ConfigMap, reading it afresh on every
+// attempt: the update carries the resourceVersion read, so a concurrent writer makes it
+// conflict and the removal is done again on what that writer left.
+func deleteJobGraphsOf(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(ctx, key, cm); err != nil {
 			return err
 		}
-		changed := false
-		for k := range cm.Data {
-			if strings.HasPrefix(k, haJobGraphKeyPrefix) || strings.HasPrefix(k, haExecutionPlanKeyPrefix) {
-				delete(cm.Data, k)
-				changed = true
-			}
-		}
-		if !changed {
+		if !hasJobGraph(cm.Data) {
 			return nil
 		}
-		// An update carries the resourceVersion read: a concurrent writer makes it conflict
-		// and the removal is done again on what that writer left.
+		for k := range cm.Data {
+			if isJobGraphKey(k) {
+				delete(cm.Data, k)
+			}
+		}
 		return c.Update(ctx, cm)
 	})
 	if apierrors.IsNotFound(err) {
@@ -97,6 +117,21 @@ func DeleteJobGraphs(ctx context.Context, c client.Client, namespace, cluster st
 	return nil
 }
 
+// isJobGraphKey: Flink 1.x stores a job's graph under "jobGraph-<job id>", Flink 2.x its
+// execution plan under "executionPlan-<job id>".
+func isJobGraphKey(key string) bool {
+	return strings.HasPrefix(key, haJobGraphKeyPrefix) || strings.HasPrefix(key, haExecutionPlanKeyPrefix)
+}
+
+func hasJobGraph(data map[string]string) bool {
+	for k := range data {
+		if isJobGraphKey(k) {
+			return true
+		}
+	}
+	return false
+}
+
 // HasHACheckpoint reports whether a cluster's HA metadata points at a completed checkpoint of
 // one of its jobs: then a last-state deploy restores it, and its restore path can be the
 // last-state sentinel (a job whose HA metadata vanished then fails instead of starting empty).
@@ -106,6 +141,9 @@ func HasHACheckpoint(ctx context.Context, c client.Client, namespace, cluster st
 		return false, err
 	}
 	for _, cm := range list {
+		if !cm.DeletionTimestamp.IsZero() {
+			continue // going: it cannot be restored from (upstream skips it too)
+		}
 		for k := range cm.Data {
 			if strings.HasPrefix(k, haCheckpointKeyPrefix) {
 				return true, nil

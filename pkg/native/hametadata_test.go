@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // haConfigMaps are what Flink 1.20 (jobGraph-) or 2.x (executionPlan-) leaves for a cluster
@@ -79,4 +81,70 @@ func TestHAConfigMapsOfFlink2(t *testing.T) {
 	var left corev1.ConfigMapList
 	require.NoError(t, c.List(ctx, &left))
 	assert.Len(t, left.Items, 3, "only the HA ConfigMaps are deleted")
+}
+
+// A writer changing the ConfigMap between the read and the update (the JobManager, another
+// reconcile) makes the update conflict; the removal is done again on what it left, and its
+// entry survives.
+func TestDeleteJobGraphsRetriesOnConflict(t *testing.T) {
+	ctx := context.Background()
+	base := fake.NewClientBuilder().WithObjects(haConfigMaps("jobGraph-")...).Build()
+	updates := 0
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			updates++
+			if updates == 1 {
+				// Someone else writes first: the resourceVersion the operator read is stale now.
+				other := &corev1.ConfigMap{}
+				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), other))
+				other.Data["leader"] = "jm-2"
+				require.NoError(t, cl.Update(ctx, other))
+			}
+			return cl.Update(ctx, obj, opts...)
+		},
+	})
+	require.NoError(t, DeleteJobGraphs(ctx, c, "ns", "app"))
+	assert.Equal(t, 2, updates, "the conflicting update, then the retried one")
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "app-cluster-config-map"}, cm))
+	assert.Equal(t, map[string]string{"someOtherKey": "kept", "leader": "jm-2"}, cm.Data)
+}
+
+// Job graphs are removed wherever the cluster's HA ConfigMaps hold them, as upstream, not only
+// from the cluster ConfigMap: one left in an older version's dispatcher leader ConfigMap would
+// be recovered just the same.
+func TestDeleteJobGraphsInEveryHAConfigMap(t *testing.T) {
+	ctx := context.Background()
+	objs := append(haConfigMaps("jobGraph-"),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-dispatcher-leader", Labels: HALabels("app")},
+			Data: map[string]string{"jobGraph-00000000000000000000000000000001": "graph", "address": "akka://jm"}},
+		// Not HA metadata of app: untouched.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "flink-config-app", Labels: HALabels("app")},
+			Data: map[string]string{"jobGraph-notes": "the user's"}})
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	require.NoError(t, DeleteJobGraphs(ctx, c, "ns", "app"))
+	leader := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "app-dispatcher-leader"}, leader))
+	assert.Equal(t, map[string]string{"address": "akka://jm"}, leader.Data)
+	own := &corev1.ConfigMap{}
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "flink-config-app"}, own))
+	assert.Contains(t, own.Data, "jobGraph-notes")
+}
+
+// HA metadata being deleted is no longer there to restore from (upstream's isValidHaConfigMap):
+// neither a last-state restore nor the sentinel may count on it.
+func TestHAMetadataBeingDeletedDoesNotCount(t *testing.T) {
+	ctx := context.Background()
+	objs := haConfigMaps("executionPlan-")
+	for _, o := range objs {
+		o.SetDeletionTimestamp(&metav1.Time{Time: time.Now()})
+		o.SetFinalizers([]string{"example.com/hold"})
+	}
+	c := fake.NewClientBuilder().WithObjects(objs...).Build()
+	has, err := HasHACheckpoint(ctx, c, "ns", "app")
+	require.NoError(t, err)
+	assert.False(t, has)
+	has, err = HasHAData(ctx, c, "ns", "app")
+	require.NoError(t, err)
+	assert.False(t, has)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -21,6 +22,9 @@ import (
 type Cluster struct {
 	// Config is the effective Flink configuration written into ConfigMap.
 	Config Config
+	// ResultStoreID names the result stores of this deployment (BuildOptions.ResultStoreID, or
+	// the random one Build chose); empty when the cluster has none (no HA storage, a session).
+	ResultStoreID string
 
 	// JobManager is the JobManager Deployment; it owns every other object below except the
 	// Ingress, so deleting it removes the cluster (HA ConfigMaps excepted, as upstream).
@@ -76,7 +80,14 @@ func isNil(o client.Object) bool {
 
 // Build computes the objects of the cluster a FlinkDeployment describes. Errors name the
 // spec field at fault.
+//
+// A cluster to deploy always gets result stores of its own: without opts.ResultStoreID, Build
+// picks a random one (fresh per call, so a caller that retries a deployment and must keep its
+// stores passes the id it recorded).
 func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (*Cluster, error) {
+	if opts.ResultStoreID == "" {
+		opts.ResultStoreID = string(uuid.NewUUID())
+	}
 	conf, err := EffectiveConfig(dep, defaults, opts)
 	if err != nil {
 		return nil, err
@@ -99,6 +110,9 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	}
 
 	c := &Cluster{Config: conf}
+	if dep.Spec.Job != nil && haStorageDir(conf) != "" {
+		c.ResultStoreID = opts.ResultStoreID // the condition resultStores wrote the stores under
+	}
 	if c.PodTemplate, err = b.taskManagerPodTemplate(); err != nil {
 		return nil, err
 	}

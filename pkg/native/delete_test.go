@@ -1,0 +1,109 @@
+package native
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+// terminatingJobManager is a JobManager Deployment whose foreground deletion started at
+// deletedAt and waits for pods that do not go (a lost node), plus any further finalizers.
+func terminatingJobManager(deletedAt time.Time, finalizers ...string) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobManagerDeploymentName("app"),
+		DeletionTimestamp: &metav1.Time{Time: deletedAt},
+		Finalizers:        append([]string{metav1.FinalizerDeleteDependents}, finalizers...)}}
+}
+
+// Past kubernetes.operator.resource.cleanup.timeout a JobManager Deployment stuck in its
+// foreground deletion is let go, and the cluster is reported gone at once (finding 12); within
+// it, or with no timeout, the deletion is waited for as before.
+func TestDeleteClusterStopsWaitingAfterTheCleanupTimeout(t *testing.T) {
+	ctx := context.Background()
+	deletedAt := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	key := client.ObjectKey{Namespace: "ns", Name: JobManagerDeploymentName("app")}
+	// Counted from when the caller started deleting (the fake client, unlike the API server,
+	// moves deletionTimestamp on every delete call).
+	keepHA := DeleteOptions{KeepHAData: true, WaitAtMost: 5 * time.Minute, Since: deletedAt}
+
+	c := fake.NewClientBuilder().WithObjects(terminatingJobManager(deletedAt)).Build()
+	within := keepHA
+	within.Now = deletedAt.Add(4 * time.Minute)
+	gone, err := DeleteCluster(ctx, c, "ns", "app", within)
+	require.NoError(t, err)
+	assert.False(t, gone, "within the timeout: still waiting for the pods")
+	jm := &appsv1.Deployment{}
+	require.NoError(t, c.Get(ctx, key, jm))
+	assert.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents)
+
+	unbounded := DeleteOptions{KeepHAData: true, Now: deletedAt.Add(time.Hour)}
+	gone, err = DeleteCluster(ctx, c, "ns", "app", unbounded)
+	require.NoError(t, err)
+	assert.False(t, gone, "no timeout given: waits as long as it takes")
+
+	past := keepHA
+	past.Now = deletedAt.Add(6 * time.Minute)
+	gone, err = DeleteCluster(ctx, c, "ns", "app", past)
+	require.NoError(t, err)
+	assert.True(t, gone, "past the timeout: gone in this very call")
+	assert.True(t, apierrors.IsNotFound(c.Get(ctx, key, jm)))
+
+	t.Run("someone else's finalizer still holds it", func(t *testing.T) {
+		c := fake.NewClientBuilder().WithObjects(terminatingJobManager(deletedAt, "example.com/audit")).Build()
+		gone, err := DeleteCluster(ctx, c, "ns", "app", past)
+		require.NoError(t, err)
+		assert.False(t, gone, "a new cluster must not be applied onto a Deployment still there")
+		jm := &appsv1.Deployment{}
+		require.NoError(t, c.Get(ctx, key, jm))
+		assert.Equal(t, []string{"example.com/audit"}, jm.Finalizers, "only the operator's wait is given up")
+	})
+}
+
+// kubernetes.operator.resource.deletion.propagation reaches the JobManager Deployment's
+// deletion; Foreground when unset, as upstream.
+func TestDeleteClusterPropagation(t *testing.T) {
+	for _, tc := range []struct {
+		option string
+		want   metav1.DeletionPropagation
+	}{
+		{"", metav1.DeletePropagationForeground},
+		{"Background", metav1.DeletePropagationBackground},
+		{"ORPHAN", metav1.DeletePropagationOrphan},
+	} {
+		t.Run(string(tc.want), func(t *testing.T) {
+			propagation, err := ParseDeletionPropagation(tc.option)
+			require.NoError(t, err)
+			var used []metav1.DeletionPropagation
+			jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobManagerDeploymentName("app")}}
+			c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(jm).Build(), interceptor.Funcs{
+				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					if _, ok := obj.(*appsv1.Deployment); ok {
+						do := &client.DeleteOptions{}
+						do.ApplyOptions(opts)
+						require.NotNil(t, do.PropagationPolicy)
+						used = append(used, *do.PropagationPolicy)
+					}
+					return cl.Delete(ctx, obj, opts...)
+				},
+			})
+			opts := DeleteOptions{KeepHAData: true}
+			if tc.option != "" {
+				opts.Propagation = propagation
+			}
+			gone, err := DeleteCluster(context.Background(), c, "ns", "app", opts)
+			require.NoError(t, err)
+			assert.True(t, gone)
+			assert.Equal(t, []metav1.DeletionPropagation{tc.want}, used)
+		})
+	}
+	_, err := ParseDeletionPropagation("Eventually")
+	assert.ErrorContains(t, err, DeletionPropagationKey)
+}
