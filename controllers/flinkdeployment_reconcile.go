@@ -186,13 +186,14 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 // whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
 // kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking.
 func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope, keepHA bool) (bool, error) {
-	timeout := options.ResourceCleanupTimeout.Get(nil)
+	var conf native.Config
 	if running := s.running(); running != nil {
-		if conf, err := r.config(s, running); err == nil {
-			timeout = options.ResourceCleanupTimeout.Get(conf)
-		}
+		conf, _ = r.config(s, running)
 	}
-	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, WaitAtMost: timeout})
+	// Validated at admission; an invalid value falls back to upstream's Foreground.
+	propagation, _ := native.ParseDeletionPropagation(options.DeletionPropagation.Get(conf))
+	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA,
+		WaitAtMost: options.ResourceCleanupTimeout.Get(conf), Propagation: propagation})
 }
 
 // redeployFromSavepoint is upstream's savepoint redeploy (a new savepointRedeployNonce): the

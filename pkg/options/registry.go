@@ -15,7 +15,10 @@ var (
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
-		Description: "How long deletion waits for a savepoint on deletion or a session job's cancellation before going on."}}
+		Description: "How long deletion waits for a savepoint on deletion, a session job's cancellation or a JobManager's pods before going on."}}
+	DeletionPropagation = StringOption{Option{Key: "kubernetes.operator.resource.deletion.propagation", Default: "Foreground", Type: TypeString,
+		Description: "How a cluster's JobManager Deployment is deleted: Foreground (gone once its pods are), Background or Orphan.",
+		Allowed: []string{"Foreground", "Background", "Orphan"}}}
 )
 
 // Upgrades.
@@ -100,6 +103,7 @@ var (
 
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ResourceCleanupTimeout.Option,
+	DeletionPropagation.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
 	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,

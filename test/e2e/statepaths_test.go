@@ -104,7 +104,7 @@ func TestStatePaths(t *testing.T) {
 func TestLastStateUpgradeOnFlink2(t *testing.T) {
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-flink2-last-state")
-	dep.Spec.Image, dep.Spec.FlinkVersion = "flink:2.2", "v2_2"
+	dep.Spec.Image, dep.Spec.FlinkVersion = "flink:2.3", "v2_3" // the local node runs Flink 2.3.0
 	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
 	key := client.ObjectKeyFromObject(dep)
 	require.NoError(t, env.Client.Create(ctx, dep))
