@@ -18,7 +18,7 @@ var (
 		Description: "How long deletion waits for a savepoint on deletion, a session job's cancellation or a JobManager's pods before going on."}}
 	DeletionPropagation = StringOption{Option{Key: "kubernetes.operator.resource.deletion.propagation", Default: "Foreground", Type: TypeString,
 		Description: "How a cluster's JobManager Deployment is deleted: Foreground (gone once its pods are), Background or Orphan.",
-		Allowed: []string{"Foreground", "Background", "Orphan"}}}
+		Allowed:     []string{"Foreground", "Background", "Orphan"}}}
 )
 
 // Upgrades.
