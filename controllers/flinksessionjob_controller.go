@@ -94,9 +94,11 @@ type jobScope struct {
 	// session is the session cluster (nil when it does not exist).
 	session *flinkv1beta1.FlinkDeployment
 	// flink talks to the session cluster (nil unless its JobManager is ready).
-	flink  *flink.Client
-	conf   native.Config
-	redact *redact.Redactor
+	flink *flink.Client
+	// unreachable says why there is no client although the session's JobManager is ready.
+	unreachable error
+	conf        native.Config
+	redact      *redact.Redactor
 }
 
 func (s *jobScope) status() *flinkv1beta1.FlinkSessionJobStatus { return &s.job.Status }
@@ -166,25 +168,36 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 		return fmt.Errorf("session %s: %w", name, err)
 	}
 	s.session = session
+	ready := session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady
+	// The session's own reconciler reports its configuration errors; here they only mean its
+	// REST endpoint cannot be addressed, which a ready session's jobs must not be taken as gone for.
 	conf, err := native.EffectiveConfig(session, r.Defaults, native.BuildOptions{})
 	if err != nil {
-		return nil // the session's own reconciler reports its configuration errors
+		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
+		return nil
 	}
 	user, err := native.UserConfig(session, r.Defaults)
 	if err != nil {
+		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
 		return nil
 	}
 	conf = native.WithOptions(conf, user)
 	s.conf = conf
-	if session.Status.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+	if !ready {
 		return nil
 	}
 	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, conf)
 	if err != nil {
+		s.unreachable = fmt.Errorf("REST endpoint of session %s: %w", name, err)
 		return nil // not reachable yet; observed as not ready
 	}
 	s.flink = cl
 	return nil
+}
+
+// sessionReady says the session's JobManager is reported ready.
+func (s *jobScope) sessionReady() bool {
+	return s.session != nil && s.session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady
 }
 
 // observeJob reads the job's state from the session cluster.
@@ -196,40 +209,19 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	details, err := s.flink.JobDetails(ctx, st.JobStatus.JobID)
 	switch {
 	case flink.IsNotFound(err):
-		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling || isTerminal(st.JobStatus.State) {
-			return // not submitted yet, or ended
-		}
-		// The session lost a job it ran (a JobManager restart without HA, or HA metadata not
-		// recovered yet). Only a stateless job is submitted again: a savepoint or last-state
-		// job would start with no state, so it is reported and left to the user (upstream's
-		// "Job Not Found"); should the session recover it, it is observed running again.
-		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
-		if s.deployed != nil && upgradeModeOf(s.deployed.Job) != flinkv1beta1.UpgradeModeStateless {
-			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionJobNotFound, flinkv1beta1.ErrorReasonJobNotFound,
-				"Job Not Found: job "+st.JobStatus.JobID+" is not on session "+s.session.Name+
-					"; it is not submitted again without its state. Set job.initialSavepointPath and a new savepointRedeployNonce to restore it")
-			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s", st.JobStatus.JobID, s.session.Name)
-			return
-		}
-		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "Job %s is not on session %s; submitting it again",
-			st.JobStatus.JobID, s.session.Name)
+		r.onJobNotFound(s)
 		return
 	case err != nil:
 		return
 	}
-	if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonJobNotFound {
+	if jobLost(st.Error) {
 		st.Error = "" // found again (recovered by the session's HA)
 	}
 	state := flinkv1beta1.JobStatusState(details.State)
-	if state != st.JobStatus.State {
-		if st.JobStatus.State != "" {
-			r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
-		}
-		// The time of the last state change (upstream's meaning), not of the last look: an
-		// unchanged job costs no status write.
-		st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
+	if state != st.JobStatus.State && st.JobStatus.State != "" {
+		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
 	}
-	st.JobStatus.State = state
+	setJobState(st, state)
 	if isTerminal(state) {
 		r.recordLastCheckpoint(ctx, s)
 	}
@@ -243,22 +235,48 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	}
 }
 
+// onJobNotFound handles a job its session does not know (upstream's
+// JobStatusObserver.onTargetJobNotFound): a session JobManager restarted without HA, or with
+// HA metadata not recovered yet. Only a stateless job is submitted again (from nothing: it
+// starts over, as upstream's stateless restore). A savepoint or last-state job would start
+// with no state, or from a path its checkpoints have long replaced: upstream's "Job Not Found"
+// is reported and the user answers (a savepoint redeploy, or stateless); should the session
+// recover the job, it is observed again and the report goes.
+func (r *FlinkSessionJobReconciler) onJobNotFound(s *jobScope) {
+	st := s.status()
+	if st.JobStatus.State == flinkv1beta1.JobStatusReconciling || isTerminal(st.JobStatus.State) {
+		return // not submitted yet (or lost and reported), or ended
+	}
+	setJobState(st, flinkv1beta1.JobStatusReconciling)
+	if s.deployed != nil && upgradeModeOf(s.deployed.Job) != flinkv1beta1.UpgradeModeStateless {
+		st.Error = jobNotFoundError()
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing,
+			"%s: job %s is not on session %s; it is not submitted again without its state. "+
+				"Set job.initialSavepointPath and a new job.savepointRedeployNonce to restore it", jobNotFoundMessage, st.JobStatus.JobID, s.session.Name)
+		return
+	}
+	st.JobStatus.UpgradeSavepointPath = ""
+	r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing, "%s: job %s is not on session %s; submitting it again",
+		jobNotFoundMessage, st.JobStatus.JobID, s.session.Name)
+}
+
 // recordLastCheckpoint keeps the latest state of a session job that ended (failed, finished,
-// cancelled outside the operator) as what its next submission restores, on every observe while
-// it is ended (upstream's observeLatestCheckpoint): otherwise a spec change or restart would
-// submit it with no state, or from the savepoint it was first started with.
+// cancelled, outside the operator or by an upgrade's stop) as what its next submission
+// restores, on every observe while it is ended, whatever the reconciliation state (upstream's
+// SnapshotObserver.observeLatestCheckpoint): otherwise a spec change or restart would submit it
+// with no state, or from the savepoint it was first started with. A cancelled job with none has
+// none (its path is definite); an upgrade restoring the savepoint the user named keeps it.
 func (r *FlinkSessionJobReconciler) recordLastCheckpoint(ctx context.Context, s *jobScope) {
 	st := s.status()
-	if s.deployed == nil || upgradeModeOf(s.deployed.Job) == flinkv1beta1.UpgradeModeStateless ||
-		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {
+	if usersRestorePath(st, s.deployed) {
 		return
 	}
 	path, err := s.flink.LatestCheckpointPath(ctx, st.JobStatus.JobID)
-	if err != nil || path == "" || path == st.JobStatus.UpgradeSavepointPath {
+	if err != nil || path == st.JobStatus.UpgradeSavepointPath || (path == "" && st.JobStatus.State != flinkv1beta1.JobStatusCanceled) {
 		return
 	}
 	st.JobStatus.UpgradeSavepointPath = path
-	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores from", "state", st.JobStatus.State, "checkpoint", path)
+	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores", "state", st.JobStatus.State, "checkpoint", path)
 }
 
 func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {

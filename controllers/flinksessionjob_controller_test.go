@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -215,4 +216,128 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 		}
 	}
 	return false
+}
+
+// TestSessionJobLostIsNeverUpgradedEmpty (review finding 1, session side): a savepoint-mode job
+// its session lost is reported with upstream's "Job Not Found" and waits for the user: a spec
+// change does not submit it with no state; a savepoint redeploy (the user saying where its
+// state is) does.
+func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
+	e := newSessionJobs(t, "lost-then-changed", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
+	e.flink.SetJob(jobID, "") // the session restarted without HA
+	require.Eventually(t, func() bool {
+		return flinkv1beta1.ErrorMessage(e.get(key).Status.Error) == "Job Not Found"
+	}, 20*time.Second, 50*time.Millisecond, "upstream's error")
+	runs := len(e.flink.Runs())
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, 1500*time.Millisecond, 50*time.Millisecond,
+		"a lost stateful job is not submitted with no state on a spec change")
+	assert.Equal(t, "Job Not Found", flinkv1beta1.ErrorMessage(e.get(key).Status.Error))
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
+		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-1"
+		j.Spec.Job.SavepointRedeployNonce = ptr[int64](1)
+	})
+	run := e.lastSubmission(jobID)
+	assert.Equal(t, "file:/backup/savepoint-1", run.SavepointPath, "restored from where the user said")
+	assert.Equal(t, 2, run.Parallelism)
+}
+
+// TestSessionJobEndedWithoutCheckpointNeedsManualRestore (review finding 4): a savepoint-mode
+// job that failed with no checkpoint or savepoint known is not submitted with no state on a spec
+// change: upstream's "Manual restore required" failure.
+func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
+	e := newSessionJobs(t, "ended-no-checkpoint", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
+	e.flink.SetLatestCheckpoint(jobID, "") // it never completed a checkpoint
+	e.flink.SetJob(jobID, "FAILED")
+	require.Eventually(t, func() bool { return e.get(key).Status.JobStatus.State == flinkv1beta1.JobStatusFailed },
+		20*time.Second, 50*time.Millisecond)
+	runs := len(e.flink.Runs())
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	require.Eventually(t, func() bool {
+		st := e.get(key).Status
+		return flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonManualRestoreRequired &&
+			strings.Contains(flinkv1beta1.ErrorMessage(st.Error), "Manual restore required")
+	}, 20*time.Second, 50*time.Millisecond, "upstream's manual restore failure")
+	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, time.Second, 50*time.Millisecond,
+		"never submitted with no state")
+}
+
+// TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint (review finding 4): a job that fails
+// while its upgrade savepoint is being taken (the savepoint fails with it) restores the latest
+// checkpoint observed while it is failed, not nothing.
+func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
+	e := newSessionJobs(t, "failed-mid-upgrade", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
+	e.flink.SetAutoComplete(false)
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	require.Eventually(t, func() bool { return len(e.flink.Stops()) > 0 }, 20*time.Second, 50*time.Millisecond, "stop-with-savepoint sent")
+	e.flink.SetJob(jobID, "FAILED")
+	e.flink.CompleteSavepoint(jobID, e.flink.Stops()[0], "the job failed")
+	assert.Equal(t, fakeflink.CheckpointPath(jobID), e.lastSubmission(jobID).SavepointPath, "restored from its latest checkpoint")
+}
+
+// TestDeletedSessionJobWaitsForItsCancel (review finding 7): while cancelling a deleted session
+// job fails, its finalizer stays and a Warning says why; it goes once the job is cancelled.
+func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
+	e := newSessionJobs(t, "delete-cancel-fails", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
+	e.flink.FailCancel("JobManager overloaded")
+	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
+	require.Eventually(t, func() bool { return e.events.has("Warning CleanupFailed") }, 20*time.Second, 50*time.Millisecond,
+		"a failed cancel is reported")
+	assert.NotNil(t, e.get(key), "the finalizer stays while the job runs")
+	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
+
+	e.flink.FailCancel("")
+	require.Eventually(t, func() bool { return e.get(key) == nil }, 20*time.Second, 50*time.Millisecond, "deleted once cancelled")
+	assert.Equal(t, "CANCELED", e.flink.Job(jobID))
+}
+
+// TestDeletedSessionJobWaitsForAnUnreachableSession (review finding 7): a session reported ready
+// whose REST endpoint cannot be addressed is not taken for a session without the job, even
+// without HA: deletion waits.
+func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
+	e := newSessionJobs(t, "delete-unreachable", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
+	require.Eventually(t, func() bool {
+		s := get(t, e.c, e.ns, "session")
+		conf, err := s.Spec.FlinkConfiguration.Flatten()
+		require.NoError(t, err)
+		if conf == nil {
+			conf = map[string]string{}
+		}
+		conf["rest.port"] = "not-a-port"
+		s.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+		return e.c.Update(context.Background(), s) == nil
+	}, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
+	assert.Never(t, func() bool { return e.get(key) == nil }, 1500*time.Millisecond, 50*time.Millisecond,
+		"the finalizer stays while the session cannot be asked")
+	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
+}
+
+// TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel (review finding 16, session side):
+// a last-state upgrade records no checkpoint before the job is cancelled (a checkpoint
+// completing meanwhile would subsume it); once it is CANCELED the latest one is recorded and
+// restored.
+func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
+	e := newSessionJobs(t, "cancel-then-read", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeLastState)
+	e.flink.FailCancel("busy")
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	require.Eventually(t, func() bool {
+		return e.get(key).Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
+	}, 20*time.Second, 50*time.Millisecond)
+	assert.Never(t, func() bool { return e.get(key).Status.JobStatus.UpgradeSavepointPath != "" }, time.Second, 50*time.Millisecond,
+		"nothing is recorded while the job runs")
+
+	newer := "file:/flink/checkpoints/" + jobID + "/chk-8"
+	e.flink.SetLatestCheckpoint(jobID, newer)
+	e.flink.FailCancel("")
+	assert.Equal(t, newer, e.lastSubmission(jobID).SavepointPath, "restored from the checkpoint read once it was cancelled")
 }

@@ -48,48 +48,67 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 	case s.deployed == nil && suspended:
 		return ctrl.Result{}, s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed)
 	case s.flink == nil:
-		st.JobStatus.State = orReconciling(st.JobStatus.State)
+		setJobState(st, orReconciling(st.JobStatus.State))
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	case s.deployed == nil:
 		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
 		return r.deployJob(ctx, s, desired, desired.Job.InitialSavepointPath)
 	}
-	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading {
-		if !jobSpecChanged(s.deployed, desired) {
-			if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" &&
-				(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) &&
-				flinkv1beta1.ErrorReason(st.Error) != flinkv1beta1.ErrorReasonJobNotFound {
-				return r.submit(ctx, s, s.deployed)
+	upgrading := st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
+	switch {
+	case !upgrading && !jobSpecChanged(s.deployed, desired):
+		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" &&
+			(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) && !jobLost(st.Error) {
+			return r.submit(ctx, s, s.deployed)
+		}
+		if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {
+			if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired)); err != nil {
+				return ctrl.Result{}, err
 			}
-			if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {
-				if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired)); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
 		}
-		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
-		log.FromContext(ctx).Info("spec changed", "jobState", st.JobStatus.State, "keptPath", st.JobStatus.UpgradeSavepointPath)
-		// upgradeSavepointPath is what the next submission restores: a suspended job resumes
-		// from the savepoint it stopped with; a running one gets a fresh one below.
-		switch {
-		case redeployRequested(s.deployed.Job, desired.Job):
-			st.JobStatus.UpgradeSavepointPath = desired.Job.InitialSavepointPath
-		case upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless:
-			st.JobStatus.UpgradeSavepointPath = ""
-		case s.deployed.Job != nil && s.deployed.Job.State == flinkv1beta1.JobStateSuspended:
-			// Resuming: the path recorded when the job was suspended stays.
-		case !isTerminal(st.JobStatus.State):
-			st.JobStatus.UpgradeSavepointPath = ""
-		}
-		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.persistJob(ctx, s); err != nil {
-			return ctrl.Result{}, err
+		return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
+	case !upgrading || (waitsForUser(st.Error) && jobSpecChanged(s.deployed, desired)):
+		// A new spec; or, while an upgrade waits for the user to say where the job's state is,
+		// the user's answer replacing its target.
+		if waiting, err := r.recordSpecChange(ctx, s, desired); waiting || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
 		}
 	}
 	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
+}
+
+// recordSpecChange records a changed spec as UPGRADING with what its submission restores
+// (write-ahead), as planSpecChange decides; waiting says nothing was recorded because the
+// user has to say where the job's state is.
+func (r *FlinkSessionJobReconciler) recordSpecChange(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (waiting bool, err error) {
+	st := s.status()
+	plan := planSpecChange(specChange{Deployed: s.deployed.Job, Desired: desired.Job, Job: st.JobStatus.State,
+		RestorePath: st.JobStatus.UpgradeSavepointPath, Lost: jobLost(st.Error)})
+	log.FromContext(ctx).Info("spec changed", "jobState", st.JobStatus.State, "keptPath", st.JobStatus.UpgradeSavepointPath,
+		"action", plan.Action, "restore", plan.RestorePath, "why", plan.Reason)
+	switch plan.Action {
+	case specChangeWait:
+		return true, nil // "Job Not Found" stays, with its Missing event
+	case specChangeManualRestore:
+		if failure := manualRestoreError(); st.Error != failure {
+			st.Error = failure
+			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, "Cannot upgrade: "+plan.Reason+". "+manualRestoreMessage)
+		}
+		return true, nil
+	}
+	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
+	st.JobStatus.UpgradeSavepointPath = plan.RestorePath
+	if waitsForUser(st.Error) { // answered (a lost job is only upgraded on the user's answer)
+		if info := st.JobStatus.SavepointInfo; jobLost(st.Error) && info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+			// The upgrade savepoint of a lost job cannot complete.
+			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		}
+		st.Error = ""
+	}
+	if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return false, err
+	}
+	return false, r.persistJob(ctx, s)
 }
 
 func orReconciling(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
@@ -99,9 +118,20 @@ func orReconciling(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
 	return s
 }
 
-// upgradeJob stops the running job as the upgrade mode says, then deploys the new spec.
+// upgradeJob stops the replaced job as the upgrade mode says, then deploys the new spec from
+// what planRestore allows.
 func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
 	st := s.status()
+	if jobLost(st.Error) {
+		// Lost during the upgrade: there is nothing to stop and its state is unknown; the user's
+		// answer (a savepoint redeploy, or stateless) replaces this target.
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	}
+	users := usersRestorePath(st, desired)
+	stopMode := upgradeModeOf(desired.Job)
+	if users {
+		stopMode = flinkv1beta1.UpgradeModeStateless // the user's savepoint is restored, not the job's state
+	}
 	// A savepoint triggered for this upgrade is followed to its end, whatever the job's state
 	// became meanwhile (it is FINISHED once the stop completed).
 	info := st.JobStatus.SavepointInfo
@@ -117,13 +147,14 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 				stop = false
 			case err != nil:
 				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-			default:
-				stop = !isTerminal(flinkv1beta1.JobStatusState(state))
+			case isTerminal(flinkv1beta1.JobStatusState(state)):
+				stop = false
+				setJobState(st, flinkv1beta1.JobStatusState(state)) // it ran: its state is what it left
 			}
 		}
 	}
 	if stop {
-		done, err := r.stopJob(ctx, s, upgradeModeOf(desired.Job))
+		done, err := r.stopJob(ctx, s, stopMode)
 		if err != nil || !done {
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 		}
@@ -133,7 +164,7 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 			return ctrl.Result{}, err
 		}
 		if !isTerminal(st.JobStatus.State) {
-			st.JobStatus.State = flinkv1beta1.JobStatusFinished
+			setJobState(st, flinkv1beta1.JobStatusFinished)
 		}
 		// The stopped job is done with (as upstream, its id is cleared): a later observation of
 		// its lingering state in the session must not make it look alive again.
@@ -143,12 +174,50 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		log.FromContext(ctx).Info("job suspended", "resumeFrom", st.JobStatus.UpgradeSavepointPath)
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
-	restore := st.JobStatus.UpgradeSavepointPath
-	if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
-		restore = ""
+	restore, ok := r.restorePoint(ctx, s, upgradeModeOf(desired.Job), users)
+	if !ok {
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
 	return r.deployJob(ctx, s, desired, restore)
+}
+
+// restorePoint is what the upgrade's submission restores (planRestore); ok is false when it
+// cannot go ahead yet: the latest state of the ended job could not be read (retried), or a
+// stateful job ran and none of its state is known (upstream's manual restore failure).
+func (r *FlinkSessionJobReconciler) restorePoint(ctx context.Context, s *jobScope, mode flinkv1beta1.UpgradeMode, users bool) (string, bool) {
+	st := s.status()
+	replaced := replacedJob{Mode: mode, UsersPath: users, JobID: st.JobStatus.JobID, Job: st.JobStatus.State, RestorePath: st.JobStatus.UpgradeSavepointPath}
+	decision, path := planRestore(replaced)
+	if decision == restoreReadLatest {
+		latest, err := s.flink.LatestCheckpointPath(ctx, replaced.JobID)
+		if err != nil && !flink.IsNotFound(err) {
+			log.FromContext(ctx).Info("cannot read the ended job's latest checkpoint yet", "job", replaced.JobID, "error", err.Error())
+			return "", false
+		}
+		st.JobStatus.UpgradeSavepointPath = latest // a job its session forgot has no state to find
+		replaced.RestorePath, replaced.LatestKnown = latest, true
+		decision, path = planRestore(replaced)
+	}
+	if decision == restoreRefused {
+		if failure := manualRestoreError(); st.Error != failure {
+			st.Error = failure
+			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonError, "Cannot upgrade: job %s is %s and none of its checkpoints or savepoints is known. %s",
+				replaced.JobID, replaced.Job, manualRestoreMessage)
+		}
+		return "", false
+	}
+	return path, true
+}
+
+// setJobState records a new job state; updateTime is the time of the last state change
+// (upstream's meaning), so an unchanged job costs no status write.
+func setJobState(st *flinkv1beta1.FlinkSessionJobStatus, state flinkv1beta1.JobStatusState) {
+	if state == st.JobStatus.State {
+		return
+	}
+	st.JobStatus.State = state
+	st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
 }
 
 // stopJob stops the job keeping what the mode needs; done once the job is terminal.
@@ -196,7 +265,7 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 		triggeredAt := triggerTime(info.TriggerTimestamp)
 		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		st.JobStatus.UpgradeSavepointPath = res.Location
-		st.JobStatus.State = flinkv1beta1.JobStatusFinished
+		setJobState(st, flinkv1beta1.JobStatusFinished)
 		if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), res.Location, triggeredAt); err != nil {
 			return false, err
 		}
@@ -204,7 +273,9 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 		log.FromContext(ctx).Info("job stopped with a savepoint", "job", jobID, "path", res.Location)
 		return true, r.persistJob(ctx, s)
 	case mode == flinkv1beta1.UpgradeModeLastState:
-		// Session jobs have no HA of their own: the latest checkpoint is the restore point.
+		// Session jobs have no HA of their own: their latest checkpoint is what they restore.
+		// A job with none yet is not cancelled (it could not be restored). The path is not
+		// recorded now: a checkpoint completing before the cancel would subsume it.
 		path, err := s.flink.LatestCheckpointPath(ctx, jobID)
 		if err != nil {
 			return false, nil
@@ -213,27 +284,26 @@ func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mo
 			st.Error = errorJSON("UpgradeFailureException", "last-state upgrade needs a completed checkpoint; none yet")
 			return false, nil
 		}
-		st.JobStatus.UpgradeSavepointPath = path
-		if err := r.persistJob(ctx, s); err != nil {
-			return false, err
-		}
 	}
 	if err := s.flink.CancelJob(ctx, jobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
-		return false, nil
+		return false, fmt.Errorf("cancel job %s: %w", jobID, err)
 	}
 	state, err := s.flink.JobStatus(ctx, jobID)
-	if flink.IsNotFound(err) || (err == nil && isTerminal(flinkv1beta1.JobStatusState(state))) {
-		st.JobStatus.State = flinkv1beta1.JobStatusCanceled
-		if mode == flinkv1beta1.UpgradeModeLastState {
-			// A checkpoint that completed while the job was being cancelled subsumed the one
-			// read before the cancel: the latest one is what the job restores.
-			if path, err := s.flink.LatestCheckpointPath(ctx, jobID); err == nil && path != "" {
-				st.JobStatus.UpgradeSavepointPath = path
-			}
-		}
-		return true, nil
+	if !flink.IsNotFound(err) && (err != nil || !isTerminal(flinkv1beta1.JobStatusState(state))) {
+		return false, nil // cancelling: observed again until it is CANCELED
 	}
-	return false, nil
+	setJobState(st, flinkv1beta1.JobStatusCanceled)
+	if mode == flinkv1beta1.UpgradeModeLastState {
+		// Only once the job is cancelled is its latest checkpoint final. Unreadable now, it is
+		// read again (by the observer while the job is CANCELED, or before the submission).
+		path, err := s.flink.LatestCheckpointPath(ctx, jobID)
+		if err != nil && !flink.IsNotFound(err) {
+			return false, nil
+		}
+		st.JobStatus.UpgradeSavepointPath = path
+		log.FromContext(ctx).Info("job cancelled; its latest checkpoint is what it restores", "job", jobID, "checkpoint", path)
+	}
+	return true, nil
 }
 
 // deployJob records the new job id, restore path and spec (write-ahead), then submits.
@@ -241,7 +311,7 @@ func (r *FlinkSessionJobReconciler) deployJob(ctx context.Context, s *jobScope, 
 	st := s.status()
 	ts := st.ReconciliationStatus.ReconciliationTimestamp
 	st.JobStatus.JobID = deterministicJobID(string(s.job.UID), ts)
-	st.JobStatus.State = flinkv1beta1.JobStatusReconciling
+	setJobState(st, flinkv1beta1.JobStatusReconciling)
 	st.JobStatus.UpgradeSavepointPath = restore
 	if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 		return ctrl.Result{}, err
@@ -341,10 +411,19 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 
 // stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
 // (upstream's SessionJobReconciler.cleanupInternal): wait says the finalizer must stay. The job
-// is stopped (with a savepoint when kubernetes.operator.job.savepoint-on-deletion is set, for
-// at most kubernetes.operator.resource.cleanup.timeout, then cancelled) unless it is known to be
-// gone: never submitted, ended, unknown to its session, or gone with its session. While the
-// session cannot be asked, deletion waits: with HA the job comes back with the JobManager.
+// is stopped (with a savepoint when kubernetes.operator.job.savepoint-on-deletion is set, else
+// cancelled) unless it is known to be gone: never submitted, ended, unknown to its session, or
+// gone with its session (deleted, or being deleted with no JobManager left). While the session
+// cannot be asked, or the stop fails, deletion waits with a Warning event: with HA the job
+// comes back with the JobManager, and a ready session still runs it.
+//
+// There is no upper bound on confirming the job stopped (as upstream, which reschedules the
+// delete for as long as the cancel fails): letting the resource go would leave the job running
+// with nothing tracking it, and re-creating the resource would run a second copy against the
+// same sources and sinks. A user who accepts that removes the finalizer, or deletes the
+// session. Only the savepoint is bounded: after kubernetes.operator.resource.cleanup.timeout
+// the job is cancelled instead, since a savepoint that never completes must not keep a job the
+// user deleted running.
 func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *jobScope) (wait bool, err error) {
 	st := s.status()
 	switch {
@@ -352,12 +431,15 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 		return false, nil
 	case s.session == nil || (!s.session.DeletionTimestamp.IsZero() && s.session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing):
 		return false, nil // the session cluster is gone, and its jobs with it
+	case s.flink == nil && s.sessionReady():
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot reach session %s to stop job %s: %v",
+			s.session.Name, st.JobStatus.JobID, s.unreachable)
+		return true, nil
+	case s.flink == nil && (s.conf == nil || s.conf.HAEnabled()):
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed,
+			"Waiting for session %s to be ready to stop job %s (with HA it comes back with its JobManager)", s.session.Name, st.JobStatus.JobID)
+		return true, nil
 	case s.flink == nil:
-		if s.conf.HAEnabled() {
-			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed",
-				"Waiting for session %s to be ready to stop job %s (with HA it comes back with its JobManager)", s.session.Name, st.JobStatus.JobID)
-			return true, nil
-		}
 		return false, nil // without HA, a session JobManager that is not running took the job with it
 	}
 	state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
@@ -365,7 +447,7 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 	case flink.IsNotFound(err):
 		return false, nil
 	case err != nil:
-		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "Cannot ask session %s about job %s: %v", s.session.Name, st.JobStatus.JobID, err)
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot ask session %s about job %s: %v", s.session.Name, st.JobStatus.JobID, err)
 		return true, nil
 	case isTerminal(flinkv1beta1.JobStatusState(state)):
 		return false, nil
@@ -375,18 +457,25 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 	if options.SavepointOnDeletion.Get(s.conf) && time.Since(s.job.DeletionTimestamp.Time) < timeout {
 		mode = flinkv1beta1.UpgradeModeSavepoint
 	} else if options.SavepointOnDeletion.Get(s.conf) {
-		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, "CleanupFailed", "No savepoint of job %s after %s; cancelling it", st.JobStatus.JobID, timeout)
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "No savepoint of job %s after %s; cancelling it", st.JobStatus.JobID, timeout)
 		if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		}
 	}
 	done, err := r.stopJob(ctx, s, mode)
-	if err != nil || !done {
-		return true, err
+	if err != nil {
+		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot stop job %s on session %s: %v", st.JobStatus.JobID, s.session.Name, err)
+		return true, nil
+	}
+	if !done {
+		return true, nil
 	}
 	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
 	return false, nil
 }
+
+// reasonCleanupFailed is the Warning event reason while a deletion waits (upstream's).
+const reasonCleanupFailed = "CleanupFailed"
 
 // jobSnapshots describes the session job for snapshot resources; its options are the
 // session's configuration with the job's own over it.

@@ -52,6 +52,8 @@ type Server struct {
 	onCancel func(jobID string)
 	// latestCheckpoints override CheckpointPath as a job's latest completed checkpoint.
 	latestCheckpoints map[string]string
+	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
+	failCancel string
 }
 
 // RunRequest is what a POST /jars/:id/run asked for.
@@ -137,6 +139,14 @@ func (s *Server) OnCancel(f func(jobID string)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.onCancel = f
+}
+
+// FailCancel makes every cancel fail with an internal server error carrying message, leaving
+// the job as it is ("" ends that).
+func (s *Server) FailCancel(message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failCancel = message
 }
 
 // SetLatestCheckpoint makes path the job's latest completed checkpoint (instead of
@@ -390,6 +400,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1, "vertices": []any{}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
 		s.mu.Lock()
+		if s.failCancel != "" {
+			failure := s.failCancel
+			s.mu.Unlock()
+			writeJSON(w, 500, map[string]any{"errors": []string{failure}})
+			return
+		}
 		if _, ok := s.jobs[parts[1]]; !ok {
 			s.mu.Unlock()
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
