@@ -341,3 +341,27 @@ func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
 	e.flink.FailCancel("")
 	assert.Equal(t, newer, e.lastSubmission(jobID).SavepointPath, "restored from the checkpoint read once it was cancelled")
 }
+
+// TestSessionJobLostMidUpgradeTakesTheUsersAnswer (review finding 1, session side): a job lost
+// while its upgrade savepoint is being taken is neither submitted empty nor left waiting for a
+// savepoint that cannot complete: the upgrade waits for the user, whose savepoint redeploy
+// replaces its target.
+func TestSessionJobLostMidUpgradeTakesTheUsersAnswer(t *testing.T) {
+	e := newSessionJobs(t, "lost-mid-upgrade", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
+	e.flink.SetAutoComplete(false)
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	require.Eventually(t, func() bool { return len(e.flink.Stops()) > 0 }, 20*time.Second, 50*time.Millisecond, "stop-with-savepoint sent")
+	e.flink.SetJob(jobID, "") // the session restarted without HA, savepoint and all
+	require.Eventually(t, func() bool { return jobLost(e.get(key).Status.Error) }, 20*time.Second, 50*time.Millisecond, "reported lost")
+	runs := len(e.flink.Runs())
+	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, time.Second, 50*time.Millisecond, "not submitted with no state")
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
+		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-2"
+		j.Spec.Job.SavepointRedeployNonce = ptr[int64](1)
+	})
+	run := e.lastSubmission(jobID)
+	assert.Equal(t, "file:/backup/savepoint-2", run.SavepointPath, "restored from where the user said")
+	assert.Equal(t, 2, run.Parallelism)
+}

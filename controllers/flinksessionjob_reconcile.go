@@ -31,12 +31,18 @@ const (
 //	session JobManager not ready      → wait (progress-check interval)
 //	nothing reconciled yet            → deploy
 //	DEPLOYED, job RECONCILING         → (re)submit under the recorded job id (crash between the
-//	                                    write-ahead and the submission, or a session that lost it)
-//	DEPLOYED, spec changed            → record the new spec as UPGRADING (write-ahead), then:
+//	                                    write-ahead and the submission, or a stateless job its
+//	                                    session lost); a lost stateful job ("Job Not Found") waits
+//	DEPLOYED, spec changed            → planSpecChange: record the new spec as UPGRADING with what
+//	                                    it restores (write-ahead); or record nothing while the job
+//	                                    is lost, or ended with no state known (manual restore)
 //	UPGRADING, job not terminal       → stop it as upgradeMode says: savepoint (stop-with-savepoint,
-//	                                    trigger id first, path recorded), last-state (latest
-//	                                    checkpoint recorded, then cancel), stateless (cancel)
-//	UPGRADING, job terminal/absent    → suspended: DEPLOYED (SUSPENDED); else deploy from what was kept
+//	                                    trigger id first, path recorded), last-state (cancel, then,
+//	                                    once CANCELED, the latest checkpoint recorded), stateless
+//	                                    (cancel); a savepoint the user named: cancel
+//	UPGRADING, job terminal/absent    → suspended: DEPLOYED (SUSPENDED); else deploy from what
+//	                                    planRestore allows
+//	UPGRADING, waiting for the user   → a newer spec (the user's answer) replaces the target
 //
 // deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
 // the jar is uploaded and run; submitting an id Flink already runs counts as done.
@@ -82,6 +88,19 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 // user has to say where the job's state is.
 func (r *FlinkSessionJobReconciler) recordSpecChange(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (waiting bool, err error) {
 	st := s.status()
+	if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" && !jobLost(st.Error) {
+		// Not observed since its submission: whether it ran (and so has newer state than what
+		// it was submitted with) is Flink's to say.
+		state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
+		switch {
+		case flink.IsNotFound(err):
+		case err != nil:
+			log.FromContext(ctx).Info("cannot tell whether the job runs; the spec change waits", "error", err.Error())
+			return true, nil
+		default:
+			setJobState(st, flinkv1beta1.JobStatusState(state))
+		}
+	}
 	plan := planSpecChange(specChange{Deployed: s.deployed.Job, Desired: desired.Job, Job: st.JobStatus.State,
 		RestorePath: st.JobStatus.UpgradeSavepointPath, Lost: jobLost(st.Error)})
 	log.FromContext(ctx).Info("spec changed", "jobState", st.JobStatus.State, "keptPath", st.JobStatus.UpgradeSavepointPath,
