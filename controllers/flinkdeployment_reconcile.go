@@ -82,7 +82,7 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 			return ctrl.Result{}, err
 		}
 	case flinkv1beta1.ReconciliationUpgrading:
-		if upgradeTargetChanged(s.deployed, desired) && !upgradeSavepointInFlight(st) {
+		if upgradeTargetChanged(s.deployed, desired) && !upgradeSavepointInFlight(&st.CommonStatus) {
 			// Nothing irreversible is under way: the newest spec (and upgrade mode) replaces the
 			// recorded target, and the decision table is evaluated again for it.
 			st.Error = ""
@@ -228,13 +228,6 @@ func upgradeTargetChanged(recorded, desired *flinkv1beta1.FlinkDeploymentSpec) b
 	return specChanged(recorded, desired) || (desired.Job != nil && upgradeModeOf(recorded.Job) != upgradeModeOf(desired.Job))
 }
 
-// upgradeSavepointInFlight: a stop-with-savepoint of this upgrade was triggered and its outcome
-// is not known yet; it is followed to its end before anything else is decided.
-func upgradeSavepointInFlight(st *flinkv1beta1.FlinkDeploymentStatus) bool {
-	info := st.JobStatus.SavepointInfo
-	return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-}
-
 // startUpgrade writes the new spec as UPGRADING before anything is touched.
 func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	st := s.status()
@@ -285,46 +278,23 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	log.FromContext(ctx).V(1).Info("continuing upgrade", "jobManager", st.JobManagerDeploymentStatus, "job", st.JobStatus.State,
 		"restore", st.JobStatus.UpgradeSavepointPath, "stop", plan.Stop, "restoreMode", plan.Restore, "why", plan.Reason)
 
-	// A savepoint already triggered for this upgrade is followed to its end, whatever the
-	// job's state became meanwhile (it is FINISHED once the stop completed).
-	if desired.Job != nil && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing && upgradeSavepointInFlight(st) {
-		return r.stopWithSavepoint(ctx, s, conf, false)
-	}
-	switch plan.Stop {
-	case stopWait:
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	case stopFail:
-		msg := "Cannot upgrade: " + plan.Reason
-		// Every stopFail row is state that only a human can say where to restore from.
-		if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonManualRestoreRequired, msg); st.Error != failure {
-			st.Error = failure
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, msg)
+	// A stateless job stops with its cluster. After any other stop, the next step plans again
+	// from what the stop left (a FINISHED job with its savepoint, a CANCELED one with its
+	// checkpoint).
+	stops := plan.Stop == stopSavepoint || plan.Stop == stopCancel || upgradeSavepointInFlight(&st.CommonStatus)
+	if desired.Job != nil && (stops || plan.Stop != stopStateless) {
+		progress, err := r.jobStop(s, conf).run(ctx, plan)
+		switch {
+		case err != nil:
+			return ctrl.Result{}, err
+		case progress == stopPending:
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		case progress == stopNeedsUser:
+			// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 		}
-		// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
-		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
-	case stopSavepoint:
-		return r.stopWithSavepoint(ctx, s, conf, false)
-	case stopCancel:
-		// Cancelled, the job is observed CANCELLING (wait), then CANCELED: its latest
-		// checkpoint is read again below before the cluster goes.
-		_, err := r.keepLatestCheckpoint(ctx, s, conf)
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-	case stopLastState:
-		// HA metadata is the state now; an older recorded path must not be restored instead.
-		if st.JobStatus.UpgradeSavepointPath != "" {
-			st.JobStatus.UpgradeSavepointPath = ""
-			if err := r.persist(ctx, s); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	if desired.Job != nil && plan.Restore == restoreSavepoint && st.JobStatus.State == flinkv1beta1.JobStatusCanceled &&
-		st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady {
-		// A checkpoint that completed while the job was being cancelled subsumed (and with
-		// the default num-retained of 1, deleted) the one recorded before the cancel: the
-		// latest one is what is restored.
-		if err := r.refreshLastCheckpoint(ctx, s, conf); err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		if stops {
+			return ctrl.Result{Requeue: true}, nil
 		}
 	}
 	keepHA := plan.Restore == restoreLastState
@@ -362,6 +332,23 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	return r.deploy(ctx, s, desired, restore, keepHA)
 }
 
+// jobStop is the stop executor for the deployment's job, on the JobManager as observed.
+func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobStop {
+	return &jobStop{
+		flink:      func(ctx context.Context) (*flink.Client, error) { return r.restClient(ctx, s) },
+		jobManager: s.status().JobManagerDeploymentStatus,
+		status:     &s.status().CommonStatus,
+		owner:      s.dep,
+		recorder:   r.Recorder,
+		persist:    func(ctx context.Context) error { return r.persist(ctx, s) },
+		format:     savepointFormat(conf),
+		ownState:   s.dep.Spec.Job != nil && upgradeModeOf(s.dep.Spec.Job) != flinkv1beta1.UpgradeModeStateless,
+		upgradeSnapshot: func(ctx context.Context, path string, triggeredAt time.Time) error {
+			return recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), path, triggeredAt)
+		},
+	}
+}
+
 // prepareLastStateRestore readies the HA metadata of a cluster that is gone for a last-state
 // deploy, as upstream does: the job graphs are removed, so the new JobManager runs the new
 // spec's job graph (parallelism, configuration) under the same job id and restores the job's
@@ -395,7 +382,7 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		LastStateFallback:   options.LastStateFallback.Get(conf),
 		CancelForLastState:  options.LastStateCancel.Get(conf),
 		RestorePath:         recordedRestorePath(st, upgradeModeOf(desired.Job)),
-		FirstDeployment:     s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
+		NothingRan:          s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
 	}
 	if in.HAEnabled && in.Mode != flinkv1beta1.UpgradeModeStateless {
 		if in.HAMetadata, err = native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
@@ -507,120 +494,12 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 }
 
-// stopWithSavepoint stops the job with a savepoint whose trigger id is recorded before it is
-// triggered (pkg/flink's tracker); once complete, its path is what the next deployment
-// restores. drain is set on deletion (kubernetes.operator.job.drain-on-savepoint-deletion).
-func (r *FlinkDeploymentReconciler) stopWithSavepoint(ctx context.Context, s *scope, conf native.Config, drain bool) (ctrl.Result, error) {
-	st := s.status()
-	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	}
-	cl, err := r.restClient(ctx, s)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if st.JobStatus.SavepointInfo == nil {
-		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
-	}
-	info := st.JobStatus.SavepointInfo
-	// No target directory: the running cluster's own savepoint directory, which its
-	// JobManager resolves (a path of its file system, not of the operator's).
-	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID,
-		Format: savepointFormat(conf), Drain: drain}
-	var progress flink.Progress
-	if upgradeSavepointInFlight(st) {
-		progress = cl.Advance(ctx, op)
-	} else {
-		now := time.Now().UnixMilli()
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
-		info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
-		if err := r.persist(ctx, s); err != nil { // write-ahead: the id is known before Flink sees it
-			return ctrl.Result{}, err
-		}
-		op.TriggerID = info.TriggerID
-		progress = cl.Start(ctx, op)
-	}
-	switch progress.Outcome {
-	case flink.OutcomePending:
-		logUnknownOutcome(ctx, op, progress)
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	case flink.OutcomeFailed:
-		// The job keeps running; the next step of the upgrade takes a new decision (a new
-		// spec or upgradeMode may have arrived meanwhile).
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		msg := "Savepoint for the upgrade failed: " + progress.Failure
-		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonSavepointError, msg)
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.persist(ctx, s)
-	}
-	sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location,
-		TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
-	info.LastSavepoint = &sp
-	info.SavepointHistory = append(info.SavepointHistory, sp)
-	triggeredAt := triggerTime(info.TriggerTimestamp)
-	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-	st.JobStatus.UpgradeSavepointPath = progress.Location
-	st.JobStatus.State = flinkv1beta1.JobStatusFinished
-	if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), progress.Location, triggeredAt); err != nil {
-		return ctrl.Result{}, err
-	}
-	log.FromContext(ctx).Info("upgrade savepoint completed", "path", progress.Location)
-	return ctrl.Result{Requeue: true}, r.persist(ctx, s)
-}
-
 // savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
 func savepointFormat(conf native.Config) flink.SavepointFormat {
 	if strings.EqualFold(options.SavepointFormat.Get(conf), string(flink.SavepointFormatNative)) {
 		return flink.SavepointFormatNative
 	}
 	return flink.SavepointFormatCanonical
-}
-
-// keepLatestCheckpoint is last-state without HA: the latest completed checkpoint becomes the
-// restore path, recorded before the job is cancelled.
-func (r *FlinkDeploymentReconciler) keepLatestCheckpoint(ctx context.Context, s *scope, conf native.Config) (bool, error) {
-	st := s.status()
-	cl, err := r.restClient(ctx, s)
-	if err != nil {
-		return false, err
-	}
-	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
-	if err != nil {
-		return false, nil
-	}
-	if path == "" {
-		msg := "last-state upgrade without HA needs a completed checkpoint; none yet"
-		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
-		return false, nil
-	}
-	st.JobStatus.UpgradeSavepointPath = path
-	if err := r.persist(ctx, s); err != nil {
-		return false, err
-	}
-	if err := cl.CancelJob(ctx, st.JobStatus.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
-		return false, nil
-	}
-	return true, nil
-}
-
-// refreshLastCheckpoint records the latest completed checkpoint of a cancelled job as what it
-// restores from (write-ahead: before its cluster is deleted).
-func (r *FlinkDeploymentReconciler) refreshLastCheckpoint(ctx context.Context, s *scope, conf native.Config) error {
-	st := s.status()
-	cl, err := r.restClient(ctx, s)
-	if err != nil {
-		return err
-	}
-	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)
-	if err != nil {
-		return fmt.Errorf("read the latest checkpoint of the cancelled job: %w", err)
-	}
-	if path == "" || path == st.JobStatus.UpgradeSavepointPath {
-		return nil
-	}
-	log.FromContext(ctx).Info("a newer checkpoint completed while the job was cancelled", "recorded", st.JobStatus.UpgradeSavepointPath, "latest", path)
-	st.JobStatus.UpgradeSavepointPath = path
-	return r.persist(ctx, s)
 }
 
 // cleanup runs on deletion: the cluster and its HA metadata go, then the finalizer.
@@ -644,7 +523,11 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		if options.SavepointOnDeletion.Get(conf) && (jobRunning(st) || pending) {
 			timeout := options.ResourceCleanupTimeout.Get(conf)
 			if time.Since(s.dep.DeletionTimestamp.Time) < timeout {
-				return r.stopWithSavepoint(ctx, s, conf, options.DrainOnSavepointDeletion.Get(conf))
+				progress, err := r.jobStop(s, conf).withSavepoint(ctx, options.DrainOnSavepointDeletion.Get(conf))
+				if err != nil || progress != stopDone {
+					return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+				}
+				return ctrl.Result{Requeue: true}, nil
 			}
 			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
 				"No savepoint on deletion after %s; deleting the cluster without one", timeout)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,8 +102,8 @@ func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *sco
 		usable := situation.HAEnabled && situation.HAMetadata && (mode == flinkv1beta1.UpgradeModeLastState || situation.LastStateFallback)
 		if !usable {
 			msg := "Job is unhealthy but cannot be restarted without losing state: no HA metadata to restore"
-			if !strings.Contains(st.Error, msg) {
-				st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUnhealthyJob, flinkv1beta1.ErrorReasonUnhealthyJob, msg)
+			if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUnhealthyJob, flinkv1beta1.ErrorReasonUnhealthyJob, msg); st.Error != failure {
+				st.Error = failure
 				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, msg)
 			}
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, false, nil

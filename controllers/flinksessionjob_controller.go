@@ -221,7 +221,7 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	if state != st.JobStatus.State && st.JobStatus.State != "" {
 		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
 	}
-	setJobState(st, state)
+	setJobState(&st.JobStatus, state)
 	if isTerminal(state) {
 		r.recordLastCheckpoint(ctx, s)
 	}
@@ -247,7 +247,7 @@ func (r *FlinkSessionJobReconciler) onJobNotFound(s *jobScope) {
 	if st.JobStatus.State == flinkv1beta1.JobStatusReconciling || isTerminal(st.JobStatus.State) {
 		return // not submitted yet (or lost and reported), or ended
 	}
-	setJobState(st, flinkv1beta1.JobStatusReconciling)
+	setJobState(&st.JobStatus, flinkv1beta1.JobStatusReconciling)
 	if s.deployed != nil && upgradeModeOf(s.deployed.Job) != flinkv1beta1.UpgradeModeStateless {
 		st.Error = jobNotFoundError()
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing,

@@ -322,23 +322,26 @@ func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
 }
 
 // TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel (review finding 16, session side):
-// a last-state upgrade records no checkpoint before the job is cancelled (a checkpoint
-// completing meanwhile would subsume it); once it is CANCELED the latest one is recorded and
-// restored.
+// a last-state upgrade records the latest checkpoint before the job is cancelled (write-ahead,
+// as for deployments), and reads it again once the job is CANCELED: a checkpoint completing
+// during the cancel subsumes the recorded one, and is what the new job restores.
 func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
 	e := newSessionJobs(t, "cancel-then-read", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeLastState)
 	e.flink.FailCancel("busy")
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	var recorded string
 	require.Eventually(t, func() bool {
-		return e.get(key).Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
-	}, 20*time.Second, 50*time.Millisecond)
-	assert.Never(t, func() bool { return e.get(key).Status.JobStatus.UpgradeSavepointPath != "" }, time.Second, 50*time.Millisecond,
-		"nothing is recorded while the job runs")
+		st := e.get(key).Status
+		recorded = st.JobStatus.UpgradeSavepointPath
+		return st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && recorded != ""
+	}, 20*time.Second, 50*time.Millisecond, "the latest checkpoint is recorded before the cancel")
+	assert.Equal(t, "RUNNING", e.flink.Job(jobID), "the cancel has not gone through yet")
 
 	newer := "file:/flink/checkpoints/" + jobID + "/chk-8"
 	e.flink.SetLatestCheckpoint(jobID, newer)
 	e.flink.FailCancel("")
+	assert.NotEqual(t, newer, recorded)
 	assert.Equal(t, newer, e.lastSubmission(jobID).SavepointPath, "restored from the checkpoint read once it was cancelled")
 }
 

@@ -36,12 +36,12 @@ const (
 //	DEPLOYED, spec changed            → planSpecChange: record the new spec as UPGRADING with what
 //	                                    it restores (write-ahead); or record nothing while the job
 //	                                    is lost, or ended with no state known (manual restore)
-//	UPGRADING, job not terminal       → stop it as upgradeMode says: savepoint (stop-with-savepoint,
-//	                                    trigger id first, path recorded), last-state (cancel, then,
-//	                                    once CANCELED, the latest checkpoint recorded), stateless
-//	                                    (cancel); a savepoint the user named: cancel
-//	UPGRADING, job terminal/absent    → suspended: DEPLOYED (SUSPENDED); else deploy from what
-//	                                    planRestore allows
+//	UPGRADING                         → planUpgrade, the deployments' decision table, and jobStop,
+//	                                    their stop executor: savepoint (stop-with-savepoint, trigger
+//	                                    id first, path recorded), last-state (latest checkpoint
+//	                                    recorded, cancel, read again once CANCELED), stateless and
+//	                                    a savepoint the user named (cancel); then suspended:
+//	                                    DEPLOYED (SUSPENDED); else deploy from what the plan restores
 //	UPGRADING, waiting for the user   → a newer spec (the user's answer) replaces the target
 //
 // deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
@@ -54,7 +54,7 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 	case s.deployed == nil && suspended:
 		return ctrl.Result{}, s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed)
 	case s.flink == nil:
-		setJobState(st, orReconciling(st.JobStatus.State))
+		setJobState(&st.JobStatus, orReconciling(st.JobStatus.State))
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 	case s.deployed == nil:
 		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
@@ -98,7 +98,7 @@ func (r *FlinkSessionJobReconciler) recordSpecChange(ctx context.Context, s *job
 			log.FromContext(ctx).Info("cannot tell whether the job runs; the spec change waits", "error", err.Error())
 			return true, nil
 		default:
-			setJobState(st, flinkv1beta1.JobStatusState(state))
+			setJobState(&st.JobStatus, flinkv1beta1.JobStatusState(state))
 		}
 	}
 	plan := planSpecChange(specChange{Deployed: s.deployed.Job, Desired: desired.Job, Job: st.JobStatus.State,
@@ -137,8 +137,10 @@ func orReconciling(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
 	return s
 }
 
-// upgradeJob stops the replaced job as the upgrade mode says, then deploys the new spec from
-// what planRestore allows.
+// upgradeJob stops the replaced job and submits the new spec, as planUpgrade decides for both
+// kinds: the session's JobManager is reachable here, and a session job's state is in its
+// checkpoints and savepoints, not in HA metadata of its own (so last-state is a cancel that
+// keeps the latest checkpoint, as upstream's session jobs).
 func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
 	st := s.status()
 	if jobLost(st.Error) {
@@ -146,44 +148,27 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		// answer (a savepoint redeploy, or stateless) replaces this target.
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
-	users := usersRestorePath(st, desired)
-	stopMode := upgradeModeOf(desired.Job)
-	if users {
-		stopMode = flinkv1beta1.UpgradeModeStateless // the user's savepoint is restored, not the job's state
+	situation, ok, err := r.upgradeSituation(ctx, s, desired)
+	if err != nil || !ok {
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 	}
-	// A savepoint triggered for this upgrade is followed to its end, whatever the job's state
-	// became meanwhile (it is FINISHED once the stop completed).
-	info := st.JobStatus.SavepointInfo
-	pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-	stop := pending
-	if !pending && st.JobStatus.JobID != "" && !isTerminal(st.JobStatus.State) {
-		stop = true
-		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling {
-			// Submitted but not observed yet, or never submitted: Flink knows which.
-			state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
-			switch {
-			case flink.IsNotFound(err):
-				stop = false
-			case err != nil:
-				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-			case isTerminal(flinkv1beta1.JobStatusState(state)):
-				stop = false
-				setJobState(st, flinkv1beta1.JobStatusState(state)) // it ran: its state is what it left
-			}
-		}
-	}
-	if stop {
-		done, err := r.stopJob(ctx, s, stopMode)
-		if err != nil || !done {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-		}
+	plan := planUpgrade(situation)
+	log.FromContext(ctx).V(1).Info("continuing upgrade", "job", st.JobStatus.State, "restore", st.JobStatus.UpgradeSavepointPath,
+		"stop", plan.Stop, "restoreMode", plan.Restore, "why", plan.Reason)
+	stops := plan.Stop != stopNone || upgradeSavepointInFlight(&st.CommonStatus)
+	progress, err := r.jobStop(s, desired).run(ctx, plan)
+	switch {
+	case err != nil || progress == stopPending:
+		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+	case progress == stopNeedsUser:
+		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	if desired.Job.State == flinkv1beta1.JobStateSuspended {
 		if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 			return ctrl.Result{}, err
 		}
 		if !isTerminal(st.JobStatus.State) {
-			setJobState(st, flinkv1beta1.JobStatusFinished)
+			setJobState(&st.JobStatus, flinkv1beta1.JobStatusFinished)
 		}
 		// The stopped job is done with (as upstream, its id is cleared): a later observation of
 		// its lingering state in the session must not make it look alive again.
@@ -193,136 +178,96 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		log.FromContext(ctx).Info("job suspended", "resumeFrom", st.JobStatus.UpgradeSavepointPath)
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
-	restore, ok := r.restorePoint(ctx, s, upgradeModeOf(desired.Job), users)
-	if !ok {
-		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	if stops {
+		// The job is stopped now: what it restores is decided again from what the stop left (a
+		// FINISHED job with its savepoint, a CANCELED one with its latest checkpoint).
+		if situation, ok, err = r.upgradeSituation(ctx, s, desired); err != nil || !ok {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		}
+		if plan = planUpgrade(situation); plan.Stop != stopNone {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
+	}
+	restore := ""
+	if plan.Restore == restoreSavepoint {
+		restore = st.JobStatus.UpgradeSavepointPath
 	}
 	st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
 	return r.deployJob(ctx, s, desired, restore)
 }
 
-// restorePoint is what the upgrade's submission restores (planRestore); ok is false when it
-// cannot go ahead yet: the latest state of the ended job could not be read (retried), or a
-// stateful job ran and none of its state is known (upstream's manual restore failure).
-func (r *FlinkSessionJobReconciler) restorePoint(ctx context.Context, s *jobScope, mode flinkv1beta1.UpgradeMode, users bool) (string, bool) {
+// upgradeSituation gathers the inputs of planUpgrade for the job being replaced; ok is false
+// while Flink cannot say yet what the job did (asked again on the next step).
+func (r *FlinkSessionJobReconciler) upgradeSituation(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (upgradeSituation, bool, error) {
 	st := s.status()
-	replaced := replacedJob{Mode: mode, UsersPath: users, JobID: st.JobStatus.JobID, Job: st.JobStatus.State, RestorePath: st.JobStatus.UpgradeSavepointPath}
-	decision, path := planRestore(replaced)
-	if decision == restoreReadLatest {
-		latest, err := s.flink.LatestCheckpointPath(ctx, replaced.JobID)
+	js := &st.JobStatus
+	mode := jobStopMode(st, desired)
+	inFlight := upgradeSavepointInFlight(&st.CommonStatus)
+	if js.State == flinkv1beta1.JobStatusReconciling && js.JobID != "" && !inFlight {
+		// Submitted but not observed yet, or never submitted: Flink knows which.
+		state, err := s.flink.JobStatus(ctx, js.JobID)
+		switch {
+		case flink.IsNotFound(err):
+		case err != nil:
+			log.FromContext(ctx).Info("cannot tell whether the job runs; the upgrade waits", "job", js.JobID, "error", err.Error())
+			return upgradeSituation{}, false, nil
+		default:
+			setJobState(js, flinkv1beta1.JobStatusState(state)) // it runs or ran: its state is what it left
+		}
+	}
+	nothingRan := js.JobID == "" || js.State == flinkv1beta1.JobStatusReconciling
+	if isTerminal(js.State) && !nothingRan && js.UpgradeSavepointPath == "" && mode != flinkv1beta1.UpgradeModeStateless {
+		// Ended and its latest state not recorded yet (the observer could not read it): the
+		// session is asked before the job is taken for one with no state.
+		latest, err := s.flink.LatestCheckpointPath(ctx, js.JobID)
 		if err != nil && !flink.IsNotFound(err) {
-			log.FromContext(ctx).Info("cannot read the ended job's latest checkpoint yet", "job", replaced.JobID, "error", err.Error())
-			return "", false
+			log.FromContext(ctx).Info("cannot read the ended job's latest checkpoint yet", "job", js.JobID, "error", err.Error())
+			return upgradeSituation{}, false, nil
 		}
-		st.JobStatus.UpgradeSavepointPath = latest // a job its session forgot has no state to find
-		replaced.RestorePath, replaced.LatestKnown = latest, true
-		decision, path = planRestore(replaced)
+		js.UpgradeSavepointPath = latest // a job its session forgot has no state to find
 	}
-	if decision == restoreRefused {
-		if failure := manualRestoreError(); st.Error != failure {
-			st.Error = failure
-			r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonError, "Cannot upgrade: job %s is %s and none of its checkpoints or savepoints is known. %s",
-				replaced.JobID, replaced.Job, manualRestoreMessage)
-		}
-		return "", false
+	restorePath := js.UpgradeSavepointPath
+	if mode == flinkv1beta1.UpgradeModeStateless && !usersRestorePath(st, desired) {
+		restorePath = "" // a stateless job starts over, whatever checkpoint it left
 	}
-	return path, true
+	conf := s.jobConfig()
+	return upgradeSituation{
+		Mode: mode, Job: js.State, JobManager: flinkv1beta1.JobManagerReady,
+		SavepointDir:      conf.Get("execution.checkpointing.savepoint-dir", conf.Get("state.savepoints.dir", "")) != "",
+		LastStateFallback: options.LastStateFallback.Get(conf),
+		RestorePath:       restorePath,
+		// Nothing ran since the state was recorded (a resumed suspension, or a submission Flink
+		// never saw): what was recorded, or nothing, is its state.
+		NothingRan: nothingRan && !inFlight,
+	}, true, nil
 }
 
-// setJobState records a new job state; updateTime is the time of the last state change
-// (upstream's meaning), so an unchanged job costs no status write.
-func setJobState(st *flinkv1beta1.FlinkSessionJobStatus, state flinkv1beta1.JobStatusState) {
-	if state == st.JobStatus.State {
-		return
+// jobStopMode is the upgrade mode the replaced job is stopped with: a savepoint the user named
+// is restored instead of the job's state, which is then not taken (a stateless stop).
+func jobStopMode(st *flinkv1beta1.FlinkSessionJobStatus, target *flinkv1beta1.FlinkSessionJobSpec) flinkv1beta1.UpgradeMode {
+	if target == nil || usersRestorePath(st, target) {
+		return flinkv1beta1.UpgradeModeStateless
 	}
-	st.JobStatus.State = state
-	st.JobStatus.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
+	return upgradeModeOf(target.Job)
 }
 
-// stopJob stops the job keeping what the mode needs; done once the job is terminal.
-func (r *FlinkSessionJobReconciler) stopJob(ctx context.Context, s *jobScope, mode flinkv1beta1.UpgradeMode) (bool, error) {
-	st := s.status()
-	jobID := st.JobStatus.JobID
-	if st.JobStatus.SavepointInfo == nil {
-		st.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+// jobStop is the stop executor for the session job, on its session's JobManager; target is the
+// spec being deployed (the last reconciled one).
+func (r *FlinkSessionJobReconciler) jobStop(s *jobScope, target *flinkv1beta1.FlinkSessionJobSpec) *jobStop {
+	conf := s.jobConfig()
+	return &jobStop{
+		ownState:   jobStopMode(s.status(), target) != flinkv1beta1.UpgradeModeStateless,
+		flink:      func(context.Context) (*flink.Client, error) { return s.flink, nil },
+		jobManager: flinkv1beta1.JobManagerReady,
+		status:     &s.status().CommonStatus,
+		owner:      s.job,
+		recorder:   r.Recorder,
+		persist:    func(ctx context.Context) error { return r.persistJob(ctx, s) },
+		format:     savepointFormat(conf),
+		upgradeSnapshot: func(ctx context.Context, path string, triggeredAt time.Time) error {
+			return recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), path, triggeredAt)
+		},
 	}
-	info := st.JobStatus.SavepointInfo
-	switch {
-	case mode == flinkv1beta1.UpgradeModeSavepoint || info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade:
-		// The same tracker as every other Flink operation: the trigger id is recorded before
-		// Flink sees it, and a trigger the session forgot is sent again under the same id.
-		op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: jobID, TriggerID: info.TriggerID, Format: savepointFormat(s.conf)}
-		var progress flink.Progress
-		if info.TriggerID == "" {
-			now := time.Now().UnixMilli()
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
-			info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
-			if err := r.persistJob(ctx, s); err != nil { // write-ahead
-				return false, err
-			}
-			op.TriggerID = info.TriggerID
-			progress = s.flink.Start(ctx, op)
-		} else {
-			progress = s.flink.Advance(ctx, op)
-		}
-		switch progress.Outcome {
-		case flink.OutcomePending:
-			logUnknownOutcome(ctx, op, progress)
-			return false, nil
-		case flink.OutcomeFailed:
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-			msg := "Savepoint for the upgrade failed: " + progress.Failure
-			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
-			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonSavepointError, msg)
-			return false, r.persistJob(ctx, s)
-		}
-		res := progress
-		sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: res.Location,
-			TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
-		info.LastSavepoint = &sp
-		info.SavepointHistory = append(info.SavepointHistory, sp)
-		triggeredAt := triggerTime(info.TriggerTimestamp)
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
-		st.JobStatus.UpgradeSavepointPath = res.Location
-		setJobState(st, flinkv1beta1.JobStatusFinished)
-		if err := recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), res.Location, triggeredAt); err != nil {
-			return false, err
-		}
-		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", res.Location)
-		log.FromContext(ctx).Info("job stopped with a savepoint", "job", jobID, "path", res.Location)
-		return true, r.persistJob(ctx, s)
-	case mode == flinkv1beta1.UpgradeModeLastState:
-		// Session jobs have no HA of their own: their latest checkpoint is what they restore.
-		// A job with none yet is not cancelled (it could not be restored). The path is not
-		// recorded now: a checkpoint completing before the cancel would subsume it.
-		path, err := s.flink.LatestCheckpointPath(ctx, jobID)
-		if err != nil {
-			return false, nil
-		}
-		if path == "" {
-			st.Error = errorJSON("UpgradeFailureException", "last-state upgrade needs a completed checkpoint; none yet")
-			return false, nil
-		}
-	}
-	if err := s.flink.CancelJob(ctx, jobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
-		return false, fmt.Errorf("cancel job %s: %w", jobID, err)
-	}
-	state, err := s.flink.JobStatus(ctx, jobID)
-	if !flink.IsNotFound(err) && (err != nil || !isTerminal(flinkv1beta1.JobStatusState(state))) {
-		return false, nil // cancelling: observed again until it is CANCELED
-	}
-	setJobState(st, flinkv1beta1.JobStatusCanceled)
-	if mode == flinkv1beta1.UpgradeModeLastState {
-		// Only once the job is cancelled is its latest checkpoint final. Unreadable now, it is
-		// read again (by the observer while the job is CANCELED, or before the submission).
-		path, err := s.flink.LatestCheckpointPath(ctx, jobID)
-		if err != nil && !flink.IsNotFound(err) {
-			return false, nil
-		}
-		st.JobStatus.UpgradeSavepointPath = path
-		log.FromContext(ctx).Info("job cancelled; its latest checkpoint is what it restores", "job", jobID, "checkpoint", path)
-	}
-	return true, nil
 }
 
 // deployJob records the new job id, restore path and spec (write-ahead), then submits.
@@ -330,7 +275,7 @@ func (r *FlinkSessionJobReconciler) deployJob(ctx context.Context, s *jobScope, 
 	st := s.status()
 	ts := st.ReconciliationStatus.ReconciliationTimestamp
 	st.JobStatus.JobID = deterministicJobID(string(s.job.UID), ts)
-	setJobState(st, flinkv1beta1.JobStatusReconciling)
+	setJobState(&st.JobStatus, flinkv1beta1.JobStatusReconciling)
 	st.JobStatus.UpgradeSavepointPath = restore
 	if err := s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 		return ctrl.Result{}, err
@@ -379,7 +324,7 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 		req.ClaimMode = flink.ClaimMode(strings.ToUpper(mode))
 	}
 	if _, err := s.flink.RunJar(ctx, jarID, req); err != nil {
-		if flink.IsConflict(err) || strings.Contains(err.Error(), "already") {
+		if flink.IsDuplicateJob(err) {
 			// Submitted before a crash: the job id is Flink's, nothing to do.
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}
@@ -481,12 +426,18 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		}
 	}
-	done, err := r.stopJob(ctx, s, mode)
+	stop := r.jobStop(s, s.deployed)
+	var progress stopProgress
+	if mode == flinkv1beta1.UpgradeModeSavepoint || upgradeSavepointInFlight(&st.CommonStatus) {
+		progress, err = stop.withSavepoint(ctx, false)
+	} else {
+		progress, err = stop.cancel(ctx, false)
+	}
 	if err != nil {
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot stop job %s on session %s: %v", st.JobStatus.JobID, s.session.Name, err)
 		return true, nil
 	}
-	if !done {
+	if progress != stopDone {
 		return true, nil
 	}
 	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonCleanup, "Job stopped")
@@ -496,9 +447,9 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 // reasonCleanupFailed is the Warning event reason while a deletion waits (upstream's).
 const reasonCleanupFailed = "CleanupFailed"
 
-// jobSnapshots describes the session job for snapshot resources; its options are the
-// session's configuration with the job's own over it.
-func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) jobSnapshots {
+// jobConfig is the session's configuration with the job's own options over it: what the job's
+// operations (savepoints, snapshot resources, upgrade options) are configured by.
+func (s *jobScope) jobConfig() native.Config {
 	conf := native.Config{}
 	for k, v := range s.conf {
 		conf[k] = v
@@ -508,6 +459,13 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 			conf[k] = v
 		}
 	}
+	return conf
+}
+
+// jobSnapshots describes the session job for snapshot resources; its options are the
+// session's configuration with the job's own over it.
+func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) jobSnapshots {
+	conf := s.jobConfig()
 	j := jobSnapshots{owner: s.job, kind: flinkv1beta1.JobKindFlinkSessionJob, deployed: s.deployed.Job, desired: desired.Job,
 		status: &s.status().JobStatus, conf: conf,
 		recordNonces: func() error {

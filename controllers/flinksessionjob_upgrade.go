@@ -105,53 +105,6 @@ func planSpecChange(c specChange) specChangePlan {
 	}
 }
 
-// restoreDecision is whether an upgrade may submit its target spec now, and from where.
-type restoreDecision string
-
-const (
-	restoreNow restoreDecision = "restore"
-	// restoreReadLatest: the replaced job ended and its latest state is not recorded yet: read it
-	// from the session first.
-	restoreReadLatest restoreDecision = "read-latest"
-	// restoreRefused: a stateful job ran, and none of its state is known.
-	restoreRefused restoreDecision = "manual-restore"
-)
-
-// replacedJob is the job an upgrade replaces, once it was stopped (or found ended or absent).
-type replacedJob struct {
-	Mode flinkv1beta1.UpgradeMode
-	// UsersPath: RestorePath is the savepoint the user named (usersRestorePath).
-	UsersPath bool
-	// JobID is "" when nothing ran since the state was kept (a resumed suspension).
-	JobID string
-	Job   flinkv1beta1.JobStatusState
-	// RestorePath is the recorded upgradeSavepointPath.
-	RestorePath string
-	// LatestKnown: the latest checkpoint was asked for and none exists (the path is definite).
-	LatestKnown bool
-}
-
-// planRestore decides whether the upgrade's submission may go ahead: the savepoint the user
-// named is restored whatever the mode (upstream's savepoint redeploy); a stateless job starts
-// over; a stateful one restores the recorded path, and when none is recorded it may start empty
-// only if no job ran since (a resumed stateless suspension, or a submission Flink never saw).
-func planRestore(j replacedJob) (restoreDecision, string) {
-	switch {
-	case j.UsersPath:
-		return restoreNow, j.RestorePath
-	case j.Mode == flinkv1beta1.UpgradeModeStateless:
-		return restoreNow, ""
-	case j.RestorePath != "":
-		return restoreNow, j.RestorePath
-	case j.JobID == "" || j.Job == flinkv1beta1.JobStatusReconciling:
-		return restoreNow, ""
-	case !j.LatestKnown:
-		return restoreReadLatest, ""
-	default:
-		return restoreRefused, ""
-	}
-}
-
 // usersRestorePath says the upgrade in progress restores the savepoint the user named (a
 // savepoint redeploy, or a first submission from initialSavepointPath not seen running): the
 // replaced job's own state is then neither taken nor recorded over it.

@@ -64,27 +64,40 @@ func TestSessionJobPlanSpecChange(t *testing.T) {
 	}
 }
 
-func TestSessionJobPlanRestore(t *testing.T) {
-	const id = "0123456789abcdef0123456789abcdef"
+// TestPlanUpgradeOfSessionJobs: a session job's upgrade takes the same decision table as a
+// deployment's, in the situations a session job can be in (its session's JobManager reachable,
+// no HA metadata of its own).
+func TestPlanUpgradeOfSessionJobs(t *testing.T) {
+	const (
+		stateless = flinkv1beta1.UpgradeModeStateless
+		savepoint = flinkv1beta1.UpgradeModeSavepoint
+		lastState = flinkv1beta1.UpgradeModeLastState
+		ready     = flinkv1beta1.JobManagerReady
+	)
 	tests := []struct {
-		name     string
-		job      replacedJob
-		want     restoreDecision
-		wantPath string
+		name string
+		in   upgradeSituation
+		stop stopMode
+		from restoreMode
 	}{
-		{"stateless starts over", replacedJob{Mode: flinkv1beta1.UpgradeModeStateless, JobID: id, Job: flinkv1beta1.JobStatusCanceled, RestorePath: "file:/chk-7"}, restoreNow, ""},
-		{"the user's savepoint, whatever the mode", replacedJob{Mode: flinkv1beta1.UpgradeModeStateless, UsersPath: true, JobID: id, Job: flinkv1beta1.JobStatusCanceled, RestorePath: "file:/backup"}, restoreNow, "file:/backup"},
-		{"recorded state", replacedJob{Mode: flinkv1beta1.UpgradeModeSavepoint, JobID: id, Job: flinkv1beta1.JobStatusFinished, RestorePath: "file:/sp-1"}, restoreNow, "file:/sp-1"},
-		{"resumed stateless suspension", replacedJob{Mode: flinkv1beta1.UpgradeModeSavepoint, Job: flinkv1beta1.JobStatusCanceled}, restoreNow, ""},
-		{"a submission Flink never saw", replacedJob{Mode: flinkv1beta1.UpgradeModeLastState, JobID: id, Job: flinkv1beta1.JobStatusReconciling}, restoreNow, ""},
-		{"ended, latest state not read yet", replacedJob{Mode: flinkv1beta1.UpgradeModeLastState, JobID: id, Job: flinkv1beta1.JobStatusFailed}, restoreReadLatest, ""},
-		{"ended with no state at all", replacedJob{Mode: flinkv1beta1.UpgradeModeSavepoint, JobID: id, Job: flinkv1beta1.JobStatusFailed, LatestKnown: true}, restoreRefused, ""},
+		{"running, savepoint", upgradeSituation{Mode: savepoint, Job: flinkv1beta1.JobStatusRunning, JobManager: ready, SavepointDir: true}, stopSavepoint, restoreSavepoint},
+		{"running, last-state: cancel keeping the latest checkpoint", upgradeSituation{Mode: lastState, Job: flinkv1beta1.JobStatusRunning, JobManager: ready}, stopCancel, restoreSavepoint},
+		{"running, stateless", upgradeSituation{Mode: stateless, Job: flinkv1beta1.JobStatusRunning, JobManager: ready}, stopStateless, restoreNothing},
+		{"restarting, savepoint with fallback: cancel keeping the latest checkpoint", upgradeSituation{Mode: savepoint, Job: "RESTARTING", JobManager: ready, LastStateFallback: true}, stopCancel, restoreSavepoint},
+		{"restarting, savepoint without fallback: wait", upgradeSituation{Mode: savepoint, Job: "RESTARTING", JobManager: ready}, stopWait, ""},
+		{"stateless, cancelled: starts over", upgradeSituation{Mode: stateless, Job: flinkv1beta1.JobStatusCanceled, JobManager: ready}, stopNone, restoreNothing},
+		{"the user's savepoint, whatever the mode", upgradeSituation{Mode: stateless, Job: flinkv1beta1.JobStatusCanceled, JobManager: ready, RestorePath: "file:/backup"}, stopNone, restoreSavepoint},
+		{"stopped with its state recorded", upgradeSituation{Mode: savepoint, Job: flinkv1beta1.JobStatusFinished, JobManager: ready, RestorePath: "file:/sp-1"}, stopNone, restoreSavepoint},
+		{"resumed after a stateless suspension: nothing was kept", upgradeSituation{Mode: savepoint, Job: flinkv1beta1.JobStatusCanceled, JobManager: ready, NothingRan: true}, stopNone, restoreNothing},
+		{"a submission Flink never saw: what it was submitted with", upgradeSituation{Mode: lastState, Job: flinkv1beta1.JobStatusReconciling, JobManager: ready, NothingRan: true, RestorePath: "file:/initial"}, stopNone, restoreSavepoint},
+		{"ended with no state known: manual restore", upgradeSituation{Mode: savepoint, Job: flinkv1beta1.JobStatusFailed, JobManager: ready}, stopFail, ""},
+		{"cancelling: wait", upgradeSituation{Mode: lastState, Job: flinkv1beta1.JobStatusCancelling, JobManager: ready}, stopWait, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, path := planRestore(tt.job)
-			assert.Equal(t, tt.want, got)
-			assert.Equal(t, tt.wantPath, path)
+			got := planUpgrade(tt.in)
+			assert.Equal(t, tt.stop, got.Stop, got.Reason)
+			assert.Equal(t, tt.from, got.Restore, got.Reason)
 		})
 	}
 }

@@ -44,8 +44,10 @@ type upgradeSituation struct {
 	CancelForLastState  bool
 	// RestorePath is the savepoint or checkpoint the status recorded for this upgrade.
 	RestorePath string
-	// FirstDeployment: the cluster was never deployed before (an interrupted first deploy).
-	FirstDeployment bool
+	// NothingRan: no job ran since its state was recorded in RestorePath (an interrupted first
+	// deployment; a session job resumed from suspension, or submitted but never seen by Flink),
+	// so that recorded state, or none, is all there is.
+	NothingRan bool
 	// Checkpoint is how recent the running job's state in checkpoints is, against
 	// kubernetes.operator.job.upgrade.last-state.max.allowed.checkpoint.age (fresh when unset).
 	Checkpoint checkpointFreshness
@@ -82,8 +84,8 @@ func planUpgrade(s upgradeSituation) upgradePlan {
 	reachable := s.JobManager == flinkv1beta1.JobManagerReady
 	haRestore := s.HAEnabled && s.HAMetadata
 
-	if s.FirstDeployment {
-		// Nothing ran yet, so there is no state but initialSavepointPath (recorded as RestorePath).
+	if s.NothingRan {
+		// No state but what was recorded (initialSavepointPath, or the state kept at a suspension).
 		if s.RestorePath != "" {
 			return upgradePlan{stopNone, restoreSavepoint, "first deployment from " + s.RestorePath}
 		}

@@ -33,8 +33,8 @@ func TestPlanUpgrade(t *testing.T) {
 		stop stopMode
 		from restoreMode
 	}{
-		{"first deployment interrupted", upgradeSituation{Mode: savepoint, Job: reconciling, JobManager: missing, FirstDeployment: true}, stopNone, restoreNothing},
-		{"first deployment from initialSavepointPath interrupted", upgradeSituation{Mode: lastState, Job: reconciling, JobManager: missing, FirstDeployment: true, RestorePath: "file:///sp/init"}, stopNone, restoreSavepoint},
+		{"first deployment interrupted", upgradeSituation{Mode: savepoint, Job: reconciling, JobManager: missing, NothingRan: true}, stopNone, restoreNothing},
+		{"first deployment from initialSavepointPath interrupted", upgradeSituation{Mode: lastState, Job: reconciling, JobManager: missing, NothingRan: true, RestorePath: "file:///sp/init"}, stopNone, restoreSavepoint},
 		{"stateless, running", upgradeSituation{Mode: stateless, Job: running, JobManager: ready}, stopStateless, restoreNothing},
 		{"stateless, failed", upgradeSituation{Mode: stateless, Job: failed, JobManager: ready}, stopNone, restoreNothing},
 		{"stateless, JobManager missing", upgradeSituation{Mode: stateless, Job: reconciling, JobManager: missing}, stopNone, restoreNothing},

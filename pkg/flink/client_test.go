@@ -115,6 +115,15 @@ func TestErrorClassification(t *testing.T) {
 			kind: KindBadRequest, message: "The main method caused an error: boom", is: IsBadRequest, wantCode: 500,
 		},
 		{
+			name:    "a job id the cluster has is a duplicate job",
+			handler: reply(409, `{"errors":["Job has already been submitted."]}`),
+			call: func(c *Client) error {
+				_, err := c.RunJar(context.Background(), "x_job.jar", RunJarRequest{})
+				return err
+			},
+			kind: KindDuplicateJob, message: "Job has already been submitted.", is: IsDuplicateJob, wantCode: 409,
+		},
+		{
 			name:    "malformed JSON",
 			handler: reply(200, `{"taskmanagers": "two"`),
 			call:    func(c *Client) error { _, err := c.Overview(context.Background()); return err },

@@ -24,6 +24,9 @@ const (
 	KindTriggerNotFound ErrorKind = "TriggerNotFound"
 	// KindConflict: the job is already in a terminal state (409).
 	KindConflict ErrorKind = "Conflict"
+	// KindDuplicateJob: a job was submitted under an id the cluster already has (a submission
+	// repeated after an operator crash).
+	KindDuplicateJob ErrorKind = "DuplicateJob"
 	// KindBadRequest: Flink rejected the request (400); Message says why.
 	KindBadRequest ErrorKind = "BadRequest"
 	// KindUnavailable: the JobManager cannot be reached (connection refused, DNS, 503).
@@ -91,6 +94,9 @@ func IsTriggerNotFound(err error) bool { return KindOf(err) == KindTriggerNotFou
 
 // IsConflict reports whether the job was already terminal.
 func IsConflict(err error) bool { return KindOf(err) == KindConflict }
+
+// IsDuplicateJob reports whether a submission found its job id taken.
+func IsDuplicateJob(err error) bool { return KindOf(err) == KindDuplicateJob }
 
 // IsBadRequest reports whether Flink rejected the request.
 func IsBadRequest(err error) bool { return KindOf(err) == KindBadRequest }

@@ -172,7 +172,12 @@ func (c *Client) ListJars(ctx context.Context) ([]Jar, error) {
 // be retried as a server fault.
 func programError(err error) error {
 	var fe *Error
-	if errors.As(err, &fe) && fe.Kind == KindServer && strings.Contains(fe.Message, "ProgramInvocationException") {
+	switch {
+	case !errors.As(err, &fe):
+	case fe.Kind == KindConflict || strings.Contains(fe.Message, "DuplicateJobSubmissionException") || strings.Contains(fe.Message, "already been submitted"):
+		// A job under this id exists: a submission before a crash reached Flink.
+		fe.Kind = KindDuplicateJob
+	case fe.Kind == KindServer && strings.Contains(fe.Message, "ProgramInvocationException"):
 		fe.Kind = KindBadRequest
 	}
 	return err

@@ -79,6 +79,11 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 		assert.Equal(t, jobID, got)
 		waitForRunningTasks(t, c, jobID)
 
+		// A submission repeated after an operator crash: Flink's answer is classified, so the
+		// operator takes the job for submitted without reading error text.
+		_, err = c.RunJar(ctx, topSpeed, flink.RunJarRequest{JobID: jobID, Parallelism: 1})
+		assert.True(t, flink.IsDuplicateJob(err), "second run under the same id: %v", err)
+
 		jobs, err := c.JobsOverview(ctx)
 		require.NoError(t, err)
 		require.Len(t, jobs, 1)

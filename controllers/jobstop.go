@@ -1,0 +1,258 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+)
+
+// jobStop carries out the stop step of an upgradePlan, or the stop before a deletion, for a job
+// of either kind (a FlinkDeployment's application job, a FlinkSessionJob). It is the one place
+// where a job is stopped with its state kept; every step is recorded in the status before Flink
+// is asked (write-ahead), so an operator restarted at any moment continues the same stop:
+//
+//	stopSavepoint  stop-with-savepoint through pkg/flink's tracker (trigger id recorded first);
+//	               its path becomes upgradeSavepointPath and the job FINISHED
+//	stopCancel     the latest checkpoint recorded, the job cancelled; once CANCELED the latest
+//	               checkpoint is read again (one completing during the cancel subsumes it)
+//	stopStateless  cancel
+//	stopLastState  HA metadata is the state: a recorded path is dropped so it is not restored
+//	stopNone       nothing to stop; a CANCELED job's latest checkpoint is read again
+//	stopWait       not yet
+//	stopFail       the manual-restore failure is reported; nothing is touched
+//
+// A savepoint already triggered for an upgrade is followed to its end whatever the plan says
+// now: it may have completed (the job is then FINISHED and its state is in that savepoint).
+type jobStop struct {
+	// flink returns the client of the job's JobManager.
+	flink func(context.Context) (*flink.Client, error)
+	// jobManager is the state of the JobManager the job runs on.
+	jobManager flinkv1beta1.JobManagerDeploymentStatus
+	status     *flinkv1beta1.CommonStatus
+	owner      client.Object
+	recorder   record.EventRecorder
+	persist    func(context.Context) error
+	format     flink.SavepointFormat
+	// ownState: the job restores its own state (savepoint or last-state mode), not nothing or a
+	// savepoint the user chose; only then is a cancelled job's latest checkpoint recorded.
+	ownState bool
+	// upgradeSnapshot records a completed upgrade savepoint as a FlinkStateSnapshot resource.
+	upgradeSnapshot func(ctx context.Context, path string, triggeredAt time.Time) error
+}
+
+// stopProgress is where a stop stands after one step.
+type stopProgress string
+
+const (
+	// stopDone: the job is stopped, or there was nothing to stop; the upgrade goes on.
+	stopDone stopProgress = "done"
+	// stopPending: look again after the progress-check interval.
+	stopPending stopProgress = "pending"
+	// stopNeedsUser: only the user can say where the job's state is; look again later.
+	stopNeedsUser stopProgress = "needs-user"
+)
+
+// run takes the stop step of plan.
+func (x *jobStop) run(ctx context.Context, plan upgradePlan) (stopProgress, error) {
+	if upgradeSavepointInFlight(x.status) && x.jobManager != flinkv1beta1.JobManagerMissing {
+		return x.withSavepoint(ctx, false)
+	}
+	switch plan.Stop {
+	case stopWait:
+		return stopPending, nil
+	case stopFail:
+		x.fail(flinkv1beta1.ErrorReasonManualRestoreRequired, "Cannot upgrade: "+plan.Reason)
+		return stopNeedsUser, nil
+	case stopSavepoint:
+		return x.withSavepoint(ctx, false)
+	case stopCancel:
+		return x.cancelKeepingCheckpoint(ctx)
+	case stopStateless:
+		return x.cancel(ctx, false)
+	case stopLastState:
+		if x.status.JobStatus.UpgradeSavepointPath != "" {
+			x.status.JobStatus.UpgradeSavepointPath = ""
+			return stopDone, x.persist(ctx)
+		}
+	case stopNone:
+		if x.ownState && plan.Restore == restoreSavepoint && x.status.JobStatus.State == flinkv1beta1.JobStatusCanceled &&
+			x.jobManager == flinkv1beta1.JobManagerReady {
+			if err := x.refreshLatestCheckpoint(ctx); err != nil {
+				return stopPending, err
+			}
+		}
+	}
+	return stopDone, nil
+}
+
+// fail reports a stop that cannot go on, once per distinct failure.
+func (x *jobStop) fail(reason flinkv1beta1.StatusErrorReason, msg string) {
+	if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, reason, msg); x.status.Error != failure {
+		x.status.Error = failure
+		x.recorder.Event(x.owner, corev1.EventTypeWarning, ReasonError, msg)
+	}
+}
+
+// withSavepoint stops the job with a savepoint. drain emits MAX_WATERMARK first (deletion with
+// kubernetes.operator.job.drain-on-savepoint-deletion).
+func (x *jobStop) withSavepoint(ctx context.Context, drain bool) (stopProgress, error) {
+	if x.jobManager != flinkv1beta1.JobManagerReady {
+		return stopPending, nil
+	}
+	cl, err := x.flink(ctx)
+	if err != nil {
+		return stopPending, err
+	}
+	js := &x.status.JobStatus
+	if js.SavepointInfo == nil {
+		js.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	info := js.SavepointInfo
+	// No target directory: the cluster's own savepoint directory, which its JobManager
+	// resolves (a path of its file system, not of the operator's).
+	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: js.JobID, TriggerID: info.TriggerID, Format: x.format, Drain: drain}
+	var progress flink.Progress
+	if upgradeSavepointInFlight(x.status) {
+		progress = cl.Advance(ctx, op)
+	} else {
+		now := time.Now().UnixMilli()
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+		info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
+		if err := x.persist(ctx); err != nil { // write-ahead: the id is known before Flink sees it
+			return stopPending, err
+		}
+		op.TriggerID = info.TriggerID
+		progress = cl.Start(ctx, op)
+	}
+	switch progress.Outcome {
+	case flink.OutcomePending:
+		logUnknownOutcome(ctx, op, progress)
+		return stopPending, nil
+	case flink.OutcomeFailed:
+		// The job keeps running; the next step takes a new decision (a new spec or upgradeMode
+		// may have arrived meanwhile).
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+		msg := "Savepoint for the upgrade failed: " + progress.Failure
+		x.status.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
+		x.recorder.Event(x.owner, corev1.EventTypeWarning, ReasonSavepointError, msg)
+		return stopPending, x.persist(ctx)
+	}
+	sp := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location,
+		TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
+	info.LastSavepoint = &sp
+	info.SavepointHistory = append(info.SavepointHistory, sp)
+	triggeredAt := triggerTime(info.TriggerTimestamp)
+	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+	js.UpgradeSavepointPath = progress.Location
+	setJobState(js, flinkv1beta1.JobStatusFinished)
+	if err := x.upgradeSnapshot(ctx, progress.Location, triggeredAt); err != nil {
+		return stopPending, err
+	}
+	x.recorder.Eventf(x.owner, corev1.EventTypeNormal, ReasonSavepointDone, "Upgrade savepoint completed: %s", progress.Location)
+	log.FromContext(ctx).Info("job stopped with a savepoint", "job", op.JobID, "path", progress.Location)
+	return stopDone, x.persist(ctx)
+}
+
+// cancelKeepingCheckpoint is last-state without HA of the job's own: the latest completed
+// checkpoint is what the next deployment restores. It is recorded before the cancel, and read
+// again once the job is CANCELED. A job with no completed checkpoint is not cancelled: it could
+// not be restored.
+func (x *jobStop) cancelKeepingCheckpoint(ctx context.Context) (stopProgress, error) {
+	cl, err := x.flink(ctx)
+	if err != nil {
+		return stopPending, err
+	}
+	js := &x.status.JobStatus
+	path, err := cl.LatestCheckpointPath(ctx, js.JobID)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot read the latest checkpoint before cancelling; retrying", "job", js.JobID, "error", err.Error())
+		return stopPending, nil
+	}
+	if path == "" {
+		x.fail(flinkv1beta1.ErrorReasonUpgradeFailed, "Cannot upgrade: a last-state upgrade without HA metadata needs a completed checkpoint; none yet")
+		return stopPending, nil
+	}
+	if path != js.UpgradeSavepointPath {
+		js.UpgradeSavepointPath = path
+		if err := x.persist(ctx); err != nil {
+			return stopPending, err
+		}
+	}
+	return x.cancel(ctx, true)
+}
+
+// cancel cancels the job and reports it stopped once Flink says it is terminal (or no longer
+// knows it). keepCheckpoint reads its latest checkpoint again then.
+func (x *jobStop) cancel(ctx context.Context, keepCheckpoint bool) (stopProgress, error) {
+	cl, err := x.flink(ctx)
+	if err != nil {
+		return stopPending, err
+	}
+	js := &x.status.JobStatus
+	if err := cl.CancelJob(ctx, js.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
+		return stopPending, fmt.Errorf("cancel job %s: %w", js.JobID, err)
+	}
+	state, err := cl.JobStatus(ctx, js.JobID)
+	switch {
+	case flink.IsNotFound(err):
+	case err != nil:
+		return stopPending, nil // asked again on the next step
+	case !isTerminal(flinkv1beta1.JobStatusState(state)):
+		setJobState(js, flinkv1beta1.JobStatusState(state)) // CANCELLING
+		return stopPending, nil
+	}
+	setJobState(js, flinkv1beta1.JobStatusCanceled)
+	if keepCheckpoint {
+		if err := x.refreshLatestCheckpoint(ctx); err != nil {
+			return stopPending, err
+		}
+	}
+	return stopDone, nil
+}
+
+// refreshLatestCheckpoint records the latest completed checkpoint of a cancelled job as what it
+// restores (write-ahead: before its cluster is deleted or its successor submitted). With the
+// default num-retained of 1, a checkpoint that completed while the job was being cancelled
+// deleted the one recorded before the cancel.
+func (x *jobStop) refreshLatestCheckpoint(ctx context.Context) error {
+	cl, err := x.flink(ctx)
+	if err != nil {
+		return err
+	}
+	js := &x.status.JobStatus
+	path, err := cl.LatestCheckpointPath(ctx, js.JobID)
+	if err != nil && !flink.IsNotFound(err) {
+		return fmt.Errorf("read the latest checkpoint of the cancelled job %s: %w", js.JobID, err)
+	}
+	if path == "" || path == js.UpgradeSavepointPath {
+		return nil
+	}
+	log.FromContext(ctx).Info("the cancelled job's latest checkpoint is what it restores", "job", js.JobID, "recorded", js.UpgradeSavepointPath, "latest", path)
+	js.UpgradeSavepointPath = path
+	return x.persist(ctx)
+}
+
+// upgradeSavepointInFlight says a stop-with-savepoint of an upgrade (or deletion) was
+// triggered and its outcome is not recorded yet.
+func upgradeSavepointInFlight(st *flinkv1beta1.CommonStatus) bool {
+	info := st.JobStatus.SavepointInfo
+	return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+}
+
+// setJobState records a new job state; updateTime is the time of the last state change
+// (upstream's meaning), so an unchanged job costs no status write.
+func setJobState(js *flinkv1beta1.JobStatus, state flinkv1beta1.JobStatusState) {
+	if state == js.State {
+		return
+	}
+	js.State = state
+	js.UpdateTime = fmt.Sprint(time.Now().UnixMilli())
+}
