@@ -41,10 +41,13 @@ const ReasonRestartFailed = "RestartUnhealthyJob"
 //	                            → the new spec replaces the recorded target (so a stop that cannot
 //	                              succeed never wedges the resource: switching upgradeMode helps)
 //	UPGRADING:
-//	  JobManager present        → stop the job as upgradeMode says:
+//	  JobManager present        → planUpgrade (upgradepolicy.go) decides how the job stops and what
+//	                              is restored; jobStop (jobstop.go, shared with session jobs)
+//	                              carries the stop out:
 //	                                savepoint:  stop-with-savepoint (trigger id recorded first),
 //	                                            its path becomes upgradeSavepointPath
-//	                                last-state: keep HA metadata (without HA: latest checkpoint)
+//	                                last-state: keep HA metadata (without HA: the latest
+//	                                            checkpoint recorded, cancel, read again)
 //	                                stateless:  nothing to keep
 //	                              then delete the cluster and wait until it is gone
 //	  cluster gone, suspended   → DEPLOYED (lifecycle SUSPENDED)

@@ -122,7 +122,7 @@ func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, de
 		return false, nil
 	}
 	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID, Format: savepointFormat(conf)}
-	progress, err := r.trackSnapshot(ctx, s, cl, &op, &info.TriggerID, &info.TriggerType, &info.TriggerTimestamp, kind)
+	progress, err := r.trackSnapshot(ctx, s, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
 	if err != nil || progress.Outcome == flink.OutcomePending {
 		return progress.Outcome == flink.OutcomePending, err
 	}
@@ -167,7 +167,7 @@ func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, d
 		return false, nil
 	}
 	op := flink.Operation{Kind: flink.OperationCheckpoint, JobID: st.JobStatus.JobID, TriggerID: info.TriggerID, CheckpointType: flink.CheckpointFull}
-	progress, err := r.trackSnapshot(ctx, s, cl, &op, &info.TriggerID, &info.TriggerType, &info.TriggerTimestamp, kind)
+	progress, err := r.trackSnapshot(ctx, s, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
 	if err != nil || progress.Outcome == flink.OutcomePending {
 		return progress.Outcome == flink.OutcomePending, err
 	}
@@ -184,36 +184,19 @@ func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, d
 	return false, r.persist(ctx, s)
 }
 
-// trackSnapshot drives a legacy-mode snapshot through the tracker: a new one gets its trigger
-// id written to the status first (write-ahead), a recorded one is advanced. The trigger fields
-// are cleared once the outcome is known.
+// trackSnapshot drives a legacy-mode snapshot through the tracker (trackOperation), with a
+// Normal event when it is triggered.
 func (r *FlinkDeploymentReconciler) trackSnapshot(ctx context.Context, s *scope, cl *flink.Client, op *flink.Operation,
-	triggerID *string, triggerType *flinkv1beta1.SnapshotTriggerType, triggerTimestamp **int64, kind flinkv1beta1.SnapshotTriggerType) (flink.Progress, error) {
-	var progress flink.Progress
-	if *triggerID != "" {
-		progress = cl.Advance(ctx, *op)
-	} else {
-		now := time.Now().UnixMilli()
-		*triggerID, *triggerType, *triggerTimestamp = flink.NewTriggerID(), kind, &now
-		if err := r.persist(ctx, s); err != nil {
-			return flink.Progress{}, err
+	trigger operationTrigger, kind flinkv1beta1.SnapshotTriggerType) (flink.Progress, error) {
+	progress, started, err := trackOperation(ctx, cl, op, trigger, kind, func(ctx context.Context) error { return r.persist(ctx, s) })
+	if started && progress.Outcome == flink.OutcomePending {
+		what, reason := ReasonSavepoint, "savepoint"
+		if op.Kind == flink.OperationCheckpoint {
+			what, reason = ReasonCheckpoint, "checkpoint"
 		}
-		op.TriggerID = *triggerID
-		progress = cl.Start(ctx, *op)
-		if progress.Outcome == flink.OutcomePending {
-			what, reason := ReasonSavepoint, "savepoint"
-			if op.Kind == flink.OperationCheckpoint {
-				what, reason = ReasonCheckpoint, "checkpoint"
-			}
-			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, what, "%s %s triggered", kind, reason)
-		}
+		r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, what, "%s %s triggered", kind, reason)
 	}
-	if progress.Outcome == flink.OutcomePending {
-		logUnknownOutcome(ctx, *op, progress)
-	} else {
-		*triggerID, *triggerType, *triggerTimestamp = "", "", nil
-	}
-	return progress, nil
+	return progress, err
 }
 
 // snapshotFailed records a failed legacy-mode snapshot in status.error and as an event.

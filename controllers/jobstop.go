@@ -119,27 +119,21 @@ func (x *jobStop) withSavepoint(ctx context.Context, drain bool) (stopProgress, 
 	// No target directory: the cluster's own savepoint directory, which its JobManager
 	// resolves (a path of its file system, not of the operator's).
 	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: js.JobID, TriggerID: info.TriggerID, Format: x.format, Drain: drain}
-	var progress flink.Progress
-	if upgradeSavepointInFlight(x.status) {
-		progress = cl.Advance(ctx, op)
-	} else {
-		now := time.Now().UnixMilli()
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = flink.NewTriggerID(), flinkv1beta1.SnapshotTriggerUpgrade, &now
+	if !upgradeSavepointInFlight(x.status) {
 		info.FormatType = flinkv1beta1.SavepointFormatType(op.Format)
-		if err := x.persist(ctx); err != nil { // write-ahead: the id is known before Flink sees it
-			return stopPending, err
-		}
-		op.TriggerID = info.TriggerID
-		progress = cl.Start(ctx, op)
+	}
+	triggeredAt := triggerTime(info.TriggerTimestamp)
+	progress, _, err := trackOperation(ctx, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp},
+		flinkv1beta1.SnapshotTriggerUpgrade, x.persist)
+	if err != nil {
+		return stopPending, err
 	}
 	switch progress.Outcome {
 	case flink.OutcomePending:
-		logUnknownOutcome(ctx, op, progress)
 		return stopPending, nil
 	case flink.OutcomeFailed:
 		// The job keeps running; the next step takes a new decision (a new spec or upgradeMode
 		// may have arrived meanwhile).
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 		msg := "Savepoint for the upgrade failed: " + progress.Failure
 		x.status.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonUpgradeFailed, msg)
 		x.recorder.Event(x.owner, corev1.EventTypeWarning, ReasonSavepointError, msg)
@@ -149,8 +143,6 @@ func (x *jobStop) withSavepoint(ctx context.Context, drain bool) (stopProgress, 
 		TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, FormatType: info.FormatType}
 	info.LastSavepoint = &sp
 	info.SavepointHistory = append(info.SavepointHistory, sp)
-	triggeredAt := triggerTime(info.TriggerTimestamp)
-	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 	js.UpgradeSavepointPath = progress.Location
 	setJobState(js, flinkv1beta1.JobStatusFinished)
 	if err := x.upgradeSnapshot(ctx, progress.Location, triggeredAt); err != nil {
@@ -238,6 +230,41 @@ func (x *jobStop) refreshLatestCheckpoint(ctx context.Context) error {
 	log.FromContext(ctx).Info("the cancelled job's latest checkpoint is what it restores", "job", js.JobID, "recorded", js.UpgradeSavepointPath, "latest", path)
 	js.UpgradeSavepointPath = path
 	return x.persist(ctx)
+}
+
+// operationTrigger is where a status records one asynchronous operation's trigger.
+type operationTrigger struct {
+	ID        *string
+	Type      *flinkv1beta1.SnapshotTriggerType
+	Timestamp **int64
+}
+
+// trackOperation is the one trigger → poll → outcome step of Flink's asynchronous operations
+// recorded in a resource's status (upgrade stops, legacy savepoints and checkpoints): with no
+// trigger recorded, a new id is recorded and persisted before Flink sees it (write-ahead), then
+// the operation is started; with one, its outcome is asked for (pkg/flink's tracker sends a
+// trigger the JobManager forgot again under the same id). Once there is an outcome the record is
+// cleared. started says this call sent a new trigger.
+func trackOperation(ctx context.Context, cl *flink.Client, op *flink.Operation, trigger operationTrigger,
+	kind flinkv1beta1.SnapshotTriggerType, persist func(context.Context) error) (progress flink.Progress, started bool, err error) {
+	if *trigger.ID != "" {
+		op.TriggerID = *trigger.ID
+		progress = cl.Advance(ctx, *op)
+	} else {
+		now := time.Now().UnixMilli()
+		*trigger.ID, *trigger.Type, *trigger.Timestamp = flink.NewTriggerID(), kind, &now
+		if err := persist(ctx); err != nil {
+			return flink.Progress{}, false, err
+		}
+		op.TriggerID, started = *trigger.ID, true
+		progress = cl.Start(ctx, *op)
+	}
+	if progress.Outcome == flink.OutcomePending {
+		logUnknownOutcome(ctx, *op, progress)
+	} else {
+		*trigger.ID, *trigger.Type, *trigger.Timestamp = "", "", nil
+	}
+	return progress, started, nil
 }
 
 // upgradeSavepointInFlight says a stop-with-savepoint of an upgrade (or deletion) was
