@@ -69,6 +69,9 @@ type options struct {
 	restTimeout       time.Duration
 	reconcileInterval time.Duration
 	progressInterval  time.Duration
+	// reconcileParallelism is the workers of each controller; reconcileDeadline bounds one reconcile.
+	reconcileParallelism int
+	reconcileDeadline    time.Duration
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -108,6 +111,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
 	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
 		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
+	fs.IntVar(&o.reconcileParallelism, "reconcile-parallelism", controllers.DefaultReconcileParallelism,
+		"Resources of one kind reconciled at a time (kubernetes.operator.reconcile.parallelism; upstream's -1, unbounded, is taken as 256).")
+	fs.DurationVar(&o.reconcileDeadline, "reconcile-timeout", controllers.DefaultReconcileDeadline,
+		"Longest time one reconcile may take; a JobManager or jar host that never answers gives its worker back after it.")
 	fs.StringVar(&o.configMap, "config-map", "",
 		"Operator ConfigMap (config.yaml or flink-conf.yaml, upstream's format): kubernetes.operator.* options and default "+
 			"Flink configuration, watched and applied without a restart. Flags given explicitly win over it.")
@@ -119,6 +126,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Largest session job jar the operator fetches and uploads, in bytes.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+// intervals are the reconcilers' timing settings.
+func (o *options) intervals() controllers.Intervals {
+	return controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval, Deadline: o.reconcileDeadline}
 }
 
 func envOr(key, def string) string {
@@ -223,7 +235,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Cache:                         cache.Options{DefaultNamespaces: namespaces},
 		// run rebuilds the manager in-process when the watched namespaces change; controller
 		// names are unique per manager, not per process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -252,7 +264,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
 		Validator:         validator,
-		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+		Intervals:         o.intervals(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}
@@ -266,7 +278,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Live:              o.live,
 		Artifacts:         &artifact.Fetcher{MaxSize: o.artifactMaxSize},
 		Validator:         validator,
-		Intervals:         controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+		Intervals:         o.intervals(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
@@ -275,7 +287,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
 		Flink:     flinkClients,
-		Intervals: controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval},
+		Intervals: o.intervals(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
@@ -338,7 +350,8 @@ func main() {
 func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]bool) error {
 	log := ctrl.Log.WithName("setup")
 	store := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: o.reconcileInterval,
-		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces})
+		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces,
+		ReconcileParallelism: o.reconcileParallelism})
 	if o.configMap != "" {
 		if o.configMapNamespace == "" {
 			return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
@@ -359,7 +372,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 	for {
 		changed := store.Changed()
 		settings := store.Get()
-		o.watchNamespaces = settings.WatchNamespaces
+		o.watchNamespaces, o.reconcileParallelism = settings.WatchNamespaces, settings.ReconcileParallelism
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err
@@ -373,7 +386,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 					return
 				case <-changed:
 					changed = store.Changed()
-					if store.Get().WatchNamespaces != settings.WatchNamespaces {
+					if now := store.Get(); now.WatchNamespaces != settings.WatchNamespaces || now.ReconcileParallelism != settings.ReconcileParallelism {
 						close(restart)
 						cancel()
 						return
@@ -386,7 +399,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		cancel()
 		select {
 		case <-restart:
-			log.Info("watched namespaces changed; restarting the controllers", "watchNamespaces", store.Get().WatchNamespaces)
+			log.Info("watched namespaces or reconcile parallelism changed; restarting the controllers", "watchNamespaces", store.Get().WatchNamespaces, "reconcileParallelism", store.Get().ReconcileParallelism)
 			continue
 		default:
 		}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
@@ -49,10 +50,35 @@ type Intervals struct {
 	// ProgressCheck is how often a resource in motion is looked at
 	// (kubernetes.operator.observer.progress-check.interval).
 	ProgressCheck time.Duration
+	// Deadline bounds one reconcile: a JobManager or jar host that never answers must not
+	// hold a worker, and with it other tenants' resources, for ever. Zero is no deadline.
+	Deadline time.Duration
 }
 
-// DefaultIntervals are upstream's defaults.
-var DefaultIntervals = Intervals{Reconcile: 60 * time.Second, ProgressCheck: 10 * time.Second}
+// DefaultIntervals are upstream's defaults, and this operator's reconcile deadline.
+var DefaultIntervals = Intervals{Reconcile: 60 * time.Second, ProgressCheck: 10 * time.Second, Deadline: DefaultReconcileDeadline}
+
+// DefaultReconcileDeadline is long enough for the slowest step a reconcile takes (fetching and
+// uploading a jar of the largest allowed size), short enough that a stuck call gives its worker
+// back within minutes.
+const DefaultReconcileDeadline = 5 * time.Minute
+
+// DefaultReconcileParallelism is the number of workers of each controller
+// (kubernetes.operator.reconcile.parallelism): resources of one kind are reconciled that many at
+// a time, so one slow JobManager delays only its own resource.
+const DefaultReconcileParallelism = 25
+
+// withDeadline bounds every reconcile of r by deadline (none when zero).
+func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reconciler {
+	if deadline <= 0 {
+		return r
+	}
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, deadline)
+		defer cancel()
+		return r.Reconcile(ctx, req)
+	})
+}
 
 // FlinkDeploymentReconciler runs Flink clusters for FlinkDeployments.
 type FlinkDeploymentReconciler struct {
@@ -94,7 +120,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&flinkv1beta1.FlinkDeployment{}).
 		Owns(&appsv1.Deployment{}).
 		Named("flinkdeployment").
-		Complete(r)
+		Complete(withDeadline(r, r.Intervals.Deadline))
 }
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then

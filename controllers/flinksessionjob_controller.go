@@ -67,7 +67,7 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&flinkv1beta1.FlinkSessionJob{}).
 		Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession)).
 		Named("flinksessionjob").
-		Complete(r)
+		Complete(withDeadline(r, r.Intervals.Deadline))
 }
 
 // sessionJobDeploymentField indexes session jobs by spec.deploymentName.

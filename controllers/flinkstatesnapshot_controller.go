@@ -60,7 +60,7 @@ func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if r.Intervals == (Intervals{}) {
 		r.Intervals = DefaultIntervals
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").Complete(withDeadline(r, r.Intervals.Deadline))
 }
 
 // The snapshot state machine:

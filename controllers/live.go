@@ -16,5 +16,5 @@ func liveSettings(live *operatorconfig.Store, intervals Intervals, defaults nati
 	if s.RESTTimeout > 0 {
 		fc.Timeout = s.RESTTimeout
 	}
-	return Intervals{Reconcile: s.ReconcileInterval, ProgressCheck: s.ProgressCheckInterval}, s.Defaults, &fc
+	return Intervals{Reconcile: s.ReconcileInterval, ProgressCheck: s.ProgressCheckInterval, Deadline: intervals.Deadline}, s.Defaults, &fc
 }

@@ -124,6 +124,15 @@ func TestErrorClassification(t *testing.T) {
 			kind: KindDuplicateJob, message: "Job has already been submitted.", is: IsDuplicateJob, wantCode: 409,
 		},
 		{
+			name:    "a repeated submission on real Flink: 400 whose trace names the duplicate",
+			handler: reply(400, `{"errors":["org.apache.flink.runtime.rest.handler.RestHandlerException: Could not execute application.\n\tat ...\nCaused by: org.apache.flink.runtime.client.DuplicateJobSubmissionException: Job has already been submitted.\n"]}`),
+			call: func(c *Client) error {
+				_, err := c.RunJar(context.Background(), "x_job.jar", RunJarRequest{})
+				return err
+			},
+			kind: KindDuplicateJob, message: "Could not execute application.", is: IsDuplicateJob, wantCode: 400,
+		},
+		{
 			name:    "malformed JSON",
 			handler: reply(200, `{"taskmanagers": "two"`),
 			call:    func(c *Client) error { _, err := c.Overview(context.Background()); return err },

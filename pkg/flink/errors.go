@@ -1,6 +1,7 @@
 package flink
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -129,6 +130,11 @@ func transportError(op string, err error) *Error {
 func statusError(op string, status int, body []byte, trigger bool) *Error {
 	e := &Error{Op: op, StatusCode: status, Message: errorMessage(body)}
 	switch {
+	case bytes.Contains(body, []byte("DuplicateJobSubmissionException")) || bytes.Contains(body, []byte("DuplicateApplicationSubmissionException")):
+		// Flink's first line says only "Could not execute application."; the cause named in
+		// the stack trace it sends along tells a repeated submission (a job on 1.x, an
+		// application on 2.3+).
+		e.Kind = KindDuplicateJob
 	case status == http.StatusNotFound && trigger:
 		e.Kind = KindTriggerNotFound
 	case status == http.StatusNotFound:

@@ -174,7 +174,7 @@ func programError(err error) error {
 	var fe *Error
 	switch {
 	case !errors.As(err, &fe):
-	case fe.Kind == KindConflict || strings.Contains(fe.Message, "DuplicateJobSubmissionException") || strings.Contains(fe.Message, "already been submitted"):
+	case fe.Kind == KindConflict:
 		// A job under this id exists: a submission before a crash reached Flink.
 		fe.Kind = KindDuplicateJob
 	case fe.Kind == KindServer && strings.Contains(fe.Message, "ProgramInvocationException"):

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Operator option keys (upstream's names).
@@ -35,6 +37,13 @@ const (
 	KeyWatchedNamespaces = "kubernetes.operator.watched.namespaces"
 )
 
+// KeyReconcileParallelism is the operator-wide number of workers per controller.
+var KeyReconcileParallelism = options.ReconcileParallelism.Key
+
+// unboundedParallelism stands for upstream's -1 ("unbounded") reconcile parallelism: workers are
+// goroutines here, but each holds a JobManager connection, so there is still a ceiling.
+const unboundedParallelism = 256
+
 // Settings is one consistent view of the operator configuration.
 type Settings struct {
 	ReconcileInterval     time.Duration
@@ -42,6 +51,8 @@ type Settings struct {
 	RESTTimeout           time.Duration
 	// WatchNamespaces is a comma-separated list; empty watches all namespaces.
 	WatchNamespaces string
+	// ReconcileParallelism is the number of workers of each controller.
+	ReconcileParallelism int
 	// Defaults are the default Flink configuration of managed clusters.
 	Defaults native.Defaults
 }
@@ -109,6 +120,16 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 			return Settings{}, fmt.Errorf("%s: must be positive, got %s", d.key, conf[d.key])
 		}
 		*d.dst = v
+	}
+	if raw, ok := conf[KeyReconcileParallelism]; ok && !explicit["reconcile-parallelism"] {
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		switch {
+		case err != nil || n == 0 || n < -1:
+			return Settings{}, fmt.Errorf("%s: %q is not a positive number of workers (or -1, unbounded)", KeyReconcileParallelism, raw)
+		case n == -1:
+			n = unboundedParallelism
+		}
+		out.ReconcileParallelism = n
 	}
 	if ns, ok := conf[KeyWatchedNamespaces]; ok && !explicit["watch-namespaces"] {
 		out.WatchNamespaces = strings.TrimSpace(ns)

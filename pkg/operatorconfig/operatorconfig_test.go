@@ -70,6 +70,23 @@ func TestBuild(t *testing.T) {
 	require.ErrorContains(t, err, "must be positive")
 }
 
+func TestBuildReconcileParallelism(t *testing.T) {
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
+	s, err := Build(map[string]string{KeyReconcileParallelism: "50"}, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 50, s.ReconcileParallelism)
+	s, err = Build(map[string]string{KeyReconcileParallelism: "-1"}, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, unboundedParallelism, s.ReconcileParallelism, "upstream's unbounded")
+	s, err = Build(map[string]string{KeyReconcileParallelism: "50"}, base, map[string]bool{"reconcile-parallelism": true})
+	require.NoError(t, err)
+	assert.Equal(t, 25, s.ReconcileParallelism, "an explicit flag wins")
+	for _, bad := range []string{"0", "-2", "many"} {
+		_, err = Build(map[string]string{KeyReconcileParallelism: bad}, base, nil)
+		require.ErrorContains(t, err, KeyReconcileParallelism, bad)
+	}
+}
+
 func TestStoreNotifiesChanges(t *testing.T) {
 	s := NewStore(Settings{ReconcileInterval: time.Second})
 	ch := s.Changed()

@@ -12,6 +12,8 @@ var (
 		Description: "How often a resource in motion (deploying, upgrading, snapshotting) is looked at."}}
 	RESTTimeout = DurationOption{Option{Key: "kubernetes.operator.flink.client.timeout", Default: "10 s", Type: TypeDuration,
 		Description: "Timeout of one call to a JobManager's REST API."}}
+	ReconcileParallelism = IntOption{Option{Key: "kubernetes.operator.reconcile.parallelism", Default: "25", Type: TypeInt,
+		Description: "Resources of one kind reconciled at a time (operator configuration only; -1, upstream's unbounded, is 256). Upstream's default is 200 threads; here workers are goroutines bounded by a per-reconcile deadline (--reconcile-timeout, 5 min)."}}
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
@@ -102,7 +104,7 @@ var (
 )
 
 var registry = []Option{
-	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ResourceCleanupTimeout.Option,
+	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
 	DeletionPropagation.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,

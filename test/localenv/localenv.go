@@ -160,8 +160,13 @@ func (e *Env) startOperator(ctx context.Context, root string, extra []string) er
 	if err != nil {
 		return err
 	}
+	// The operator runs as its own ServiceAccount with the RBAC of config/rbac, as installed.
+	kubeconfig, err := e.operatorIdentity(ctx, root)
+	if err != nil {
+		return fmt.Errorf("operator identity: %w", err)
+	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Cluster.Kubeconfig)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+OperatorNamespace)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
