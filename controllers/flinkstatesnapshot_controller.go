@@ -52,7 +52,7 @@ type FlinkStateSnapshotReconciler struct {
 	BaseBackoff time.Duration
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status;flinkstatesnapshots/finalizers,verbs=get;update;patch
 
 // SetupWithManager watches snapshots.

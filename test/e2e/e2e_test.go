@@ -33,11 +33,25 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
+	"github.com/flink-operator/flink-operator/test/podnet"
 )
 
 var env *localenv.Env
 
 func TestMain(m *testing.M) {
+	// The suite runs in a network namespace of its own where it can (package podnet), so the
+	// operator's admission webhooks are served through their Service, as installed.
+	ran, code, why := podnet.Reexec()
+	if ran {
+		os.Exit(code)
+	}
+	if why != nil && podnet.Current() == podnet.Namespace {
+		fmt.Fprintf(os.Stderr, "e2e: network namespace: %v\n", why)
+		os.Exit(1)
+	}
+	if why != nil {
+		fmt.Printf("e2e: no network namespace (%v)\n", why)
+	}
 	os.Exit(run(m))
 }
 
@@ -52,7 +66,8 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, OperatorArgs: []string{
+	fmt.Printf("e2e: pods on %s\n", podnet.Current())
+	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
 		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)

@@ -117,7 +117,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort), "--cert-dir="+certDir,
 		"--token-auth-file="+tokens, "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/24",
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+saPub,
-		"--service-account-signing-key-file="+saKey, "--allow-privileged=true"); err != nil {
+		"--service-account-signing-key-file="+saKey, "--allow-privileged=true",
+		// Services are reached through their EndpointSlices (no kube-proxy here): admission
+		// webhooks served by pods on package podnet's addresses.
+		"--enable-aggregator-routing=true"); err != nil {
 		return err
 	}
 

@@ -27,6 +27,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localcluster"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/podnet"
 )
 
 // Options configure the environment.
@@ -44,6 +45,10 @@ type Options struct {
 	// StandInImages are passed to the node agent: containers of these images look running and
 	// ready without a process (nodeagent.Options.StandInImages).
 	StandInImages []string
+	// Pods picks the pod address range: package podnet's Namespace mode gives pods addresses
+	// EndpointSlices accept, and the operator serves its admission webhooks through their
+	// Service (config/webhook) as installed; Loopback (the default) runs it with webhooks off.
+	Pods podnet.Mode
 }
 
 // Env is a running local environment.
@@ -111,13 +116,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		}
 		e.agentLog, agentLog = f, f
 	}
-	e.Agent, err = nodeagent.Start(agentCtx, nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
-		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages})
+	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
+		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages}
+	if opts.Pods == podnet.Namespace {
+		agentOpts.PodAddressPrefix = podnet.Prefix
+	}
+	e.Agent, err = nodeagent.Start(agentCtx, agentOpts)
 	if err != nil {
 		return fail(err)
 	}
 	if opts.Operator {
-		if err := e.startOperator(ctx, root, opts.OperatorArgs); err != nil {
+		if err := e.startOperator(ctx, root, opts.Pods == podnet.Namespace, opts.OperatorArgs); err != nil {
 			return fail(err)
 		}
 	}
@@ -141,7 +150,7 @@ func (e *Env) Namespace(ctx context.Context, name string) error {
 // OperatorLog is the operator's log file.
 func (e *Env) OperatorLog() string { return filepath.Join(e.Dir, "operator.log") }
 
-func (e *Env) startOperator(ctx context.Context, root string, extra []string) error {
+func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, extra []string) error {
 	bin := filepath.Join(e.Dir, "manager")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
 	build.Dir = root
@@ -154,16 +163,24 @@ func (e *Env) startOperator(ctx context.Context, root string, extra []string) er
 	}
 	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
 	e.MetricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"
-	args := append([]string{"--enable-webhooks=false", "--flink-rest-address=pod-ip",
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extra...)
-	logFile, err := os.Create(e.OperatorLog())
-	if err != nil {
-		return err
-	}
 	// The operator runs as its own ServiceAccount with the RBAC of config/rbac, as installed.
 	kubeconfig, err := e.operatorIdentity(ctx, root)
 	if err != nil {
 		return fmt.Errorf("operator identity: %w", err)
+	}
+	args := []string{"--enable-webhooks=false"}
+	if webhooks {
+		certDir, err := e.installWebhooks(ctx, root)
+		if err != nil {
+			return fmt.Errorf("webhooks: %w", err)
+		}
+		args = []string{"--enable-webhooks=true", "--webhook-cert-dir=" + certDir}
+	}
+	args = append(append(args, "--flink-rest-address=pod-ip",
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+probe), extra...)
+	logFile, err := os.Create(e.OperatorLog())
+	if err != nil {
+		return err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+OperatorNamespace)

@@ -35,7 +35,7 @@ func (e *Env) operatorIdentity(ctx context.Context, root string) (string, error)
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	objs, err := rbacManifests(filepath.Join(root, "config", "rbac"))
+	objs, err := kustomizationObjects(filepath.Join(root, "config", "rbac"))
 	if err != nil {
 		return "", err
 	}
@@ -71,7 +71,7 @@ func (e *Env) operatorIdentity(ctx context.Context, root string) (string, error)
 
 // rbacManifests reads the objects of the kustomization in dir (its resources list), moved from
 // kustomize's placeholder namespace to the operator's.
-func rbacManifests(dir string) ([]*unstructured.Unstructured, error) {
+func kustomizationObjects(dir string) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		return nil, err

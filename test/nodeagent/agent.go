@@ -62,6 +62,9 @@ type Options struct {
 	// ready without starting anything, as kwok does. For pods whose own behaviour is tested
 	// elsewhere and only has to look healthy, such as the operator's Deployment that OLM installs.
 	StandInImages []string
+	// PodAddressPrefix is the first two octets of pod addresses, with the dot ("10.244."); the
+	// range must be routed to this machine's loopback (package podnet). Default "127.1.".
+	PodAddressPrefix string
 }
 
 // Agent is a running node agent.
@@ -103,7 +106,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	host, _ := os.Hostname()
-	a := &Agent{opts: opts, client: opts.Client, pods: map[types.UID]*podRunner{}, ips: newIPPool(), hostname: host,
+	a := &Agent{opts: opts, client: opts.Client, pods: map[types.UID]*podRunner{}, ips: newIPPool(opts.PodAddressPrefix), hostname: host,
 		done: make(chan struct{})}
 	if err := a.registerNode(ctx); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", opts.NodeName, err)

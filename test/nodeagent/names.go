@@ -12,15 +12,25 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// ipPool hands out pod addresses from 127.1.0.0/16; Linux routes all of 127.0.0.0/8 to the
-// loopback interface, so every pod can bind its own fixed ports (6123, 8081, ...).
+// ipPool hands out pod addresses from a /16 routed to the loopback interface (127.1.0.0/16 by
+// default: Linux routes all of 127.0.0.0/8 there; package podnet routes a private range in a
+// network namespace), so every pod can bind its own fixed ports (6123, 8081, ...).
 type ipPool struct {
-	mu   sync.Mutex
-	used map[string]bool
-	next int
+	mu     sync.Mutex
+	used   map[string]bool
+	next   int
+	prefix string
 }
 
-func newIPPool() *ipPool { return &ipPool{used: map[string]bool{}, next: 1} }
+// defaultPodPrefix is the loopback range pods get when no other is given.
+const defaultPodPrefix = "127.1."
+
+func newIPPool(prefix string) *ipPool {
+	if prefix == "" {
+		prefix = defaultPodPrefix
+	}
+	return &ipPool{used: map[string]bool{}, next: 1, prefix: prefix}
+}
 
 func (p *ipPool) allocate() string {
 	p.mu.Lock()
@@ -31,7 +41,7 @@ func (p *ipPool) allocate() string {
 		if p.next > 65000 {
 			p.next = 1
 		}
-		ip := fmt.Sprintf("127.1.%d.%d", n/250, n%250+2)
+		ip := fmt.Sprintf("%s%d.%d", p.prefix, n/250, n%250+2)
 		if !p.used[ip] {
 			p.used[ip] = true
 			return ip

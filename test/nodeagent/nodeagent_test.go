@@ -124,7 +124,7 @@ func TestProbeTimesKeepTheTotalWindow(t *testing.T) {
 }
 
 func TestIPPoolNeverHandsOutAnAddressTwice(t *testing.T) {
-	p := newIPPool()
+	p := newIPPool("")
 	seen := map[string]bool{}
 	for range 600 {
 		ip := p.allocate()

@@ -1,0 +1,136 @@
+package localenv
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// WebhookAddress is where the operator's webhook server is reached inside package podnet's
+// network namespace: an address of the pod range (routed to the namespace's loopback, where
+// the operator listens on every address), which the webhook Service's endpoints name.
+const WebhookAddress = "10.244.255.250"
+
+// webhookPort is the operator's webhook port (config/webhook/service.yaml's targetPort).
+const webhookPort = 9443
+
+// installWebhooks installs config/webhook as a user's install does (the webhook Service and the
+// mutating and validating configurations, with a CA bundle), serving through the Service: the
+// Service has no selector here (the operator is a process, not a pod) and its endpoints point
+// at WebhookAddress. It returns the directory holding the serving certificate.
+func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) {
+	objs, err := kustomizationObjects(filepath.Join(root, "config", "webhook"))
+	if err != nil {
+		return "", err
+	}
+	service := ""
+	for _, o := range objs {
+		if o.GetKind() == "Service" {
+			service = o.GetName()
+		}
+	}
+	if service == "" {
+		return "", fmt.Errorf("config/webhook has no Service")
+	}
+	certDir := filepath.Join(e.Dir, "webhook-certs")
+	caPEM, err := writeServingCertificate(certDir, service+"."+OperatorNamespace+".svc")
+	if err != nil {
+		return "", err
+	}
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Service":
+			unstructured.RemoveNestedField(o.Object, "spec", "selector")
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			for _, h := range hooks {
+				hook := h.(map[string]any)
+				if err := unstructured.SetNestedField(hook, base64.StdEncoding.EncodeToString(caPEM), "clientConfig", "caBundle"); err != nil {
+					return "", err
+				}
+				if ns, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "namespace"); ns == kustomizeNamespace {
+					if err := unstructured.SetNestedField(hook, OperatorNamespace, "clientConfig", "service", "namespace"); err != nil {
+						return "", err
+					}
+				}
+			}
+			if err := unstructured.SetNestedSlice(o.Object, hooks, "webhooks"); err != nil {
+				return "", err
+			}
+		}
+		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return "", fmt.Errorf("install %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	// The API server resolves a Service through its Endpoints (1.33's endpoint resolver); the
+	// EndpointSlice mirroring controller derives the slice from it, as for a selector-less
+	// Service in a real cluster.
+	endpoints := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: service},
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: WebhookAddress}},
+			Ports: []corev1.EndpointPort{{Port: webhookPort, Protocol: corev1.ProtocolTCP}}}}}
+	if err := e.Client.Create(ctx, endpoints); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("install the webhook Service's endpoints: %w", err)
+	}
+	return certDir, nil
+}
+
+// writeServingCertificate writes tls.crt and tls.key for dnsName, signed by a new CA, into dir
+// (controller-runtime's webhook server reads them there) and returns the CA in PEM.
+func writeServingCertificate(dir, dnsName string) ([]byte, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flink-operator local webhook CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	serving := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
+		DNSNames: []string{dnsName, dnsName + ".cluster.local"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, serving, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), nil
+}
