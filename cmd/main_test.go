@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -25,7 +26,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func TestWatchNamespacesOption(t *testing.T) {
@@ -55,12 +56,12 @@ func TestWatchNamespacesOption(t *testing.T) {
 
 // TestManagerServesProbesMetricsAndLeaderElection runs the manager against a real API server.
 func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	const leaseNS = "flink-operator-system"
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}}))
+	leaseNS := env.NewNamespace(t, "flink-operator-system")
+	teamA, teamB := env.NewNamespace(t, "team-a"), env.NewNamespace(t, "team-b")
 
 	o := options{
 		metricsAddr:          freeAddr(t),
@@ -68,7 +69,7 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 		enableLeaderElection: true,
 		leaderElectionID:     "flink-operator-test",
 		leaderElectionNS:     leaseNS,
-		watchNamespaces:      "team-a,team-b",
+		watchNamespaces:      teamA + "," + teamB,
 		enableWebhooks:       false,
 		restURLTemplate:      controllers.DefaultRESTURLTemplate,
 		reconcileInterval:    time.Minute,
@@ -107,21 +108,20 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 
 	// Resource metrics follow the resources: a FlinkDeployment appears in the counts and
 	// leaves no series once deleted. (This one fails validation, so nothing is deployed.)
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}))
-	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "orders"},
+	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "orders"},
 		Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: flinkv1beta1.FlinkVersion1_20,
 			Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}
 	require.NoError(t, env.Client.Create(ctx, dep))
 	require.Eventually(t, func() bool {
 		_, body := get("http://" + o.metricsAddr + "/metrics")
-		return strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="team-a"} 1`) &&
-			strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="team-a",state="FAILED"} 1`)
+		return strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="`+teamA+`"} 1`) &&
+			strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="`+teamA+`",state="FAILED"} 1`)
 	}, 30*time.Second, 200*time.Millisecond, "metrics of the new FlinkDeployment")
 	require.NoError(t, env.Client.Delete(ctx, dep))
 	require.Eventually(t, func() bool {
 		_, body := get("http://" + o.metricsAddr + "/metrics")
-		return !strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="team-a"}`) &&
-			!strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="team-a"`)
+		return !strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="`+teamA+`"}`) &&
+			!strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="`+teamA+`"`)
 	}, 30*time.Second, 200*time.Millisecond, "series of the deleted FlinkDeployment are gone")
 
 	cancel()
@@ -144,13 +144,11 @@ func freeAddr(t *testing.T) string {
 // TestLeaderFailover: two replicas share the Lease; when the leader is killed (SIGKILL, so it
 // cannot step down), the standby takes over after the lease expires and reconciles.
 func TestLeaderFailover(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const leaseNS, ns, id = "flink-operator-system", "failover", "flink-operator-failover"
-	for _, n := range []string{leaseNS, ns} {
-		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
-	}
+	leaseNS, ns := env.NewNamespace(t, "flink-operator-system"), env.NewNamespace(t, "failover")
+	const id = "flink-operator-failover"
 	admin, err := env.Environment.AddUser(envtest.User{Name: "leader", Groups: []string{"system:masters"}}, nil)
 	require.NoError(t, err)
 	kubeconfig, err := admin.KubeConfig()
@@ -163,8 +161,10 @@ func TestLeaderFailover(t *testing.T) {
 
 	lease := []string{"--leader-elect", "--leader-election-id=" + id, "--leader-election-namespace=" + leaseNS,
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
+	// Both replicas watch this test's namespace only: the shared control plane holds what
+	// other tests left, which is not this test's to reconcile.
 	leader := exec.Command(filepath.Join(dir, "manager"), append([]string{"--enable-webhooks=false", "--metrics-bind-address=0",
-		"--health-probe-bind-address=" + freeAddr(t)}, lease...)...)
+		"--health-probe-bind-address=" + freeAddr(t), "--watch-namespaces=" + ns}, lease...)...)
 	leader.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(dir, "kubeconfig"))
 	logFile, err := os.Create(filepath.Join(dir, "leader.log"))
 	require.NoError(t, err)
@@ -184,7 +184,7 @@ func TestLeaderFailover(t *testing.T) {
 
 	standby, err := newManager(env.Config, options{metricsAddr: "0", probeAddr: freeAddr(t), enableLeaderElection: true,
 		leaderElectionID: id, leaderElectionNS: leaseNS, leaseDuration: 4 * time.Second, renewDeadline: 3 * time.Second,
-		retryPeriod: 500 * time.Millisecond, reconcileInterval: time.Minute, progressInterval: time.Second})
+		retryPeriod: 500 * time.Millisecond, reconcileInterval: time.Minute, progressInterval: time.Second, watchNamespaces: ns})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- standby.Start(ctx) }()
@@ -213,15 +213,12 @@ func TestLeaderFailover(t *testing.T) {
 // TestDynamicConfiguration: the operator ConfigMap's watched namespaces and reconcile interval
 // change while it runs, and both take effect without a restart of the process.
 func TestDynamicConfiguration(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	const opNS = "flink-operator-system"
-	for _, n := range []string{opNS, "ns-a", "ns-b"} {
-		require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))
-	}
+	opNS, nsA, nsB := env.NewNamespace(t, "flink-operator-system"), env.NewNamespace(t, "ns-a"), env.NewNamespace(t, "ns-b")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: "flink-operator-config"},
-		Data: map[string]string{"config.yaml": "kubernetes.operator.watched.namespaces: ns-a\nkubernetes.operator.reconcile.interval: 1 h\n"}}
+		Data: map[string]string{"config.yaml": "kubernetes.operator.watched.namespaces: " + nsA + "\nkubernetes.operator.reconcile.interval: 1 h\n"}}
 	require.NoError(t, env.Client.Create(ctx, cm))
 
 	o := options{metricsAddr: freeAddr(t), probeAddr: freeAddr(t), configMap: cm.Name, configMapNamespace: opNS,
@@ -256,21 +253,38 @@ func TestDynamicConfiguration(t *testing.T) {
 		}
 		return total
 	}
-	require.NoError(t, env.Client.Create(ctx, invalid("ns-a")))
-	require.NoError(t, env.Client.Create(ctx, invalid("ns-b")))
-	require.Eventually(t, func() bool { return reconciled("ns-a") }, 30*time.Second, 100*time.Millisecond)
-	time.Sleep(2 * time.Second)
-	require.False(t, reconciled("ns-b"), "ns-b is not watched yet")
+	require.NoError(t, env.Client.Create(ctx, invalid(nsA)))
+	require.NoError(t, env.Client.Create(ctx, invalid(nsB)))
+	require.Eventually(t, func() bool { return reconciled(nsA) }, 30*time.Second, 100*time.Millisecond)
+	wait.Never(t, 2*time.Second, "ns-b was reconciled while not watched", func() bool { return reconciled(nsB) })
 	before := reconciles()
-	time.Sleep(2 * time.Second)
-	require.InDelta(t, before, reconciles(), 1, "with a 1 h interval a failed resource is not looked at again")
+	wait.Never(t, 2*time.Second, "with a 1 h interval a failed resource was looked at again", func() bool {
+		return math.Abs(reconciles()-before) > 1
+	})
 
-	cm.Data["config.yaml"] = "kubernetes.operator.watched.namespaces: ns-a,ns-b\nkubernetes.operator.reconcile.interval: 1 s\n"
+	cm.Data["config.yaml"] = "kubernetes.operator.watched.namespaces: " + nsA + "," + nsB + "\nkubernetes.operator.reconcile.interval: 1 s\n"
 	require.NoError(t, env.Client.Update(ctx, cm))
-	require.Eventually(t, func() bool { return reconciled("ns-b") }, 30*time.Second, 100*time.Millisecond, "ns-b is watched after the change")
-	require.Eventually(t, func() bool {
-		start := reconciles()
-		time.Sleep(2 * time.Second)
-		return reconciles()-start >= 3
-	}, 20*time.Second, 100*time.Millisecond, "the 1 s reconcile interval applies")
+	require.Eventually(t, func() bool { return reconciled(nsB) }, 30*time.Second, 100*time.Millisecond, "ns-b is watched after the change")
+	// At least 3 reconciles within some 2 s: the count is sampled every poll, and each sample
+	// is compared with the newest one taken at least 2 s before it (a sliding window, where the
+	// test used to sleep 2 s between two samples).
+	type sample struct {
+		at    time.Time
+		count float64
+	}
+	var samples []sample
+	wait.For(t, 20*time.Second, "the 1 s reconcile interval to apply (3 reconciles within 2 s)", func() bool {
+		now := sample{time.Now(), reconciles()}
+		if now.count < 0 { // the metrics endpoint did not answer: no sample
+			return false
+		}
+		samples = append(samples, now)
+		for i := len(samples) - 1; i >= 0; i-- {
+			if now.at.Sub(samples[i].at) >= 2*time.Second {
+				samples = samples[i:] // older ones are never the newest 2 s before a later sample
+				return now.count-samples[0].count >= 3
+			}
+		}
+		return false
+	})
 }

@@ -11,13 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 // loadUpstreamCapture reads a capture of what the Apache operator wrote (testdata/upstream):
@@ -50,12 +48,15 @@ func loadUpstreamCapture(t *testing.T, path string) (*flinkv1beta1.FlinkDeployme
 	return dep, cms
 }
 
-// adopt creates what the Apache operator left (its status included) before this operator starts.
-func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms []corev1.ConfigMap) {
+// adopt creates what the Apache operator left (its status included) before this operator
+// starts, in a fresh namespace (the capture's own name could be taken by an earlier run on the
+// shared control plane), and returns that namespace.
+func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms []corev1.ConfigMap) string {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dep.Namespace}}))
+	dep.Namespace = testEnv(t).NewNamespace(t, dep.Namespace)
 	for i := range cms {
+		cms[i].Namespace = dep.Namespace
 		require.NoError(t, c.Create(ctx, &cms[i]))
 	}
 	status := dep.Status
@@ -63,22 +64,22 @@ func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms
 	require.NoError(t, c.Create(ctx, dep))
 	dep.Status = status
 	require.NoError(t, c.Status().Update(ctx, dep))
+	return dep.Namespace
 }
 
 // TestAdoptsWhatTheApacheOperatorWrote: a platform moves its resources over from the Apache
 // operator (review finding 13). Its status conventions are understood: the last-state sentinel
 // in upgradeSavepointPath means "restore from HA metadata", never a path.
 func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	k := &cluster{t: t, c: c, flink: flink}
 
 	dep, cms := loadUpstreamCapture(t, "testdata/upstream/suspended-last-state.yaml")
-	ns, name, jobID := dep.Namespace, dep.Name, dep.Status.JobStatus.JobID
+	name, jobID := dep.Name, dep.Status.JobStatus.JobID
 	require.Equal(t, "KUBERNETES_OPERATOR_LAST_STATE", dep.Status.JobStatus.UpgradeSavepointPath)
-	adopt(t, c, dep, cms)
-	startOperator(t, env, flink)
+	ns := adopt(t, c, dep, cms)
+	startOperator(t, flink, ns)
 
 	waitFor(t, c, ns, name, "the adopted status observed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		cond := meta.FindStatusCondition(d.Status.Conditions, "Reconciling")
@@ -100,20 +101,19 @@ func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
 // names its savepoint only in the legacy savepointInfo.lastSavepoint, resumes from it (as
 // upstream's restoreJob does) instead of asking for a manual restore.
 func TestAdoptsALegacySavepoint(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	k := &cluster{t: t, c: c, flink: flink}
 
 	dep, _ := loadUpstreamCapture(t, "testdata/upstream/suspended-last-state.yaml")
-	ns, name := dep.Namespace, dep.Name
+	name := dep.Name
 	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeSavepoint
 	const legacy = "file:/flink-data/savepoints/savepoint-aed9d9-legacy"
 	dep.Status.JobStatus.UpgradeSavepointPath = ""
 	dep.Status.JobStatus.SavepointInfo = &flinkv1beta1.SavepointInfo{LastSavepoint: &flinkv1beta1.Savepoint{Location: legacy,
 		TriggerType: flinkv1beta1.SnapshotTriggerUpgrade, TimeStamp: 1795452000000}}
-	adopt(t, c, dep, nil) // no HA metadata left
-	startOperator(t, env, flink)
+	ns := adopt(t, c, dep, nil) // no HA metadata left
+	startOperator(t, flink, ns)
 
 	update(t, c, ns, name, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateRunning })
 	waitFor(t, c, ns, name, "resumed", func(d *flinkv1beta1.FlinkDeployment) bool {

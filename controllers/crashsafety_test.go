@@ -8,14 +8,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 // crashHarness runs one operator at a time and replaces it between the steps of an upgrade:
@@ -23,20 +21,20 @@ import (
 // what the cluster and the resource's status say.
 type crashHarness struct {
 	t     *testing.T
-	env   *kubeenv.Env
+	ns    string // the operators watch this namespace only
 	flink *fakeflink.Server
 	stop  func()
 }
 
 func (h *crashHarness) start() {
 	h.t.Helper()
-	_, h.stop = startStoppableOperator(h.t, h.env, h.flink)
+	_, h.stop = startStoppableOperator(h.t, h.flink, h.ns)
 }
 
 // step stops the running operator once cond holds, and starts a fresh one.
 func (h *crashHarness) step(ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
 	h.t.Helper()
-	d := waitFor(h.t, h.env.Client, ns, name, what, cond)
+	d := waitFor(h.t, testEnv(h.t).Client, ns, name, what, cond)
 	h.stop()
 	h.t.Logf("step %q done; operator replaced", what)
 	h.start()
@@ -65,14 +63,12 @@ func distinct(ids []string) int {
 // ends running the second change from the one savepoint taken when it was stopped: no
 // savepoint is taken twice or lost, no spec change is dropped.
 func TestCrashSafeSavepointUpgrade(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "crash-savepoint", "job"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns, name := testEnv(t).NewNamespace(t, "crash-savepoint"), "job"
 	k := &cluster{t: t, c: c, flink: flink}
-	h := &crashHarness{t: t, env: env, flink: flink}
+	h := &crashHarness{t: t, ns: ns, flink: flink}
 	h.start()
 
 	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
@@ -129,14 +125,12 @@ func TestCrashSafeSavepointUpgrade(t *testing.T) {
 // with a new operator for every step: the HA metadata is never deleted, no savepoint is taken,
 // and the new cluster resumes the same job (same id) from it.
 func TestCrashSafeLastStateUpgrade(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "crash-last-state", "job"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns, name := testEnv(t).NewNamespace(t, "crash-last-state"), "job"
 	k := &cluster{t: t, c: c, flink: flink}
-	h := &crashHarness{t: t, env: env, flink: flink}
+	h := &crashHarness{t: t, ns: ns, flink: flink}
 	h.start()
 
 	require.NoError(t, c.Create(ctx, haDeployment(t, ns, name, nil)))

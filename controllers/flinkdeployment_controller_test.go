@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,15 +22,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func fastIntervals() Intervals {
@@ -191,38 +190,6 @@ func (r *recordedEvents) has(substr string) bool {
 	return false
 }
 
-func startOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
-	t.Helper()
-	events, _ := startStoppableOperator(t, env, flink)
-	return events
-}
-
-// startStoppableOperator starts a manager and returns a function that stops it (waiting for
-// in-flight reconciles, as a pod's termination does); stopping twice is harmless.
-func startStoppableOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) (*recordedEvents, func()) {
-	t.Helper()
-	skip := true // every test starts its own manager in this process
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skip}})
-	require.NoError(t, err)
-	rec := record.NewFakeRecorder(1000)
-	events := &recordedEvents{}
-	events.record(rec)
-	r := &FlinkDeploymentReconciler{
-		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
-		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-		Validator: &validation.Validator{}, Intervals: fastIntervals(),
-	}
-	require.NoError(t, r.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return events, stop
-}
-
 func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDeployment {
 	t.Helper()
 	dep := &flinkv1beta1.FlinkDeployment{}
@@ -230,13 +197,15 @@ func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDepl
 	return dep
 }
 
+// waitFor waits until the FlinkDeployment satisfies cond and returns it; on timeout the test
+// fails with its last status.
 func waitFor(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
 	t.Helper()
 	var last *flinkv1beta1.FlinkDeployment
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, what, func() bool {
 		last = get(t, c, ns, name)
 		return cond(last)
-	}, 30*time.Second, 50*time.Millisecond, "%s never happened", what)
+	}, func() string { return fmt.Sprintf("status %+v", last.Status) })
 	return last
 }
 
@@ -256,34 +225,33 @@ func restorePath(t *testing.T, c client.Client, ns, name string) string {
 	return ""
 }
 
+// runningDeployment creates the FlinkDeployment "orders" in a scenario of its own (see
+// newScenario), lets its job run and waits until it is STABLE: where most lifecycle scenarios
+// start.
+func runningDeployment(t *testing.T, prefix string) (ns string, flink *fakeflink.Server, k *cluster, events *recordedEvents, d *flinkv1beta1.FlinkDeployment) {
+	t.Helper()
+	ns, flink, k, events = newScenario(t, prefix)
+	d = stableDeployment(t, testEnv(t).Client, k, newDeployment(t, ns, "orders"))
+	return ns, flink, k, events, d
+}
+
+// TestFlinkDeploymentLifecycle walks one FlinkDeployment's life in scenarios that each start
+// from a fresh deployment of their own, so one failing says nothing about the next and any of
+// them runs alone (go test -run 'TestFlinkDeploymentLifecycle/suspend').
 func TestFlinkDeploymentLifecycle(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "lifecycle", "orders"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
+	const name = "orders"
 
-	// The write-ahead log: Flink must never see a trigger id the status does not hold yet.
-	var stopsBeforeRecorded []string
-	flink.OnStop = func(jobID, trigger string) {
-		d := get(t, c, ns, name)
-		if d.Status.JobStatus.SavepointInfo == nil || d.Status.JobStatus.SavepointInfo.TriggerID != trigger {
-			stopsBeforeRecorded = append(stopsBeforeRecorded, trigger)
-		}
-	}
-	events := startOperator(t, env, flink)
-	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
-
-	var firstJob string
 	t.Run("deploys and becomes stable", func(t *testing.T) {
+		ns, _, k, events := newScenario(t, "lifecycle-deploy")
+		require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
 		d := waitFor(t, c, ns, name, "deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
 		})
 		assert.Contains(t, d.Finalizers, DeploymentFinalizer)
 		assert.Equal(t, flinkv1beta1.LifecycleDeployed, d.Status.LifecycleState)
-		firstJob = d.Status.JobStatus.JobID
+		firstJob := d.Status.JobStatus.JobID
 		assert.True(t, flinkIDLike(firstJob), firstJob)
 		jm := k.jobManager(ns, name)
 		require.NotNil(t, jm)
@@ -304,6 +272,8 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("job failures become Warning events, each once", func(t *testing.T) {
+		_, flink, _, events, d := runningDeployment(t, "lifecycle-exceptions")
+		job := d.Status.JobStatus.JobID
 		count := func() int {
 			events.mu.Lock()
 			defer events.mu.Unlock()
@@ -315,24 +285,42 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 			}
 			return n
 		}
-		flink.AddException(firstJob, "java.lang.IllegalStateException", "bad record 1", "Window(TumblingEventTimeWindows)", 1000)
-		flink.AddException(firstJob, "java.io.IOException", "sink unavailable", "Sink: Print", 2000)
+		flink.AddException(job, "java.lang.IllegalStateException", "bad record 1", "Window(TumblingEventTimeWindows)", 1000)
+		flink.AddException(job, "java.io.IOException", "sink unavailable", "Sink: Print", 2000)
 		require.Eventually(t, func() bool { return count() == 2 }, 10*time.Second, 50*time.Millisecond)
 		assert.True(t, events.has("java.io.IOException: sink unavailable (task Sink: Print)"))
 		assert.Never(t, func() bool { return count() != 2 }, 1500*time.Millisecond, 50*time.Millisecond, "more reconciles: nothing is reported twice")
-		flink.AddException(firstJob, "java.lang.RuntimeException", "again", "Sink: Print", 3000)
+		flink.AddException(job, "java.lang.RuntimeException", "again", "Sink: Print", 3000)
 		require.Eventually(t, func() bool { return count() == 3 }, 10*time.Second, 50*time.Millisecond)
 	})
 
-	var savepoint string
 	t.Run("savepoint upgrade restores from a fresh savepoint", func(t *testing.T) {
-		d := get(t, c, ns, name)
+		ns := testEnv(t).NewNamespace(t, "lifecycle-upgrade")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		// The write-ahead log: Flink must never see a trigger id the status does not hold yet.
+		// Set before the operator starts: the fake Flink calls it from its handlers.
+		var mu sync.Mutex
+		var stopsBeforeRecorded []string
+		flink.OnStop = func(jobID, trigger string) {
+			d := &flinkv1beta1.FlinkDeployment{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil ||
+				d.Status.JobStatus.SavepointInfo == nil || d.Status.JobStatus.SavepointInfo.TriggerID != trigger {
+				mu.Lock()
+				stopsBeforeRecorded = append(stopsBeforeRecorded, trigger)
+				mu.Unlock()
+			}
+		}
+		events := startOperator(t, flink, ns)
+		d := stableDeployment(t, c, k, newDeployment(t, ns, name))
+		firstJob := d.Status.JobStatus.JobID
+
 		d.Spec.Job.Parallelism = 4
 		require.NoError(t, c.Update(ctx, d))
 		d = waitFor(t, c, ns, name, "savepoint taken", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.UpgradeSavepointPath != ""
 		})
-		savepoint = d.Status.JobStatus.UpgradeSavepointPath
+		savepoint := d.Status.JobStatus.UpgradeSavepointPath
 		assert.Equal(t, "FINISHED", flink.Job(firstJob), "stopped with a savepoint")
 		k.collect(ns, name)
 		d = waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -343,15 +331,18 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		d = waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 		assert.Equal(t, savepoint, d.Status.JobStatus.SavepointInfo.LastSavepoint.Location)
 		assert.True(t, events.has("SpecChanged"))
+		mu.Lock()
+		defer mu.Unlock()
 		assert.Empty(t, stopsBeforeRecorded, "stop-with-savepoint sent before its trigger id was in the status")
 	})
 
 	t.Run("suspend and resume", func(t *testing.T) {
-		running := get(t, c, ns, name)
+		ns, _, k, events, running := runningDeployment(t, "lifecycle-suspend")
+		before := running.Status.JobStatus.UpgradeSavepointPath
 		running.Spec.Job.State = flinkv1beta1.JobStateSuspended
 		require.NoError(t, c.Update(ctx, running))
 		waitFor(t, c, ns, name, "savepoint for suspend", func(d *flinkv1beta1.FlinkDeployment) bool {
-			return d.Status.JobStatus.UpgradeSavepointPath != "" && d.Status.JobStatus.UpgradeSavepointPath != savepoint
+			return d.Status.JobStatus.UpgradeSavepointPath != "" && d.Status.JobStatus.UpgradeSavepointPath != before
 		})
 		k.collect(ns, name)
 		d := waitFor(t, c, ns, name, "SUSPENDED", lifecycleIs(flinkv1beta1.LifecycleSuspended))
@@ -371,7 +362,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("an invalid change is reported and the running cluster kept", func(t *testing.T) {
-		d := get(t, c, ns, name)
+		ns, flink, _, events, d := runningDeployment(t, "lifecycle-invalid")
 		jobID := d.Status.JobStatus.JobID
 		parallelism := d.Spec.Job.Parallelism
 		d.Spec.ServiceAccount = ""
@@ -390,15 +381,16 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("deletion removes the cluster, then the finalizer", func(t *testing.T) {
-		require.NoError(t, c.Delete(ctx, get(t, c, ns, name)))
-		require.Eventually(t, func() bool {
+		ns, _, k, events, d := runningDeployment(t, "lifecycle-delete")
+		require.NoError(t, c.Delete(ctx, d))
+		wait.For(t, 30*time.Second, "the FlinkDeployment to be deleted", func() bool {
 			if jm := k.jobManager(ns, name); jm != nil && !jm.DeletionTimestamp.IsZero() {
 				jm.Finalizers = nil // the garbage collector's part
 				_ = c.Update(ctx, jm)
 			}
 			err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{})
 			return apierrors.IsNotFound(err)
-		}, 30*time.Second, 50*time.Millisecond)
+		})
 		assert.Nil(t, k.jobManager(ns, name))
 		assert.True(t, events.has("Cleanup"))
 	})
@@ -407,11 +399,10 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 // TestCrashAfterWriteAheadResumes: the operator dies after recording a deployment and before
 // applying it; the next one deploys exactly what was recorded, with the same job id.
 func TestCrashAfterWriteAheadResumes(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
 	flink := fakeflink.New(t)
 	ctx := context.Background()
-	const ns, name = "crash", "orders"
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns, name := env.NewNamespace(t, "crash"), "orders"
 	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
 
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
@@ -463,12 +454,8 @@ func flinkIDLike(s string) bool {
 
 // TestUpgradeModes runs one upgrade per mode and checks what the new deployment restores from.
 func TestUpgradeModes(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
 
 	tests := []struct {
 		name, mode   string
@@ -484,8 +471,7 @@ func TestUpgradeModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ns := "mode-" + tt.name
-			require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			ns, flink, k, _ := newScenario(t, "mode-"+tt.name)
 			dep := newDeployment(t, ns, "job")
 			dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeMode(tt.mode)
 			if tt.config != nil {
@@ -519,8 +505,7 @@ func TestUpgradeModes(t *testing.T) {
 	}
 
 	t.Run("a failed savepoint keeps the job running and says why", func(t *testing.T) {
-		const ns = "savepoint-fails"
-		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		ns, flink, k, events := newScenario(t, "savepoint-fails")
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
@@ -547,8 +532,7 @@ func TestUpgradeModes(t *testing.T) {
 	})
 
 	t.Run("a JobManager deleted behind the operator's back is reported", func(t *testing.T) {
-		const ns = "missing"
-		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		ns, _, k, events := newScenario(t, "missing")
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
@@ -584,14 +568,10 @@ func TestUpgradeModes(t *testing.T) {
 // FAILED job is redeployed; with kubernetes.operator.job.savepoint-on-deletion deleting the
 // resource stops the job with a savepoint before the cluster goes.
 func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "restarts", "orders"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	ns, flink, k, events := newScenario(t, "restarts")
+	const name = "orders"
 	dep := newDeployment(t, ns, name)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
@@ -630,14 +610,10 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 // readiness timeout is rolled back to the last stable spec, keeping HA metadata; the failed
 // spec is not tried again until the spec changes.
 func TestRollback(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "rollback", "orders"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	ns, flink, k, events := newScenario(t, "rollback")
+	const name = "orders"
 	require.NoError(t, c.Create(ctx, haDeployment(t, ns, name, map[string]string{
 		"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "2s"})))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
@@ -672,11 +648,10 @@ func TestRollback(t *testing.T) {
 // JobManager Deployment (here every Service is refused, as by a quota) leaves the attempt
 // incomplete; it is never taken for deployed, and is applied again once it can be.
 func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
 	flink := fakeflink.New(t)
 	ctx := context.Background()
-	const ns, name = "partly-applied", "orders"
-	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns, name := env.NewNamespace(t, "partly-applied"), "orders"
 	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
 
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})

@@ -8,14 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
-	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -36,15 +32,11 @@ func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flink
 // TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
 // an ended job's JobManager.
 func TestRecovery(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
-	start := func(dep *flinkv1beta1.FlinkDeployment) string {
+	// start creates dep in its scenario (of k) and waits until its job runs STABLE.
+	start := func(t *testing.T, k *cluster, dep *flinkv1beta1.FlinkDeployment) string {
 		t.Helper()
-		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dep.Namespace}}))
 		require.NoError(t, c.Create(ctx, dep))
 		d := waitFor(t, c, dep.Namespace, dep.Name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 		k.run(dep.Namespace, dep.Name, d.Status.JobStatus.JobID)
@@ -53,8 +45,9 @@ func TestRecovery(t *testing.T) {
 	}
 
 	t.Run("a missing JobManager deployment is recovered from HA metadata", func(t *testing.T) {
-		const ns, name = "recover-jm", "job"
-		jobID := start(haDeployment(t, ns, name, nil))
+		ns, _, k, events := newScenario(t, "recover-jm")
+		const name = "job"
+		jobID := start(t, k, haDeployment(t, ns, name, nil))
 		old := k.jobManager(ns, name)
 		require.NoError(t, c.Delete(ctx, old))
 		d := waitFor(t, c, ns, name, "a new JobManager deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -69,8 +62,9 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("an unhealthy job is restarted from HA metadata", func(t *testing.T) {
-		const ns, name = "health", "job"
-		jobID := start(haDeployment(t, ns, name, map[string]string{
+		ns, flink, k, events := newScenario(t, "health")
+		const name = "job"
+		jobID := start(t, k, haDeployment(t, ns, name, map[string]string{
 			options.HealthCheck.Key: "true", options.HealthRestartsThreshold.Key: "5", options.HealthRestartsWindow.Key: "5 min", options.HealthCheckpointProgress.Key: "false"}))
 		flink.SetJobMetric(jobID, "numRestarts", "1")
 		flink.SetJobMetric(jobID, "numberOfCompletedCheckpoints", "3")
@@ -95,12 +89,13 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("the JobManager of an ended job goes after the shutdown TTL", func(t *testing.T) {
-		const ns, name = "ttl", "job"
+		ns, flink, k, events := newScenario(t, "ttl")
+		const name = "job"
 		dep := newDeployment(t, ns, name)
 		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 			"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
 			options.JMShutdownTTL.Key: "2 s"})
-		jobID := start(dep)
+		jobID := start(t, k, dep)
 		flink.SetJob(jobID, "FINISHED")
 		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished

@@ -9,16 +9,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
-	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[string]string) *flinkv1beta1.FlinkDeploymentSpec {
@@ -88,14 +84,10 @@ func TestInPlaceScaleTarget(t *testing.T) {
 // TestInPlaceScaling: a per-vertex parallelism change on the adaptive scheduler rescales the
 // running job without a restart; removing an override falls back to an upgrade.
 func TestInPlaceScaling(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "scaling", "job"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	ns, flink, k, events := newScenario(t, "scaling")
+	const name = "job"
 	dep := newDeployment(t, ns, name)
 	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "source:2,sink:2"})
 	require.NoError(t, c.Create(ctx, dep))
@@ -174,14 +166,10 @@ func TestReactiveScaleTarget(t *testing.T) {
 // TestReactiveScaling: a standalone reactive-mode cluster scales its TaskManager Deployment
 // for a parallelism change, without touching the job.
 func TestReactiveScaling(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "reactive", "job"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	ns, flink, k, events := newScenario(t, "reactive")
+	const name = "job"
 	dep := newDeployment(t, ns, name)
 	dep.Spec.Mode = flinkv1beta1.DeploymentModeStandalone
 	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"scheduler-mode": "reactive"})

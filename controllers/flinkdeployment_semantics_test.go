@@ -10,23 +10,16 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 // Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
 // 17, 18, 37). Each scenario runs in a namespace of its own on one control plane.
-
-func namespace(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-}
 
 // stableDeployment creates dep, lets its job run and waits until it is STABLE.
 func stableDeployment(t *testing.T, c client.Client, k *cluster, dep *flinkv1beta1.FlinkDeployment) *flinkv1beta1.FlinkDeployment {
@@ -69,19 +62,16 @@ func redeployed(t *testing.T, c client.Client, k *cluster, ns, name, oldJob stri
 	})
 }
 
+// TestUpstreamSemantics: each scenario has a namespace, a fake Flink and an operator of its
+// own (newScenario), so none depends on what another left behind.
 func TestUpstreamSemantics(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	c := testEnv(t).Client
 
 	// Finding 3: savepointRedeployNonce on a running job restores initialSavepointPath, whatever
 	// the upgrade mode: the job is cancelled without a savepoint and its HA metadata is dropped.
 	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeStateless, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
 		t.Run("savepoint redeploy restores the chosen path/"+string(mode), func(t *testing.T) {
-			ns := "redeploy-" + string(mode)
-			namespace(t, c, ns)
+			ns, flink, k, _ := newScenario(t, "redeploy-"+string(mode))
 			dep := haDeployment(t, ns, "job", nil)
 			dep.Spec.Job.UpgradeMode = mode
 			d := stableDeployment(t, c, k, dep)
@@ -103,8 +93,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 8: a stop that cannot succeed does not wedge the resource; switching upgradeMode
 	// (upstream's escape hatch) gets the upgrade through.
 	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
-		const ns = "stuck-savepoint"
-		namespace(t, c, ns)
+		ns, flink, k, _ := newScenario(t, "stuck-savepoint")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		flink.SetAutoComplete(false)
@@ -140,8 +129,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 15: a trigger nonce changed together with an upgrade is not lost: the snapshot is
 	// taken once the upgraded job runs.
 	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
-		const ns = "nonce-with-upgrade"
-		namespace(t, c, ns)
+		ns, _, k, _ := newScenario(t, "nonce-with-upgrade")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) {
@@ -163,8 +151,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 17: a job cancelled through Flink's REST API outside the operator is marked
 	// suspended, then restored from its last checkpoint (upstream's markSuspended).
 	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
-		const ns = "cancelled-outside"
-		namespace(t, c, ns)
+		ns, flink, k, _ := newScenario(t, "cancelled-outside")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		flink.SetJob(oldJob, "CANCELED")
@@ -179,8 +166,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 18: a FINISHED job (desired running) is stable, and is never rolled back (re-run).
 	t.Run("a finished job is stable and not rolled back", func(t *testing.T) {
-		const ns = "finished"
-		namespace(t, c, ns)
+		ns, _, k, events := newScenario(t, "finished")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
 		d := stableDeployment(t, c, k, dep)
@@ -200,8 +186,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 37: setting restartNonce to null (removing it) restarts nothing.
 	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
-		const ns = "null-nonce"
-		namespace(t, c, ns)
+		ns, _, k, _ := newScenario(t, "null-nonce")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.RestartNonce = ptr(int64(3))
 		d := stableDeployment(t, c, k, dep)
@@ -218,8 +203,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 9: no rollback without HA metadata to roll back with, and a spec change (the fix)
 	// is applied instead of being ignored.
 	t.Run("a rollback needs HA metadata, and a fixed spec is applied", func(t *testing.T) {
-		const ns = "rollback-no-ha"
-		namespace(t, c, ns)
+		ns, _, k, events := newScenario(t, "rollback-no-ha")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
@@ -240,8 +224,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 16: a last-state upgrade without HA cancels first and reads the latest checkpoint
 	// once the job is CANCELED, so a checkpoint completing during the cancel is not lost.
 	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
-		const ns = "cancel-race"
-		namespace(t, c, ns)
+		ns, flink, k, _ := newScenario(t, "cancel-race")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
 		d := stableDeployment(t, c, k, dep)
@@ -263,8 +246,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 25: after a rollback the stable spec is what runs: a lost JobManager comes back
 	// with it (not with the failed spec), and setting the spec back to it restarts nothing.
 	t.Run("a rolled-back cluster runs the stable spec", func(t *testing.T) {
-		const ns = "rolled-back"
-		namespace(t, c, ns)
+		ns, flink, k, _ := newScenario(t, "rolled-back")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"}))
 		jobID := d.Status.JobStatus.JobID
@@ -296,8 +278,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// of a job whose latest checkpoint is too old takes a savepoint instead (the fake reports a
 	// job started long ago and checkpoints without timestamps).
 	t.Run("a last-state upgrade with a too old checkpoint takes a savepoint", func(t *testing.T) {
-		const ns = "checkpoint-too-old"
-		namespace(t, c, ns)
+		ns, flink, k, _ := newScenario(t, "checkpoint-too-old")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{options.MaxCheckpointAge.Key: "1 min"}))
 		oldJob := d.Status.JobStatus.JobID
 		stopsBefore := len(flink.Stops())
@@ -310,8 +291,8 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 35: a job id the user fixed in flinkConfiguration wins, and is what the status says.
 	t.Run("a user-fixed job id wins", func(t *testing.T) {
-		const ns, fixed = "fixed-job-id", "0000000000000000000000000000cafe"
-		namespace(t, c, ns)
+		ns, _, k, _ := newScenario(t, "fixed-job-id")
+		const fixed = "0000000000000000000000000000cafe"
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
 		conf, err := dep.Spec.FlinkConfiguration.Flatten()
@@ -333,8 +314,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
-		const ns = "session-ha"
-		namespace(t, c, ns)
+		ns, _, k, _ := newScenario(t, "session-ha")
 		dep := haDeployment(t, ns, "session", nil)
 		dep.Spec.Job = nil
 		require.NoError(t, c.Create(context.Background(), dep))

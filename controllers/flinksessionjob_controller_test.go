@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,61 +11,29 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/artifact"
-	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
-
-func startSessionJobOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server) *recordedEvents {
-	t.Helper()
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skip}})
-	require.NoError(t, err)
-	rec := record.NewFakeRecorder(1000)
-	events := &recordedEvents{}
-	events.record(rec)
-	r := &FlinkSessionJobReconciler{
-		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
-		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20},
-		Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
-	}
-	require.NoError(t, r.SetupWithManager(mgr))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return events
-}
 
 // TestFlinkSessionJobLifecycle drives a session job through submission (with a failed first
 // attempt), a savepoint upgrade and deletion against a scripted session cluster.
 func TestFlinkSessionJobLifecycle(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns = "sessionjobs"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns := testEnv(t).NewNamespace(t, "sessionjobs")
 	jar := filepath.Join(t.TempDir(), "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
 
 	session := newDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
-	events := startSessionJobOperator(t, env, flink)
+	events := startSessionJobOperator(t, flink, ns)
 
 	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
 		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
@@ -82,11 +51,10 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	waitJob := func(what string, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
 		t.Helper()
 		var last *flinkv1beta1.FlinkSessionJob
-		deadline := time.Now().Add(20 * time.Second)
-		for last = getJob(); !cond(last); last = getJob() {
-			require.True(t, time.Now().Before(deadline), "%s; status %+v; runs %+v", what, last.Status, flink.Runs())
-			time.Sleep(50 * time.Millisecond)
-		}
+		wait.For(t, 20*time.Second, what, func() bool {
+			last = getJob()
+			return cond(last)
+		}, func() string { return fmt.Sprintf("status %+v; runs %+v", last.Status, flink.Runs()) })
 		return last
 	}
 
@@ -94,7 +62,7 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	waitJob("RECONCILING while the session is not ready", func(j *flinkv1beta1.FlinkSessionJob) bool {
 		return j.Status.JobStatus.State == flinkv1beta1.JobStatusReconciling
 	})
-	time.Sleep(500 * time.Millisecond) // a few more reconciles: still nothing submitted
+	wait.Never(t, 500*time.Millisecond, "submitted while the session is not ready", func() bool { return len(flink.Runs()) > 0 })
 	require.Empty(t, flink.Runs())
 
 	session = get(t, c, ns, "session")
@@ -158,18 +126,16 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 // TestFlinkSessionJobErrors: bad jars give clear errors, and a job whose session is gone is
 // deleted without waiting.
 func TestFlinkSessionJobErrors(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns = "sessionjob-errors"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns := testEnv(t).NewNamespace(t, "sessionjob-errors")
 	session := newDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
 	require.NoError(t, c.Status().Update(ctx, session))
-	events := startSessionJobOperator(t, env, flink)
+	events := startSessionJobOperator(t, flink, ns)
 
 	mk := func(name, jarURI, deployment string) client.ObjectKey {
 		j := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
@@ -181,11 +147,9 @@ func TestFlinkSessionJobErrors(t *testing.T) {
 	errorOf := func(key client.ObjectKey, substr string) {
 		t.Helper()
 		j := &flinkv1beta1.FlinkSessionJob{}
-		deadline := time.Now().Add(20 * time.Second)
-		for c.Get(ctx, key, j) != nil || !strings.Contains(j.Status.Error, substr) {
-			require.True(t, time.Now().Before(deadline), "want an error with %q, status.error is %q", substr, j.Status.Error)
-			time.Sleep(50 * time.Millisecond)
-		}
+		wait.For(t, 20*time.Second, fmt.Sprintf("an error with %q", substr), func() bool {
+			return c.Get(ctx, key, j) == nil && strings.Contains(j.Status.Error, substr)
+		}, func() string { return fmt.Sprintf("status.error is %q", j.Status.Error) })
 	}
 	errorOf(mk("scheme", "s3://bucket/job.jar", "session"), `spec.job.jarURI: Unsupported value: \"s3://bucket/job.jar\": supported values: \"file://...\", \"https://...\"`)
 	errorOf(mk("missing", "file:///does/not/exist.jar", "session"), "no such file or directory")

@@ -2,35 +2,29 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestFlinkStateSnapshots drives snapshot resources through their state machine against a
 // scripted JobManager: savepoint and checkpoint completion, alreadyExists, abandonment,
 // failures with back-off up to backoffLimit, and disposal on deletion.
 func TestFlinkStateSnapshots(t *testing.T) {
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns = "snapshots"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns := testEnv(t).NewNamespace(t, "snapshots")
 
 	// A running application the snapshots refer to (its status as the deployment reconciler
 	// would write it).
@@ -42,20 +36,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 	require.NoError(t, c.Status().Update(ctx, dep))
 	flink.SetJob(jobID, "RUNNING")
 
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: &skip}})
-	require.NoError(t, err)
-	rec := record.NewFakeRecorder(1000)
-	events := &recordedEvents{}
-	events.record(rec)
-	require.NoError(t, (&FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
-		Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals(),
-		BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr))
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: snapshotController(flink)})
 
 	ref := &flinkv1beta1.JobReference{Kind: flinkv1beta1.JobKindFlinkDeployment, Name: "orders"}
 	create := func(name string, spec flinkv1beta1.FlinkStateSnapshotSpec) client.ObjectKey {
@@ -66,11 +47,9 @@ func TestFlinkStateSnapshots(t *testing.T) {
 	waitState := func(key client.ObjectKey, state flinkv1beta1.SnapshotState) *flinkv1beta1.FlinkStateSnapshot {
 		t.Helper()
 		s := &flinkv1beta1.FlinkStateSnapshot{}
-		deadline := time.Now().Add(20 * time.Second)
-		for c.Get(ctx, key, s) != nil || s.Status.State != state {
-			require.True(t, time.Now().Before(deadline), "%s: want %s, status %+v", key.Name, state, s.Status)
-			time.Sleep(50 * time.Millisecond)
-		}
+		wait.For(t, 20*time.Second, fmt.Sprintf("%s to be %s", key.Name, state), func() bool {
+			return c.Get(ctx, key, s) == nil && s.Status.State == state
+		}, func() string { return fmt.Sprintf("status %+v", s.Status) })
 		return s
 	}
 	f := false

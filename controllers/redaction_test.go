@@ -10,16 +10,13 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestSecretsNeverReachLogsEventsOrStatus: a FlinkDeployment whose secret value is quoted by
@@ -28,11 +25,9 @@ import (
 // status never contain either.
 func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 	const secret, envSecret = "hunter2-XYZ", "pw-in-env-123"
-	env := kubeenv.Start(t)
 	flink := fakeflink.New(t)
-	c := env.Client
-	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "secrets"}}))
+	c := testEnv(t).Client
+	ns := testEnv(t).NewNamespace(t, "secrets")
 
 	var mu sync.Mutex
 	var logs []string
@@ -41,43 +36,48 @@ func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 		defer mu.Unlock()
 		logs = append(logs, prefix+" "+args)
 	}, funcr.Options{Verbosity: 10})
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Logger: logger,
-		Metrics: metricsserver.Options{BindAddress: "0"}, Controller: config.Controller{SkipNameValidation: &skip}})
-	require.NoError(t, err)
-	rec := record.NewFakeRecorder(1000)
-	events := &recordedEvents{}
-	events.record(rec)
-	require.NoError(t, (&FlinkDeploymentReconciler{Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
-		Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: time.Second}, Validator: &validation.Validator{},
-		Intervals: fastIntervals()}).SetupWithManager(mgr))
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	defer func() { cancel(); <-done }()
+	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, logger: logger,
+		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
+			return (&FlinkDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+				Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: time.Second}, Validator: &validation.Validator{},
+				Intervals: fastIntervals()}).SetupWithManager(mgr)
+		}})
 
-	dep := newDeployment(t, "secrets", "leaky")
+	dep := newDeployment(t, ns, "leaky")
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp",
 		"s3.secret-key": secret, "job.autoscaler.target.utilization": secret,
 	})
 	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "flink-main-container",
 		Env: []corev1.EnvVar{{Name: "DB_PASSWORD", Value: envSecret}}}}}}
-	require.NoError(t, c.Create(ctx, dep))
+	require.NoError(t, c.Create(context.Background(), dep))
 
-	d := waitFor(t, c, "secrets", "leaky", "validation error", func(d *flinkv1beta1.FlinkDeployment) bool {
+	d := waitFor(t, c, ns, "leaky", "validation error", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.Error, "job.autoscaler.target.utilization")
 	})
 	require.Contains(t, d.Status.Error, "******", "the rejected value is shown masked")
 	require.Eventually(t, func() bool { return events.has("job.autoscaler.target.utilization") }, 5*time.Second, 50*time.Millisecond)
-	time.Sleep(300 * time.Millisecond) // a few more reconciles and log lines
+	collected := func() (allEvents, allLogs string) {
+		events.mu.Lock()
+		allEvents = strings.Join(events.events, "\n")
+		events.mu.Unlock()
+		mu.Lock()
+		allLogs = strings.Join(logs, "\n")
+		mu.Unlock()
+		return allEvents, allLogs
+	}
+	// A few more reconciles and log lines: no secret in any of them, at any point.
+	wait.Never(t, 300*time.Millisecond, "a secret reached the events or logs", func() bool {
+		allEvents, allLogs := collected()
+		for _, s := range []string{secret, envSecret} {
+			if strings.Contains(allEvents, s) || strings.Contains(allLogs, s) {
+				return true
+			}
+		}
+		return false
+	})
 
-	events.mu.Lock()
-	allEvents := strings.Join(events.events, "\n")
-	events.mu.Unlock()
-	mu.Lock()
-	allLogs := strings.Join(logs, "\n")
-	mu.Unlock()
+	allEvents, allLogs := collected()
 	require.NotEmpty(t, allLogs)
 	for _, s := range []string{secret, envSecret} {
 		require.NotContains(t, d.Status.Error, s)

@@ -10,13 +10,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 // sessionJobs is one scenario's session clusters (ready, on the fake Flink) and the session
@@ -30,14 +28,13 @@ type sessionJobs struct {
 	jar    string
 }
 
-// newSessionJobs starts a control plane, the session job operator and ready session clusters
-// (HA ones when ha is set).
-func newSessionJobs(t *testing.T, ns string, ha bool, sessions ...string) *sessionJobs {
+// newSessionJobs creates a namespace named after prefix, ready session clusters in it (HA
+// ones when ha is set) and the session job operator watching it.
+func newSessionJobs(t *testing.T, prefix string, ha bool, sessions ...string) *sessionJobs {
 	t.Helper()
-	env := kubeenv.Start(t)
-	e := &sessionJobs{t: t, c: env.Client, flink: fakeflink.New(t), ns: ns, jar: filepath.Join(t.TempDir(), "job.jar")}
+	ns := testEnv(t).NewNamespace(t, prefix)
+	e := &sessionJobs{t: t, c: testEnv(t).Client, flink: fakeflink.New(t), ns: ns, jar: filepath.Join(t.TempDir(), "job.jar")}
 	ctx := context.Background()
-	require.NoError(t, e.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	require.NoError(t, os.WriteFile(e.jar, []byte("PK fake jar"), 0o644))
 	for _, name := range sessions {
 		session := newDeployment(t, ns, name)
@@ -48,7 +45,7 @@ func newSessionJobs(t *testing.T, ns string, ha bool, sessions ...string) *sessi
 		require.NoError(t, e.c.Create(ctx, session))
 		e.setSession(name, flinkv1beta1.JobManagerReady)
 	}
-	e.events = startSessionJobOperator(t, env, e.flink)
+	e.events = startSessionJobOperator(t, e.flink, ns)
 	return e
 }
 

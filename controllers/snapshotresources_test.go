@@ -8,28 +8,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
-	"github.com/flink-operator/flink-operator/test/fakeflink"
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
 // TestNonceCreatesSnapshotResource: a changed savepointTriggerNonce becomes one
 // FlinkStateSnapshot (labelled, no owner), and the nonce is recorded so it is not repeated.
 func TestNonceCreatesSnapshotResource(t *testing.T) {
-	env := kubeenv.Start(t)
-	flink := fakeflink.New(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns, name = "nonce", "orders"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-	k := &cluster{t: t, c: c, flink: flink}
-	events := startOperator(t, env, flink)
+	ns, _, k, events := newScenario(t, "nonce")
+	const name = "orders"
 	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	k.run(ns, name, d.Status.JobStatus.JobID)
@@ -65,11 +58,9 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 // and hand-made snapshots stay whatever their age; the newest completed savepoint and the
 // num-retained newest checkpoints stay; other jobs' snapshots are not touched.
 func TestTrimSavepointHistory(t *testing.T) {
-	env := kubeenv.Start(t)
-	c := env.Client
+	c := testEnv(t).Client
 	ctx := context.Background()
-	const ns = "history"
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	ns := testEnv(t).NewNamespace(t, "history")
 	type stored struct {
 		name       string
 		job        string
@@ -77,12 +68,13 @@ func TestTrimSavepointHistory(t *testing.T) {
 		checkpoint bool
 		state      flinkv1beta1.SnapshotState
 	}
-	// Created oldest first; operator-style names end in the trigger time, which orders
-	// snapshots created within the same second (creationTimestamp has second precision).
-	// The user's snapshots come first and a second before the operator's, so their
-	// creationTimestamps (second precision) are strictly older: none of them may be kept as
-	// "the newest completed savepoint"; they must be kept for being the user's. Operator-style
-	// names end in the trigger time, which orders snapshots created within the same second.
+	// Created oldest first. The user's snapshots come first and are older than the operator's
+	// newest ones, so none of them may be kept as "the newest completed savepoint" or
+	// checkpoint: they must be kept for being the user's. creationTimestamp has second
+	// precision, so "older" is the operator's order (takenBefore): the timestamp, then, within
+	// a second, the trigger time that ends operator-style names (none for the first two). That
+	// order holds wherever the second boundaries fall, so the test waits for no clock; it is
+	// checked below before the trim, so the test cannot pass for the wrong reason.
 	users := []stored{
 		{"before-migration", "orders", flinkv1beta1.SnapshotTriggerManual, false, flinkv1beta1.SnapshotCompleted},
 		{"hand-made-unlabelled", "orders", "", false, flinkv1beta1.SnapshotCompleted},
@@ -99,7 +91,7 @@ func TestTrimSavepointHistory(t *testing.T) {
 		{"orders-savepoint-periodic-5000", "orders", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotInProgress},
 		{"payments-savepoint-periodic-1000", "payments", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotCompleted},
 	}
-	create := func(want stored) time.Time {
+	create := func(want stored) flinkv1beta1.FlinkStateSnapshot {
 		labels := map[string]string{LabelJobReferenceKind: "FlinkDeployment", LabelJobReferenceName: want.job, LabelSnapshotType: "SAVEPOINT"}
 		spec := flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: "FlinkDeployment", Name: want.job}}
 		if want.checkpoint {
@@ -115,19 +107,29 @@ func TestTrimSavepointHistory(t *testing.T) {
 		require.NoError(t, c.Create(ctx, s))
 		s.Status.State = want.state
 		require.NoError(t, c.Status().Update(ctx, s))
-		return s.CreationTimestamp.Time
+		return *s
 	}
-	var usersCreated time.Time
+	var usersMade []flinkv1beta1.FlinkStateSnapshot
 	for _, want := range users {
-		usersCreated = create(want)
+		usersMade = append(usersMade, create(want))
 	}
-	require.Eventually(t, func() bool { return time.Now().Truncate(time.Second).After(usersCreated) },
-		3*time.Second, 10*time.Millisecond, "the next creationTimestamp second")
+	created := map[string]flinkv1beta1.FlinkStateSnapshot{}
+	var newest time.Time
 	for _, want := range operators {
-		create(want)
+		s := create(want)
+		created[s.Name] = s
+		if s.CreationTimestamp.After(newest) {
+			newest = s.CreationTimestamp.Time
+		}
+	}
+	for _, u := range usersMade {
+		for _, op := range []string{"orders-savepoint-periodic-3000", "orders-checkpoint-periodic-3000"} {
+			require.True(t, takenBefore(u, created[op]), "%s is older than %s", u.Name, op)
+		}
 	}
 
-	twoDaysLater := time.Now().Add(48 * time.Hour)
+	// Two days after the newest snapshot: a time given to the trim, not read from a clock.
+	twoDaysLater := newest.Add(48 * time.Hour)
 	require.NoError(t, trimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", native.Config{}, nil, twoDaysLater))
 
 	var list flinkv1beta1.FlinkStateSnapshotList

@@ -50,11 +50,11 @@ func newWatchClient(t *testing.T, env *kubeenv.Env) client.WithWatch {
 	return c
 }
 
-// createDeployment stores the FlinkDeployment so its UID is real (owner references need it).
+// createDeployment stores the FlinkDeployment in namespace ns (which must exist) so its UID is
+// real (owner references need it).
 func createDeployment(t *testing.T, c client.Client, ns, doc string) *flinkv1beta1.FlinkDeployment {
 	t.Helper()
 	ctx := context.Background()
-	require.NoError(t, client.IgnoreAlreadyExists(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})))
 	dep := deployment(t, doc)
 	dep.Namespace = ns
 	require.NoError(t, c.Create(ctx, dep))
@@ -87,12 +87,13 @@ spec:
 `
 
 func TestApply(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
+	ns := env.NewNamespace(t, "apply")
 	ctx := context.Background()
 	base := newWatchClient(t, env)
 	var writes writeCounter
 	c := countingClient(base, &writes)
-	dep := createDeployment(t, base, "apply", nativeApp)
+	dep := createDeployment(t, base, ns, nativeApp)
 
 	cluster, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
 	require.NoError(t, err)
@@ -100,7 +101,7 @@ func TestApply(t *testing.T) {
 
 	t.Run("creates exactly the cluster's objects, owned for garbage collection", func(t *testing.T) {
 		jm := &appsv1.Deployment{}
-		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: "orders"}, jm))
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		require.Len(t, jm.OwnerReferences, 1)
 		assert.Equal(t, dep.UID, jm.OwnerReferences[0].UID)
 		assert.Equal(t, "1", jm.Annotations[AnnotationGeneration])
@@ -110,20 +111,20 @@ func TestApply(t *testing.T) {
 			"orders-rest": &corev1.Service{}, "orders": &corev1.Service{},
 		}
 		for name, obj := range owned {
-			require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: name}, obj), name)
+			require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj), name)
 			refs := obj.GetOwnerReferences()
 			require.Len(t, refs, 1, name)
 			assert.Equal(t, jm.UID, refs[0].UID, "%s is owned by the JobManager Deployment", name)
 		}
 		ing := &networkingv1.Ingress{}
-		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: "orders"}, ing))
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, ing))
 		assert.Equal(t, dep.UID, ing.OwnerReferences[0].UID)
 
 		var cms corev1.ConfigMapList
-		require.NoError(t, base.List(ctx, &cms, client.InNamespace("apply"), client.MatchingLabels{LabelApp: "orders"}))
+		require.NoError(t, base.List(ctx, &cms, client.InNamespace(ns), client.MatchingLabels{LabelApp: "orders"}))
 		assert.Len(t, cms.Items, 2, "no other ConfigMaps")
 		var deps appsv1.DeploymentList
-		require.NoError(t, base.List(ctx, &deps, client.InNamespace("apply")))
+		require.NoError(t, base.List(ctx, &deps, client.InNamespace(ns)))
 		assert.Len(t, deps.Items, 1, "native mode: the JobManager creates TaskManagers itself")
 	})
 
@@ -142,11 +143,11 @@ func TestApply(t *testing.T) {
 	t.Run("drift is corrected", func(t *testing.T) {
 		// Someone scales the JobManager away and retypes the REST Service by hand.
 		jm := &appsv1.Deployment{}
-		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: "orders"}, jm))
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		jm.Spec.Replicas = ptr(int32(0))
 		require.NoError(t, base.Update(ctx, jm))
 		svc := &corev1.Service{}
-		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: "orders-rest"}, svc))
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-rest"}, svc))
 		svc.Spec.Type = corev1.ServiceTypeNodePort
 		require.NoError(t, base.Update(ctx, svc))
 
@@ -169,22 +170,23 @@ func TestApply(t *testing.T) {
 		for name, obj := range map[string]client.Object{
 			"orders/ingress": &networkingv1.Ingress{}, "orders/internal service": &corev1.Service{}, "pod-template-orders": &corev1.ConfigMap{},
 		} {
-			key := client.ObjectKey{Namespace: "apply", Name: name}
+			key := client.ObjectKey{Namespace: ns, Name: name}
 			if name != "pod-template-orders" {
 				key.Name = "orders"
 			}
 			err := base.Get(ctx, key, obj)
 			assert.True(t, apierrors.IsNotFound(err), "%s should be gone: %v", name, err)
 		}
-		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "apply", Name: "orders-rest"}, &corev1.Service{}))
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-rest"}, &corev1.Service{}))
 	})
 }
 
 func TestApplyStandalone(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
+	ns := env.NewNamespace(t, "standalone")
 	ctx := context.Background()
 	c := newWatchClient(t, env)
-	dep := createDeployment(t, c, "standalone", `
+	dep := createDeployment(t, c, ns, `
 metadata: {name: batch}
 spec:
   image: flink:2.0
@@ -200,22 +202,23 @@ spec:
 	require.NoError(t, Apply(ctx, c, cluster))
 
 	jm, tm := &appsv1.Deployment{}, &appsv1.Deployment{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "standalone", Name: "batch"}, jm))
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "standalone", Name: "batch-taskmanager"}, tm))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "batch"}, jm))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "batch-taskmanager"}, tm))
 	assert.Equal(t, int32(3), *tm.Spec.Replicas, "ceil(parallelism 5 / 2 slots)")
 	assert.Equal(t, jm.UID, tm.OwnerReferences[0].UID)
 	assert.Equal(t, TypeStandalone, tm.Spec.Template.Labels[LabelType])
 	assert.Equal(t, []string{"standalone-job", "--job-classname", "com.example.Job"}, jm.Spec.Template.Spec.Containers[0].Args)
 	cm := &corev1.ConfigMap{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "standalone", Name: "flink-config-batch"}, cm))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flink-config-batch"}, cm))
 	assert.Contains(t, cm.Data["config.yaml"], "execution.target: remote")
 }
 
 func TestDeleteCluster(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
+	ns := env.NewNamespace(t, "del")
 	ctx := context.Background()
 	c := newWatchClient(t, env)
-	dep := createDeployment(t, c, "del", nativeApp)
+	dep := createDeployment(t, c, ns, nativeApp)
 	cluster, err := Build(dep, Defaults{}, BuildOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, cluster))
@@ -230,35 +233,35 @@ func TestDeleteCluster(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "users-own", Labels: map[string]string{"team": "a"}}},
 	}
 	for _, cm := range configMaps {
-		cm.Namespace = "del"
+		cm.Namespace = ns
 		require.NoError(t, c.Create(ctx, cm))
 	}
-	has, err := HasHAData(ctx, c, "del", "orders")
+	has, err := HasHAData(ctx, c, ns, "orders")
 	require.NoError(t, err)
 	assert.True(t, has)
-	has, err = HasHAData(ctx, c, "del", "payments")
+	has, err = HasHAData(ctx, c, ns, "payments")
 	require.NoError(t, err)
 	assert.False(t, has, "a cluster-config-map alone holds no job state")
 
 	t.Run("keeping HA data", func(t *testing.T) {
-		gone, err := DeleteCluster(ctx, c, "del", "orders", DeleteOptions{KeepHAData: true})
+		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true})
 		require.NoError(t, err)
 		// envtest runs no garbage collector, so the foreground deletion never finishes here.
 		assert.False(t, gone)
 		jm := &appsv1.Deployment{}
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "del", Name: "orders"}, jm))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		assert.NotNil(t, jm.DeletionTimestamp)
 		assert.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents, "foreground propagation")
-		has, err := HasHAData(ctx, c, "del", "orders")
+		has, err := HasHAData(ctx, c, ns, "orders")
 		require.NoError(t, err)
 		assert.True(t, has)
 	})
 
 	t.Run("removing HA data keeps unrelated ConfigMaps", func(t *testing.T) {
-		_, err := DeleteCluster(ctx, c, "del", "orders", DeleteOptions{})
+		_, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{})
 		require.NoError(t, err)
 		var left corev1.ConfigMapList
-		require.NoError(t, c.List(ctx, &left, client.InNamespace("del")))
+		require.NoError(t, c.List(ctx, &left, client.InNamespace(ns)))
 		var names []string
 		for _, cm := range left.Items {
 			names = append(names, cm.Name)
@@ -268,15 +271,15 @@ func TestDeleteCluster(t *testing.T) {
 		assert.Contains(t, names, "autoscaler-orders")
 		assert.Contains(t, names, "payments-cluster-config-map")
 		assert.Contains(t, names, "users-own")
-		assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: "del", Name: "orders"}, &networkingv1.Ingress{})))
+		assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &networkingv1.Ingress{})))
 	})
 
 	t.Run("gone once the JobManager Deployment is", func(t *testing.T) {
 		jm := &appsv1.Deployment{}
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "del", Name: "orders"}, jm))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		jm.Finalizers = nil // what the garbage collector does once the dependents are gone
 		require.NoError(t, c.Update(ctx, jm))
-		gone, err := DeleteCluster(ctx, c, "del", "orders", DeleteOptions{})
+		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{})
 		require.NoError(t, err)
 		assert.True(t, gone)
 	})
@@ -286,30 +289,31 @@ func TestDeleteCluster(t *testing.T) {
 // whose pods cannot go (a lost node) does not block deletion or upgrade for longer than the
 // cleanup timeout.
 func TestDeleteClusterGivesUpAStuckForegroundDeletion(t *testing.T) {
-	env := kubeenv.Start(t)
+	env := testEnv(t)
+	ns := env.NewNamespace(t, "stuck")
 	ctx := context.Background()
 	c := newWatchClient(t, env)
-	dep := createDeployment(t, c, "stuck", nativeApp)
+	dep := createDeployment(t, c, ns, nativeApp)
 	cluster, err := Build(dep, Defaults{}, BuildOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, cluster))
-	_, err = DeleteCluster(ctx, c, "stuck", "orders", DeleteOptions{KeepHAData: true})
+	_, err = DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true})
 	require.NoError(t, err)
 
 	jm := &appsv1.Deployment{}
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "stuck", Name: "orders"}, jm))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 	require.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents, "still waiting for its pods (envtest collects nothing)")
 	opts := DeleteOptions{KeepHAData: true, WaitAtMost: 5 * time.Minute, Now: jm.DeletionTimestamp.Add(time.Minute)}
-	gone, err := DeleteCluster(ctx, c, "stuck", "orders", opts)
+	gone, err := DeleteCluster(ctx, c, ns, "orders", opts)
 	require.NoError(t, err)
 	assert.False(t, gone, "within the timeout: it waits")
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "stuck", Name: "orders"}, jm))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 	assert.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents)
 
 	opts.Now = jm.DeletionTimestamp.Add(6 * time.Minute)
-	_, err = DeleteCluster(ctx, c, "stuck", "orders", opts)
+	_, err = DeleteCluster(ctx, c, ns, "orders", opts)
 	require.NoError(t, err)
-	gone, err = DeleteCluster(ctx, c, "stuck", "orders", opts)
+	gone, err = DeleteCluster(ctx, c, ns, "orders", opts)
 	require.NoError(t, err)
 	assert.True(t, gone, "past the timeout the Deployment goes; its pods are left to the garbage collector")
 }

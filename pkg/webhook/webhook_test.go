@@ -39,7 +39,9 @@ import (
 )
 
 // startWebhooks runs a control plane with the webhook configurations installed and a manager
-// serving them.
+// serving them. It is the package's only control plane (one test uses it), and the only one
+// with webhooks: the API server calls them for every object, so it is not shared with tests
+// that must run without.
 func startWebhooks(t *testing.T) (*kubeenv.Env, string) {
 	t.Helper()
 	env := kubeenv.Start(t, kubeenv.Options{Webhooks: true})

@@ -99,6 +99,8 @@ func TestALMExamplesApplyStrictly(t *testing.T) {
 		assert.True(t, covered[owned.Kind], "alm-examples has no %s", owned.Kind)
 	}
 
+	// A control plane of this test's own: it installs the bundle's CRDs, not config/crd's,
+	// and it is the only test of the package that needs one.
 	env := kubeenv.Start(t, kubeenv.Options{CRDDirs: []string{"bundle/manifests"}})
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alm-examples"}}

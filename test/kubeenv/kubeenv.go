@@ -4,13 +4,18 @@
 package kubeenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -65,8 +70,10 @@ type Options struct {
 	CRDDirs []string
 }
 
-// Start starts the control plane and stops it when the test ends. A missing KUBEBUILDER_ASSETS
-// fails the test with the command that fixes it: these tests are never skipped.
+// Start starts a control plane of the test's own and stops it when the test ends. A missing
+// KUBEBUILDER_ASSETS fails the test with the command that fixes it: these tests are never
+// skipped. Tests share one per package (Shared) unless they need other Options than their
+// package's others.
 func Start(t testing.TB, opts ...Options) *Env {
 	t.Helper()
 	var o Options
@@ -138,18 +145,90 @@ func (e *Env) Kubectl(args ...string) (string, error) {
 	return out, err
 }
 
+// StartMain starts a control plane for a whole test binary, from TestMain, where there is no
+// testing.T to fail or clean up with: the caller runs stop after m.Run. One control plane per
+// package keeps the tests fast (starting etcd and kube-apiserver takes seconds); the tests keep
+// out of each other's way with namespaces of their own (see NewNamespace).
+func StartMain(o Options) (env *Env, stop func(), err error) {
+	e, err := start(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, func() {
+		if err := e.Environment.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)
+		}
+	}, nil
+}
+
 // RunWith starts a control plane for a whole test binary (for TestMain), stores it in *env,
 // runs the tests and stops it. It returns the exit code for os.Exit.
-func RunWith(m *testing.M, env **Env) int {
-	e, err := start(Options{})
+func RunWith(m *testing.M, env **Env, opts ...Options) int {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	e, stop, err := StartMain(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start envtest: %v\n", err)
 		return 1
 	}
 	*env = e
+	defer stop()
+	return m.Run()
+}
+
+// Shared is the one control plane of a package's tests, started by the first test that asks
+// for it (Get) and stopped by TestMain (Run) after all of them. Starting lazily keeps the
+// package's pure tests runnable without the envtest binaries (`make golden`, `go test -run`
+// of a table test), and a missing KUBEBUILDER_ASSETS still fails every test that needs them,
+// saying how to fix it.
+type Shared struct {
+	// Options tune the control plane; set them before the first Get.
+	Options Options
+
+	once sync.Once
+	env  *Env
+	err  error
+}
+
+// Get returns the control plane, starting it on the first call; if it cannot start, t fails.
+func (s *Shared) Get(t testing.TB) *Env {
+	t.Helper()
+	s.once.Do(func() { s.env, s.err = start(s.Options) })
+	if s.err != nil {
+		t.Fatalf("start envtest: %v", s.err)
+	}
+	return s.env
+}
+
+// Run runs the tests and then stops the control plane if one of them started it. It returns
+// the exit code for os.Exit:
+//
+//	var shared kubeenv.Shared
+//	func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
+func (s *Shared) Run(m *testing.M) int {
 	code := m.Run()
-	if err := e.Environment.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)
+	if s.env != nil {
+		if err := s.env.Environment.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop envtest: %v\n", err)
+		}
 	}
 	return code
+}
+
+// namespaces numbers the namespaces NewNamespace creates in this process.
+var namespaces atomic.Int64
+
+// NewNamespace creates a namespace named after prefix that no other test of this process uses,
+// and returns its name. A shared control plane keeps what earlier tests left (envtest runs no
+// namespace controller, so a deleted namespace is never emptied), and `go test -count=N` runs
+// the same test again against it: a fixed name would collide.
+func (e *Env) NewNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, namespaces.Add(1))
+	if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
 }

@@ -1,0 +1,55 @@
+// Package wait is how tests wait for something to happen, or make sure it does not, instead
+// of sleeping: a sleep either wastes time or is too short on a loaded machine, and a failed
+// sleep-then-check says nothing about what was awaited.
+//
+// Conditions run on the test's goroutine, one at a time, so they may call require and
+// t.Fatal (testify's Eventually runs them on goroutines of their own, where FailNow must not
+// be called).
+package wait
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Poll is how often conditions are checked.
+const Poll = 50 * time.Millisecond
+
+// For checks cond every Poll until it holds. If it still does not after timeout, the test
+// fails at once with "timed out after <timeout> waiting for <what>", followed by what state
+// returns then (when given): the last status, say, which is what one needs to see why.
+func For(t testing.TB, timeout time.Duration, what string, cond func() bool, state ...func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			msg := fmt.Sprintf("timed out after %s waiting for %s", timeout, what)
+			for _, s := range state {
+				msg += "; " + s()
+			}
+			t.Fatal(msg)
+			return
+		}
+		time.Sleep(Poll)
+	}
+}
+
+// Never checks cond every Poll for d (and once more at the end); the test fails at once if it
+// ever holds, saying what happened and when. It is how a test says "nothing happens for a
+// while": unlike a sleep followed by one check, it also catches something that happens and is
+// undone within the window.
+func Never(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	start := time.Now()
+	for {
+		if cond() {
+			t.Fatalf("%s, %s after the check began", what, time.Since(start).Round(time.Millisecond))
+			return
+		}
+		if time.Since(start) >= d {
+			return
+		}
+		time.Sleep(Poll)
+	}
+}
