@@ -38,7 +38,7 @@ func startSessionJobOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Se
 	r := &FlinkSessionJobReconciler{
 		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
 		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20},
+		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: os.TempDir()}, // the tests' jars are in t.TempDir()
 		Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
 	}
 	require.NoError(t, r.SetupWithManager(mgr))
