@@ -38,9 +38,7 @@ func startSessionJobOperator(t *testing.T, env *kubeenv.Env, flink *fakeflink.Se
 	r := &FlinkSessionJobReconciler{
 		Client: mgr.GetClient(), Scheme: env.Scheme, Recorder: rec,
 		Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-		// The jars are in t.TempDir() and one test names a missing /does/not/exist.jar: the whole
-		// filesystem (confinement to a directory is tested in pkg/artifact).
-		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
+		Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"}, // jars in t.TempDir(), and /does/not/exist.jar
 		Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
 	}
 	require.NoError(t, r.SetupWithManager(mgr))

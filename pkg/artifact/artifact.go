@@ -181,6 +181,7 @@ func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[st
 		size = limit
 	}
 	body := &idleReader{body: resp.Body, ctx: ctx, cancel: cancel, timeout: orDefault(f.IdleTimeout, DefaultIdleTimeout)}
+	// Created stopped: Read arms it only while it waits.
 	body.timer = time.AfterFunc(time.Hour, func() { cancel(errStalled) })
 	body.timer.Stop()
 	return &limited{r: body, c: body, left: limit, uri: uri, max: limit, size: size}, name, nil
