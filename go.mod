@@ -3,6 +3,7 @@ module github.com/flink-operator/flink-operator
 go 1.24.4
 
 require (
+	code.dny.dev/ssrf v0.3.0
 	github.com/blang/semver/v4 v4.0.0
 	github.com/go-logr/logr v1.4.3
 	github.com/operator-framework/api v0.33.0

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -61,6 +62,8 @@ type options struct {
 	restURLTemplate      string
 	restAddress          string
 	artifactMaxSize      int64
+	artifactLocalDir     string
+	artifactNetworks     string
 	secretKeyPatterns    string
 	configMap            string
 	configMapNamespace   string
@@ -124,6 +127,12 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Comma-separated, case-insensitive substrings of Flink configuration keys whose values are masked in logs, events and status.")
 	fs.Int64Var(&o.artifactMaxSize, "artifact-max-size", artifact.DefaultMaxSize,
 		"Largest session job jar the operator fetches and uploads, in bytes.")
+	fs.StringVar(&o.artifactLocalDir, "artifact-local-dir", "",
+		"Directory that file:// and local:// session job jars must be in (symlinks may not leave it); empty refuses them.")
+	fs.StringVar(&o.artifactNetworks, "artifact-allowed-networks", "",
+		"Comma-separated CIDRs that session job jar downloads may connect to although they are not public addresses "+
+			"(loopback, private, link-local, CGNAT and other special-purpose ranges are refused by default), "+
+			"e.g. the range of an in-cluster artifact repository.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
 }
@@ -156,6 +165,22 @@ func (o *options) keyPatterns() []string {
 		}
 	}
 	return out
+}
+
+// artifacts builds the fetcher of session job jars.
+func (o *options) artifacts() (*artifact.Fetcher, error) {
+	f := &artifact.Fetcher{MaxSize: o.artifactMaxSize, LocalDir: o.artifactLocalDir}
+	for _, s := range strings.Split(o.artifactNetworks, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--artifact-allowed-networks: %w", err)
+		}
+		f.AllowedNetworks = append(f.AllowedNetworks, p.Masked())
+	}
+	return f, nil
 }
 
 // validator builds the validation rules the webhooks (and reconcilers) apply.
@@ -252,6 +277,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		&opmetrics.ResourceCollector{Reader: mgr.GetCache()})...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	artifacts, err := o.artifacts()
+	if err != nil {
+		return nil, err
+	}
 	// One REST client factory for all reconcilers: same addressing, timeout and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe}
@@ -276,7 +305,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
-		Artifacts:         &artifact.Fetcher{MaxSize: o.artifactMaxSize},
+		Artifacts:         artifacts,
 		Validator:         validator,
 		Intervals:         o.intervals(),
 	}).SetupWithManager(mgr); err != nil {

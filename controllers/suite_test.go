@@ -100,7 +100,7 @@ func sessionJobController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 		return (&FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20},
+			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"}, // jars in t.TempDir(), and /does/not/exist.jar
 			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
 		}).SetupWithManager(mgr)
 	}

@@ -1,37 +1,92 @@
 // Package artifact opens the job jars of session jobs for upload to a session cluster,
 // streaming them: a jar is never held whole in memory, and a size limit is enforced while
 // reading.
+//
+// A jar URI, the headers sent with it and the server answering it are chosen by a tenant,
+// while the fetch runs in the operator's pod with the operator's network reach. So:
+//   - HTTP connections are checked at dial time against an address policy (no loopback,
+//     private, link-local, metadata, CGNAT, NAT64 or other special-purpose ranges, unless
+//     AllowedNetworks says so). The check is on the address actually connected to, so DNS
+//     rebinding between admission and fetch, or a name admission could not resolve, gets
+//     nowhere.
+//   - Redirects are followed only to http(s), never from https to http, at most maxRedirects
+//     times, each hop dialled under the same policy; the tenant's headers go only to the host
+//     of the jarURI.
+//   - Connect, TLS handshake, response header and body idle timeouts bound a slow server.
+//   - file:// and local:// read only below LocalDir, resolved with os.Root so that neither
+//     ".." nor a symlink leaves it; without LocalDir they are refused.
 package artifact
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
+	"sync"
+	"time"
+
+	"code.dny.dev/ssrf"
 )
 
 // DefaultMaxSize bounds a jar (512 MiB); larger artifacts fail with a clear error.
 const DefaultMaxSize = 512 << 20
 
-// Fetcher opens jars by URI: local:// and file:// read the operator's filesystem,
-// http:// and https:// download with optional headers.
+// Default timeouts of downloads.
+const (
+	// DefaultConnectTimeout bounds the TCP connect and, separately, the TLS handshake.
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultResponseHeaderTimeout bounds the wait for a response's headers once the request
+	// is sent (a server that accepts and says nothing).
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	// DefaultIdleTimeout bounds one read of the body that receives nothing (a server that
+	// stops sending). A trickling server is bounded by the upload's deadline, which is sized
+	// to the jar (pkg/flink UploadJar).
+	DefaultIdleTimeout = 30 * time.Second
+	// maxRedirects a download follows (artifact stores redirect to blob storage once or twice).
+	maxRedirects = 5
+)
+
+// Fetcher opens jars by URI: local:// and file:// read the operator's filesystem below
+// LocalDir, http:// and https:// download with optional headers. Its zero value refuses local
+// files and every non-public address. It is safe for concurrent use; set its fields before
+// the first Open.
 type Fetcher struct {
-	// HTTP is the client for downloads; http.DefaultClient when nil.
-	HTTP *http.Client
 	// MaxSize in bytes; DefaultMaxSize when 0.
 	MaxSize int64
+	// LocalDir is the directory file:// and local:// jars must be in (their paths are
+	// absolute and must lie below it). Empty refuses them.
+	LocalDir string
+	// AllowedNetworks are address ranges a download may connect to although the policy
+	// refuses them (e.g. an in-cluster artifact repository's range, or 127.0.0.0/8 in tests).
+	AllowedNetworks []netip.Prefix
+	// TLS configures https downloads (e.g. the CA of a private repository); Go's defaults
+	// when nil.
+	TLS *tls.Config
+	// ConnectTimeout, ResponseHeaderTimeout and IdleTimeout default to the Default* constants.
+	ConnectTimeout, ResponseHeaderTimeout, IdleTimeout time.Duration
+
+	once   sync.Once
+	client *http.Client
 }
 
 // ErrTooLarge is returned (wrapped) by reads past the size limit.
 var ErrTooLarge = errors.New("artifact exceeds the size limit")
 
-// Open returns the jar's content and file name. headers go with HTTP requests (upstream's
-// kubernetes.operator.user.artifacts.http.header).
+// errStalled is the cause of a download cancelled because a read received nothing.
+var errStalled = errors.New("download stalled")
+
+// Open returns the jar's content and file name. headers go with HTTP requests to the jarURI's
+// host (upstream's kubernetes.operator.user.artifacts.http.header). The reader has a
+// Size() int64 method: the jar's size when known, else the size limit.
 func (f *Fetcher) Open(ctx context.Context, uri string, headers map[string]string) (io.ReadCloser, string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
@@ -44,44 +99,191 @@ func (f *Fetcher) Open(ctx context.Context, uri string, headers map[string]strin
 	name := path.Base(u.Path)
 	switch strings.ToLower(u.Scheme) {
 	case "local", "file":
-		file, err := os.Open(u.Path)
-		if err != nil {
-			return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
-		}
-		if st, err := file.Stat(); err == nil && st.Size() > limit {
-			file.Close()
-			return nil, "", fmt.Errorf("jarURI %q: %d bytes: %w of %d bytes", uri, st.Size(), ErrTooLarge, limit)
-		}
-		return &limited{r: file, c: file, left: limit, uri: uri, max: limit}, name, nil
+		return f.openLocal(u, uri, name, limit)
 	case "http", "https":
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-		if err != nil {
-			return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
-		}
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		client := f.HTTP
-		if client == nil {
-			client = http.DefaultClient
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, "", fmt.Errorf("download %s: %w", uri, err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			return nil, "", fmt.Errorf("download %s: HTTP %s", uri, resp.Status)
-		}
-		if resp.ContentLength > limit {
-			resp.Body.Close()
-			return nil, "", fmt.Errorf("download %s: %d bytes: %w of %d bytes", uri, resp.ContentLength, ErrTooLarge, limit)
-		}
-		return &limited{r: resp.Body, c: resp.Body, left: limit, uri: uri, max: limit}, name, nil
+		return f.download(ctx, uri, name, headers, limit)
 	case "":
 		return nil, "", fmt.Errorf("jarURI %q has no scheme; allowed: local, file, http, https", uri)
 	}
 	return nil, "", fmt.Errorf("jarURI %q: scheme %q cannot be fetched by the operator; allowed: local, file, http, https", uri, u.Scheme)
+}
+
+// openLocal opens a file below LocalDir. The path is checked lexically first, so that nothing
+// outside the directory is touched (not even to tell whether it exists), then opened through
+// os.Root, which refuses symlinks that lead out.
+func (f *Fetcher) openLocal(u *url.URL, uri, name string, limit int64) (io.ReadCloser, string, error) {
+	if f.LocalDir == "" {
+		return nil, "", fmt.Errorf("jarURI %q: %s:// jars are off: the operator has no local directory for jars (--artifact-local-dir)", uri, u.Scheme)
+	}
+	if u.Opaque != "" || u.Host != "" || !path.IsAbs(u.Path) {
+		return nil, "", fmt.Errorf("jarURI %q: a %s:// jar needs an absolute path and no host, like %s:///jars/job.jar", uri, u.Scheme, u.Scheme)
+	}
+	dir, err := filepath.Abs(f.LocalDir)
+	if err != nil {
+		return nil, "", fmt.Errorf("local jar directory %q: %w", f.LocalDir, err)
+	}
+	rel, err := filepath.Rel(dir, filepath.FromSlash(path.Clean(u.Path)))
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return nil, "", fmt.Errorf("jarURI %q: local jars must be below %s", uri, dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("local jar directory: %w", err)
+	}
+	defer root.Close() // the file stays open without it
+	file, err := root.Open(rel)
+	if err != nil {
+		return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
+	}
+	st, err := file.Stat()
+	if err != nil {
+		file.Close()
+		return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
+	}
+	if !st.Mode().IsRegular() { // a FIFO or device could block or never end
+		file.Close()
+		return nil, "", fmt.Errorf("jarURI %q is not a regular file", uri)
+	}
+	if st.Size() > limit {
+		file.Close()
+		return nil, "", fmt.Errorf("jarURI %q: %d bytes: %w of %d bytes", uri, st.Size(), ErrTooLarge, limit)
+	}
+	return &limited{r: file, c: file, left: limit, uri: uri, max: limit, size: st.Size()}, name, nil
+}
+
+func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[string]string, limit int64) (io.ReadCloser, string, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+	if err != nil {
+		cancel(nil)
+		return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := f.httpClient().Do(req)
+	if err != nil {
+		cancel(nil)
+		return nil, "", fmt.Errorf("download %s: %w", uri, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		cancel(nil)
+		return nil, "", fmt.Errorf("download %s: HTTP %s", uri, resp.Status)
+	}
+	if resp.ContentLength > limit {
+		resp.Body.Close()
+		cancel(nil)
+		return nil, "", fmt.Errorf("download %s: %d bytes: %w of %d bytes", uri, resp.ContentLength, ErrTooLarge, limit)
+	}
+	size := resp.ContentLength
+	if size < 0 {
+		size = limit
+	}
+	body := &idleReader{body: resp.Body, ctx: ctx, cancel: cancel, timeout: orDefault(f.IdleTimeout, DefaultIdleTimeout)}
+	// Created stopped: Read arms it only while it waits.
+	body.timer = time.AfterFunc(time.Hour, func() { cancel(errStalled) })
+	body.timer.Stop()
+	return &limited{r: body, c: body, left: limit, uri: uri, max: limit, size: size}, name, nil
+}
+
+// httpClient is built once: its transport pools connections across fetches.
+func (f *Fetcher) httpClient() *http.Client {
+	f.once.Do(func() {
+		guard := newGuard(f.AllowedNetworks)
+		connect := orDefault(f.ConnectTimeout, DefaultConnectTimeout)
+		dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second,
+			// Control runs for each address the dialer connects to, after name resolution: the
+			// policy applies to what is connected, whatever a name resolved to at admission.
+			Control: guard.Safe}
+		transport := &http.Transport{
+			// No proxy: the address policy needs the connection to be the destination's.
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			TLSClientConfig:       f.TLS,
+			TLSHandshakeTimeout:   connect,
+			ResponseHeaderTimeout: orDefault(f.ResponseHeaderTimeout, DefaultResponseHeaderTimeout),
+			IdleConnTimeout:       90 * time.Second,
+			MaxIdleConns:          10,
+			ForceAttemptHTTP2:     true,
+		}
+		f.client = &http.Client{Transport: transport, CheckRedirect: checkRedirect}
+	})
+	return f.client
+}
+
+// checkRedirect re-checks every hop: the dial policy applies to it through the transport, and
+// here the scheme, the count and the headers. Go copies the first request's headers to each
+// hop, stripping only Authorization, Cookie and WWW-Authenticate on a host change; the
+// tenant's headers (e.g. Metadata-Flavor, API keys) are meant for the jarURI's host only.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) > maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	prev, first := via[len(via)-1], via[0]
+	switch {
+	case req.URL.Scheme != "http" && req.URL.Scheme != "https":
+		return fmt.Errorf("redirect to scheme %q refused", req.URL.Scheme)
+	case prev.URL.Scheme == "https" && req.URL.Scheme != "https":
+		return fmt.Errorf("redirect from https to http refused")
+	}
+	if !strings.EqualFold(req.URL.Scheme, first.URL.Scheme) || !strings.EqualFold(req.URL.Host, first.URL.Host) {
+		req.Header = http.Header{}
+	}
+	return nil
+}
+
+// newGuard is the address policy: IANA's special-purpose ranges are refused (loopback,
+// RFC 1918, link-local with the metadata services, CGNAT with Alibaba's metadata address,
+// benchmarking, reserved; for IPv6 everything outside global unicast, which includes NAT64
+// and IPv4-mapped addresses), except for allowed; any port.
+func newGuard(allowed []netip.Prefix) *ssrf.Guardian {
+	return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(prefixes(allowed, true)...),
+		ssrf.WithAllowedV6Prefixes(prefixes(allowed, false)...))
+}
+
+func prefixes(all []netip.Prefix, v4 bool) []netip.Prefix {
+	var out []netip.Prefix
+	for _, p := range all {
+		if p.Addr().Is4() == v4 {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// idleReader fails a read that receives nothing for timeout, by cancelling the request. The
+// clock runs only while a read waits, not while the consumer (the upload) is busy.
+type idleReader struct {
+	body    io.ReadCloser
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	timeout time.Duration
+	timer   *time.Timer
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	r.timer.Reset(r.timeout)
+	n, err := r.body.Read(p)
+	r.timer.Stop()
+	if err != nil && errors.Is(context.Cause(r.ctx), errStalled) {
+		return n, fmt.Errorf("no data for %s: %w", r.timeout, err)
+	}
+	return n, err
+}
+
+func (r *idleReader) Close() error {
+	r.timer.Stop()
+	err := r.body.Close()
+	r.cancel(nil)
+	return err
 }
 
 // limited fails a read that goes past the limit (a server may not announce the length).
@@ -90,7 +292,11 @@ type limited struct {
 	c         io.Closer
 	left, max int64
 	uri       string
+	size      int64
 }
+
+// Size is the jar's size when known, else the limit: what an upload must allow time for.
+func (l *limited) Size() int64 { return l.size }
 
 func (l *limited) Read(p []byte) (int, error) {
 	if l.left < 0 {
@@ -103,6 +309,9 @@ func (l *limited) Read(p []byte) (int, error) {
 	l.left -= int64(n)
 	if l.left < 0 {
 		return n, fmt.Errorf("jarURI %q: %w of %d bytes", l.uri, ErrTooLarge, l.max)
+	}
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("jarURI %q: %w", l.uri, err)
 	}
 	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ func TestOpen(t *testing.T) {
 	dir := t.TempDir()
 	jar := filepath.Join(dir, "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("0123456789"), 0o644))
+	// The product refuses loopback and has no local directory; the test's jars are in both.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer t" {
 			http.Error(w, "no", http.StatusUnauthorized)
@@ -45,13 +47,13 @@ func TestOpen(t *testing.T) {
 		{name: "file too large", uri: "file://" + jar, max: 5, err: "exceeds the size limit"},
 		{name: "announced download too large", uri: srv.URL + "/job.jar", headers: auth, max: 5, err: "exceeds the size limit"},
 		{name: "streamed download too large", uri: srv.URL + "/chunked.jar", headers: auth, max: 5, err: "exceeds the size limit"},
-		{name: "missing file", uri: "file:///does/not/exist.jar", err: "no such file"},
+		{name: "missing file", uri: "file://" + dir + "/does/not/exist.jar", err: "no such file"},
 		{name: "unsupported scheme", uri: "s3://bucket/job.jar", err: `scheme "s3" cannot be fetched`},
 		{name: "no scheme", uri: "/tmp/job.jar", err: "has no scheme"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &Fetcher{MaxSize: tt.max}
+			f := &Fetcher{MaxSize: tt.max, LocalDir: dir, AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 			rc, name, err := f.Open(context.Background(), tt.uri, tt.headers)
 			var body []byte
 			if err == nil {

@@ -12,23 +12,42 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultTimeout bounds every call unless the context has an earlier deadline
 // (upstream's kubernetes.operator.flink.client.timeout is 10 s).
 const DefaultTimeout = 10 * time.Second
 
-// maxResponseBytes bounds what is read of a response, so a misbehaving endpoint cannot
-// exhaust the operator's memory.
-const maxResponseBytes = 32 << 20
+// A JobManager runs the tenant's image, so its answers are untrusted: one reply must not cost
+// the shared operator more than a few MiB of heap.
+const (
+	// defaultMaxResponseBytes bounds what is read of a response. Flink's answers are small
+	// (job details of a job with hundreds of vertices are a few hundred KiB); calls whose
+	// answers carry stack traces set a larger limit per request.
+	defaultMaxResponseBytes = 2 << 20
+	// maxJSONContainers bounds the objects and arrays of one response. Decoding turns each
+	// into a Go value many times its size ("{}," is 3 bytes, a JobException 120), so a
+	// reply under the byte limit could still cost hundreds of MiB; legitimate replies have
+	// a few thousand.
+	maxJSONContainers = 50_000
+	// MaxMessageBytes bounds every message taken from a JobManager (its errors, failure
+	// causes) before it reaches errors, events, logs or status.
+	MaxMessageBytes = 1024
+)
+
+// ErrResponseTooLarge is wrapped by the KindMalformed error of a response over the limits.
+var ErrResponseTooLarge = errors.New("response too large")
 
 // TLSOptions configure HTTPS to a JobManager whose REST endpoint has rest.ssl.enabled.
 // Files are PEM; Flink's JKS keystores must be exported to PEM (the operator does that
@@ -70,6 +89,9 @@ type Options struct {
 	HTTPClient *http.Client
 	// OnCall, when set, is told about every call (for metrics). It must not block.
 	OnCall func(Call)
+	// UploadBytesPerSecond is the slowest upload rate a jar upload's deadline allows for
+	// (DefaultUploadBytesPerSecond when 0); see UploadJar.
+	UploadBytesPerSecond int64
 }
 
 // Client talks to one JobManager. It is safe for concurrent use.
@@ -79,6 +101,8 @@ type Client struct {
 	timeout time.Duration
 	headers http.Header
 	onCall  func(Call)
+	// uploadRate sizes jar upload deadlines (bytes per second).
+	uploadRate int64
 
 	versionMu sync.Mutex
 	version   *Version
@@ -102,6 +126,12 @@ func New(opts Options) (*Client, error) {
 		}
 		hc = &http.Client{Transport: transport}
 	}
+	// Never follow a redirect: a tenant's JobManager answering 307 would make the operator
+	// replay a PATCH (cancel) or POST (savepoint disposal) against any host it can reach,
+	// e.g. another tenant's JobManager. A copy, so that a caller's client is left as it was.
+	noRedirects := *hc
+	noRedirects.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	hc = &noRedirects
 	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -110,7 +140,11 @@ func New(opts Options) (*Client, error) {
 	for k, v := range opts.Headers {
 		headers.Set(k, v)
 	}
-	return &Client{base: base, http: hc, timeout: timeout, headers: headers, onCall: opts.OnCall}, nil
+	rate := opts.UploadBytesPerSecond
+	if rate <= 0 {
+		rate = DefaultUploadBytesPerSecond
+	}
+	return &Client{base: base, http: hc, timeout: timeout, headers: headers, onCall: opts.OnCall, uploadRate: rate}, nil
 }
 
 func (o *TLSOptions) config() (*tls.Config, error) {
@@ -142,7 +176,7 @@ func (c *Client) WithTimeout(d time.Duration) *Client {
 	c.versionMu.Lock()
 	v := c.version
 	c.versionMu.Unlock()
-	return &Client{base: c.base, http: c.http, timeout: d, headers: c.headers, onCall: c.onCall, version: v}
+	return &Client{base: c.base, http: c.http, timeout: d, headers: c.headers, onCall: c.onCall, uploadRate: c.uploadRate, version: v}
 }
 
 // URL returns the JobManager REST endpoint this client talks to.
@@ -171,6 +205,7 @@ type request struct {
 	ctype    string
 	trigger  bool // a 404 means an unknown trigger id
 	okStatus []int
+	maxBytes int64 // response limit; defaultMaxResponseBytes when 0
 }
 
 // do performs the call and decodes a 2xx JSON response into out (when non-nil).
@@ -222,15 +257,38 @@ func (c *Client) roundTrip(ctx context.Context, r request, out any) (int, error)
 		return 0, transportError(r.op, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Not followed (see New); Flink's REST API never redirects.
+		return resp.StatusCode, &Error{Kind: KindRedirect, Op: r.op, StatusCode: resp.StatusCode,
+			Message: "the JobManager answered with a redirect to " + TruncateMessage(strconv.Quote(resp.Header.Get("Location")))}
+	}
+	limit := r.maxBytes
+	if limit <= 0 {
+		limit = defaultMaxResponseBytes
+	}
+	// One byte past the limit tells a reply at the limit from a longer one.
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return resp.StatusCode, transportError(r.op, err)
 	}
+	tooLarge := int64(len(data)) > limit
+	if tooLarge {
+		data = data[:limit]
+	}
 	if !statusOK(resp.StatusCode, r.okStatus) {
+		// The error's message is taken from what was read; it is truncated anyway.
 		return resp.StatusCode, statusError(r.op, resp.StatusCode, data, r.trigger)
 	}
 	if out == nil {
 		return resp.StatusCode, nil
+	}
+	if tooLarge {
+		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
+			Message: fmt.Sprintf("response larger than %d bytes", limit), Err: ErrResponseTooLarge}
+	}
+	if n := countContainers(data, maxJSONContainers); n > maxJSONContainers {
+		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
+			Message: fmt.Sprintf("response has more than %d JSON objects and arrays", maxJSONContainers), Err: ErrResponseTooLarge}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
@@ -265,11 +323,55 @@ func errorMessage(body []byte) string {
 	if msg == "Internal server error." && len(eb.Errors) > 1 {
 		detail := strings.TrimPrefix(eb.Errors[1], "<Exception on server side:")
 		if line := firstLine(detail); line != "" {
-			return msg + " " + line
+			return TruncateMessage(msg + " " + line)
 		}
 	}
 	// Drop the Java class prefix of a RestHandlerException: the message is what matters.
-	return strings.TrimPrefix(msg, "org.apache.flink.runtime.rest.handler.RestHandlerException: ")
+	return TruncateMessage(strings.TrimPrefix(msg, "org.apache.flink.runtime.rest.handler.RestHandlerException: "))
+}
+
+// TruncateMessage bounds a message that came from a JobManager to MaxMessageBytes, cut at a
+// character boundary and saying how much was dropped. The operator copies such messages into
+// errors, events, logs and status, and a hostile JobManager can make them any size.
+func TruncateMessage(s string) string {
+	if len(s) <= MaxMessageBytes {
+		return s
+	}
+	// The marker's length depends on the count; reserve room for the largest (a 20-digit count).
+	const reserve = len(" ... (12345678901234567890 bytes truncated)")
+	cut := MaxMessageBytes - reserve
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s ... (%d bytes truncated)", s[:cut], len(s)-cut)
+}
+
+// countContainers counts the JSON objects and arrays in data, stopping past limit. It skips
+// string contents and does not validate: json.Unmarshal does that afterwards.
+func countContainers(data []byte, limit int) int {
+	n := 0
+	inString, escaped := false, false
+	for _, b := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+		case b == '"':
+			inString = true
+		case b == '{' || b == '[':
+			n++
+			if n > limit {
+				return n
+			}
+		}
+	}
+	return n
 }
 
 func firstLine(s string) string {

@@ -40,6 +40,9 @@ const (
 	KindMalformed ErrorKind = "MalformedResponse"
 	// KindUnsupported: the cluster's Flink version does not offer the operation.
 	KindUnsupported ErrorKind = "Unsupported"
+	// KindRedirect: the JobManager answered 3xx, which Flink never does; the redirect is not
+	// followed (it could point the operator's request at another tenant's JobManager).
+	KindRedirect ErrorKind = "UnexpectedRedirect"
 )
 
 // Error is the error of every client call.
@@ -65,13 +68,14 @@ func (e *Error) Error() string {
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
 	}
+	// Both may hold a JobManager's text (a message, a decoding error quoting the reply).
 	if e.Message != "" {
 		b.WriteString(": ")
-		b.WriteString(e.Message)
+		b.WriteString(TruncateMessage(e.Message))
 	}
 	if e.Err != nil && e.Message == "" {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(TruncateMessage(e.Err.Error()))
 	}
 	return b.String()
 }

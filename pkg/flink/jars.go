@@ -10,19 +10,60 @@ import (
 	"net/textproto"
 	"path"
 	"strings"
+	"time"
 )
 
 // Jar submission (/jars/*) is served by session clusters only.
 
+// Upload deadlines. A jar upload cannot run under the REST timeout of other calls (10 s): the
+// jar is fetched while it is sent, and may be hundreds of MiB.
+const (
+	// DefaultUploadBytesPerSecond is the slowest rate an upload's deadline allows for: a jar
+	// of n bytes gets the REST timeout plus n / rate (a 512 MiB jar: 8.5 minutes).
+	DefaultUploadBytesPerSecond = 1 << 20
+	// unknownUploadBytes sizes the deadline of a jar whose reader announces no size (the
+	// artifact fetcher's limit).
+	unknownUploadBytes = 512 << 20
+)
+
+// errUploadStalled is the cause of an upload cancelled for want of progress.
+var errUploadStalled = errors.New("upload stalled")
+
 // UploadJar streams a jar to the cluster (POST /jars/upload) and returns its jar id. The
 // content is copied from r as it is sent, never held in memory. name must end in ".jar".
-// Uploads can be large: give the client a long enough timeout (WithTimeout).
+//
+// The upload's deadline is sized to the jar: the client's timeout plus the jar's size at
+// Options.UploadBytesPerSecond. The size is r's Size() when it has one (bytes.Reader and the
+// artifact fetcher's readers do; the artifact fetcher's is its size limit when a server
+// announces no length), else 512 MiB. An upload that makes no progress for the client's
+// timeout (neither r nor the JobManager moves) fails with KindTimeout early.
 func (c *Client) UploadJar(ctx context.Context, name string, r io.Reader) (string, error) {
 	const op = "upload jar"
 	name = path.Base(name)
 	if !strings.HasSuffix(name, ".jar") {
 		return "", &Error{Kind: KindBadRequest, Op: op, Message: fmt.Sprintf("file name %q must end in .jar", name)}
 	}
+	size := int64(unknownUploadBytes)
+	if s, ok := r.(interface{ Size() int64 }); ok && s.Size() >= 0 {
+		size = s.Size()
+	}
+	deadline := c.timeout + time.Duration(float64(size)/float64(c.uploadRate)*float64(time.Second))
+
+	// The stall watchdog: every read of the jar (which the pipe paces to what the JobManager
+	// takes) postpones it. It stops at the jar's end: the last MiBs may still sit in socket
+	// buffers that the JobManager drains at its pace, which the sized deadline allows for.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(c.timeout, func() { cancel(errUploadStalled) })
+	defer stall.Stop()
+	src := &progressReader{r: r, progress: func(done bool) {
+		if done {
+			stall.Stop()
+		} else {
+			stall.Reset(c.timeout)
+		}
+	}}
+
 	pr, pw := io.Pipe()
 	mw := multipart.NewWriter(pw)
 	go func() {
@@ -31,7 +72,7 @@ func (c *Client) UploadJar(ctx context.Context, name string, r io.Reader) (strin
 		header.Set("Content-Type", "application/x-java-archive")
 		part, err := mw.CreatePart(header)
 		if err == nil {
-			_, err = io.Copy(part, r)
+			_, err = io.Copy(part, src)
 		}
 		if err == nil {
 			err = mw.Close()
@@ -42,11 +83,14 @@ func (c *Client) UploadJar(ctx context.Context, name string, r io.Reader) (strin
 		Filename string `json:"filename"`
 		Status   string `json:"status"`
 	}
-	err := c.do(ctx, request{op: op, method: http.MethodPost, route: "/jars/upload", path: "/jars/upload",
+	err := c.WithTimeout(deadline).do(ctx, request{op: op, method: http.MethodPost, route: "/jars/upload", path: "/jars/upload",
 		rawBody: pr, ctype: mw.FormDataContentType()}, &out)
 	// Unblock the writer if the request ended before consuming the body.
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errUploadStalled) {
+			return "", &Error{Kind: KindTimeout, Op: op, Message: fmt.Sprintf("no progress for %s", c.timeout), Err: err}
+		}
 		return "", err
 	}
 	if out.Filename == "" {
@@ -54,6 +98,20 @@ func (c *Client) UploadJar(ctx context.Context, name string, r io.Reader) (strin
 	}
 	// The jar id is the base name of the stored file.
 	return path.Base(out.Filename), nil
+}
+
+// progressReader calls progress after every read that moved the stream, and with done at its end.
+type progressReader struct {
+	r        io.Reader
+	progress func(done bool)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 || err == io.EOF {
+		p.progress(err == io.EOF)
+	}
+	return n, err
 }
 
 // ClaimMode says who owns the files of the snapshot a job restores from.

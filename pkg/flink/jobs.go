@@ -159,6 +159,10 @@ type JobExceptions struct {
 	Truncated bool
 }
 
+// maxExceptionsResponseBytes bounds the reply of JobExceptions: ten failures with full stack
+// traces and their concurrent failures fit.
+const maxExceptionsResponseBytes = 8 << 20
+
 // JobExceptions returns up to max of a job's failures (max <= 0: Flink's default). It reads
 // exceptionHistory, the only form 2.x has; on old 1.x clusters that have no history it falls
 // back to the legacy root exception.
@@ -181,12 +185,25 @@ func (c *Client) JobExceptions(ctx context.Context, jobID string, max int) (*Job
 		Timestamp     *int64  `json:"timestamp"`
 		Truncated     bool    `json:"truncated"`
 	}
-	if err := c.do(ctx, request{op: op, method: http.MethodGet, route: "/jobs/:jobid/exceptions", path: p, query: q}, &raw); err != nil {
+	// Entries carry stack traces, concurrent failures theirs too: a larger limit than other calls.
+	if err := c.do(ctx, request{op: op, method: http.MethodGet, route: "/jobs/:jobid/exceptions", path: p, query: q,
+		maxBytes: maxExceptionsResponseBytes}, &raw); err != nil {
 		return nil, err
 	}
 	out := &JobExceptions{}
 	if raw.History != nil {
 		out.Entries, out.Truncated = raw.History.Entries, raw.History.Truncated
+	}
+	// A JobManager that ignores maxExceptions does not get more entries reported than asked.
+	if max > 0 {
+		if len(out.Entries) > max {
+			out.Entries, out.Truncated = out.Entries[:max], true
+		}
+		for i := range out.Entries {
+			if len(out.Entries[i].Concurrent) > max {
+				out.Entries[i].Concurrent = out.Entries[i].Concurrent[:max]
+			}
+		}
 	}
 	if len(out.Entries) == 0 && raw.RootException != nil && *raw.RootException != "" {
 		e := JobException{ExceptionName: firstLine(*raw.RootException), Stacktrace: *raw.RootException}
@@ -206,15 +223,16 @@ type SerializedThrowable struct {
 	Serialized string `json:"serialized-throwable,omitempty"`
 }
 
-// Message returns the first line of the stack trace (class and message).
+// Message returns the first line of the stack trace (class and message), at most
+// MaxMessageBytes long.
 func (t *SerializedThrowable) Message() string {
 	if t == nil {
 		return ""
 	}
 	if line := firstLine(t.StackTrace); line != "" {
-		return line
+		return TruncateMessage(line)
 	}
-	return t.Class
+	return TruncateMessage(t.Class)
 }
 
 // ExecutionResult is GET /jobs/:jobid/execution-result.

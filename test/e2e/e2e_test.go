@@ -63,12 +63,19 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	root, err := kubeenv.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
 	fmt.Printf("e2e: pods on %s\n", podnet.Current())
+	// The session jobs' file:// jars are Flink's examples (sessionJobs).
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
-		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file"}})
+		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
+		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink")}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
 		return 1

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"flag"
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestArtifactOptions: the jar fetcher refuses local files and non-public addresses unless
+// the flags say otherwise.
+func TestArtifactOptions(t *testing.T) {
+	var o options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse(nil))
+	f, err := o.artifacts()
+	require.NoError(t, err)
+	assert.Empty(t, f.LocalDir)
+	assert.Empty(t, f.AllowedNetworks)
+
+	require.NoError(t, fs.Parse([]string{"--artifact-local-dir=/jars", "--artifact-allowed-networks=10.1.2.3/16, fd00::/8"}))
+	f, err = o.artifacts()
+	require.NoError(t, err)
+	assert.Equal(t, "/jars", f.LocalDir)
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}, f.AllowedNetworks)
+
+	o.artifactNetworks = "10.0.0.0"
+	_, err = o.artifacts()
+	assert.ErrorContains(t, err, "--artifact-allowed-networks")
+}
