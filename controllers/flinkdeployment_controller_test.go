@@ -179,6 +179,13 @@ func (r *recordedEvents) record(rec *record.FakeRecorder) {
 	}()
 }
 
+// seen waits for an event containing substr: events are drained from the recorder
+// asynchronously, so one emitted before the status a test waited for may not be here yet.
+func (r *recordedEvents) seen(t *testing.T, substr string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return r.has(substr) }, 10*time.Second, 20*time.Millisecond, "no event with %q", substr)
+}
+
 func (r *recordedEvents) has(substr string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -265,8 +272,8 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		assert.True(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Ready"))
 		assert.True(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Running"))
 		assert.Equal(t, int32(1), d.Status.TaskManager.Replicas, "parallelism 2 on 2 slots")
-		assert.True(t, events.has("Submit"))
-		assert.True(t, events.has("JobStatusChanged"))
+		events.seen(t, "Submit")
+		events.seen(t, "JobStatusChanged")
 		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Reconciling"))
 		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Stalled"))
 	})
@@ -288,7 +295,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		flink.AddException(job, "java.lang.IllegalStateException", "bad record 1", "Window(TumblingEventTimeWindows)", 1000)
 		flink.AddException(job, "java.io.IOException", "sink unavailable", "Sink: Print", 2000)
 		require.Eventually(t, func() bool { return count() == 2 }, 10*time.Second, 50*time.Millisecond)
-		assert.True(t, events.has("java.io.IOException: sink unavailable (task Sink: Print)"))
+		events.seen(t, "java.io.IOException: sink unavailable (task Sink: Print)")
 		assert.Never(t, func() bool { return count() != 2 }, 1500*time.Millisecond, 50*time.Millisecond, "more reconciles: nothing is reported twice")
 		flink.AddException(job, "java.lang.RuntimeException", "again", "Sink: Print", 3000)
 		require.Eventually(t, func() bool { return count() == 3 }, 10*time.Second, 50*time.Millisecond)
@@ -330,7 +337,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		k.run(ns, name, d.Status.JobStatus.JobID)
 		d = waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 		assert.Equal(t, savepoint, d.Status.JobStatus.SavepointInfo.LastSavepoint.Location)
-		assert.True(t, events.has("SpecChanged"))
+		events.seen(t, "SpecChanged")
 		mu.Lock()
 		defer mu.Unlock()
 		assert.Empty(t, stopsBeforeRecorded, "stop-with-savepoint sent before its trigger id was in the status")
@@ -349,7 +356,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		assert.Equal(t, flinkv1beta1.JobManagerMissing, d.Status.JobManagerDeploymentStatus)
 		assert.Nil(t, k.jobManager(ns, name))
 		suspendSavepoint := d.Status.JobStatus.UpgradeSavepointPath
-		assert.True(t, events.has("Suspended"))
+		events.seen(t, "Suspended")
 
 		d.Spec.Job.State = flinkv1beta1.JobStateRunning
 		require.NoError(t, c.Update(ctx, d))
@@ -373,7 +380,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		})
 		assert.Equal(t, jobID, d.Status.JobStatus.JobID)
 		assert.Equal(t, "RUNNING", flink.Job(jobID), "the job was not touched")
-		assert.True(t, events.has("ValidationError"))
+		events.seen(t, "ValidationError")
 		d.Spec.ServiceAccount = "flink"
 		d.Spec.Job.Parallelism = parallelism
 		require.NoError(t, c.Update(ctx, d))
@@ -392,7 +399,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 			return apierrors.IsNotFound(err)
 		})
 		assert.Nil(t, k.jobManager(ns, name))
-		assert.True(t, events.has("Cleanup"))
+		events.seen(t, "Cleanup")
 	})
 }
 
@@ -528,7 +535,7 @@ func TestUpgradeModes(t *testing.T) {
 		})
 		assert.Equal(t, "RUNNING", flink.Job(job))
 		assert.NotNil(t, k.jobManager(ns, "job"), "the running cluster is kept")
-		assert.True(t, events.has("SavepointError"))
+		events.seen(t, "SavepointError")
 	})
 
 	t.Run("a JobManager deleted behind the operator's back is reported", func(t *testing.T) {
@@ -546,7 +553,7 @@ func TestUpgradeModes(t *testing.T) {
 		assert.Equal(t, flinkv1beta1.JobStatusReconciling, d.Status.JobStatus.State)
 		assert.Contains(t, d.Status.Error, "Missing JobManager deployment")
 		assert.False(t, meta.IsStatusConditionTrue(d.Status.Conditions, "Running"))
-		assert.True(t, events.has("Missing"))
+		events.seen(t, "Missing")
 
 		// Without HA metadata nothing can be recovered safely: a human restores, and says from where.
 		d = waitFor(t, c, ns, "job", "Stalled: manual restore required", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -586,7 +593,7 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 	waitFor(t, c, ns, name, "restarting", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
 	})
-	assert.True(t, events.has(ReasonRestartFailed))
+	events.seen(t, ReasonRestartFailed)
 	k.collect(ns, name)
 	d = waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""

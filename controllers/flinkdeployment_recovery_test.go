@@ -56,7 +56,7 @@ func TestRecovery(t *testing.T) {
 		})
 		assert.Equal(t, jobID, d.Status.JobStatus.JobID, "the same job, resumed from HA")
 		assert.Equal(t, flinkv1beta1.LastStateSentinelPath, restorePath(t, c, ns, name), "from HA, never empty")
-		assert.True(t, events.has("JobManager deployment is missing; deploying it again"))
+		events.seen(t, "JobManager deployment is missing; deploying it again")
 		k.run(ns, name, jobID)
 		waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 	})
@@ -78,7 +78,7 @@ func TestRecovery(t *testing.T) {
 			jm := k.jobManager(ns, name)
 			return jm != nil && !jm.DeletionTimestamp.IsZero()
 		})
-		assert.True(t, events.has("Job is unhealthy (8 restarts within 5m0s); restarting it from its last state"))
+		events.seen(t, "Job is unhealthy (8 restarts within 5m0s); restarting it from its last state")
 		k.collect(ns, name)
 		d := waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			jm := k.jobManager(ns, name)
@@ -106,7 +106,7 @@ func TestRecovery(t *testing.T) {
 			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
 		})
 		assert.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
-		assert.True(t, events.has("JobManager deployment removed"))
+		events.seen(t, "JobManager deployment removed")
 		assert.Never(t, func() bool { return k.jobManager(ns, name) != nil }, 500*time.Millisecond, 20*time.Millisecond, "an ended job is not recovered")
 	})
 }

@@ -107,7 +107,8 @@ func TestInPlaceScaling(t *testing.T) {
 		return flink.Vertices(jobID)["source"] == 4
 	})
 	assert.Equal(t, map[string]int{"source": 4, "sink": 1}, flink.Vertices(jobID))
-	assert.True(t, events.has("Scaled the running job in place: source:4,sink:1"))
+	// The event follows Flink's answer: it is waited for, not raced.
+	require.Eventually(t, func() bool { return events.has("Scaled the running job in place: source:4,sink:1") }, 10*time.Second, 20*time.Millisecond)
 	d = waitFor(t, c, ns, name, "recorded as deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.ObservedGeneration == d.Generation
 	})
@@ -193,5 +194,5 @@ func TestReactiveScaling(t *testing.T) {
 	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID, "no restart")
 	assert.Nil(t, k.jobManager(ns, name).DeletionTimestamp)
 	assert.Empty(t, flink.Stops())
-	assert.True(t, events.has("Scaled the TaskManagers to 3 (reactive mode); the job adapts without a restart"))
+	events.seen(t, "Scaled the TaskManagers to 3 (reactive mode); the job adapts without a restart")
 }

@@ -92,7 +92,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 			JobReference: &flinkv1beta1.JobReference{Kind: flinkv1beta1.JobKindFlinkDeployment, Name: "nope"},
 			Savepoint:    &flinkv1beta1.SavepointSpec{}}), flinkv1beta1.SnapshotAbandoned)
 		assert.Contains(t, s.Status.Error, "FlinkDeployment nope not found")
-		assert.True(t, events.has(ReasonSnapshotAbandoned))
+		events.seen(t, ReasonSnapshotAbandoned)
 	})
 
 	t.Run("failures retry with back-off, then FAILED past backoffLimit", func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 		}
 		s := waitState(key, flinkv1beta1.SnapshotFailed)
 		assert.Equal(t, int32(2), s.Status.Failures)
-		assert.True(t, events.has("failed after 2 attempts"))
+		events.seen(t, "failed after 2 attempts")
 	})
 
 	t.Run("deleting a completed savepoint with disposeOnDelete disposes it", func(t *testing.T) {

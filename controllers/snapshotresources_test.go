@@ -50,7 +50,7 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 		var again flinkv1beta1.FlinkStateSnapshotList
 		return c.List(ctx, &again, client.InNamespace(ns)) != nil || len(again.Items) != 1
 	}, 500*time.Millisecond, 50*time.Millisecond, "one nonce, one snapshot")
-	assert.True(t, events.has("MANUAL snapshot requested"))
+	events.seen(t, "MANUAL snapshot requested")
 }
 
 // TestTrimSavepointHistory: history cleanup against a real API server, two days after every
