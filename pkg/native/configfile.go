@@ -41,11 +41,49 @@ func RenderConfigFile(conf Config, v flinkv1beta1.FlinkVersion) (string, error) 
 		}
 		return b.String(), nil
 	}
+	for _, k := range sortedKeys(conf) {
+		if err := CheckYAMLEntry(k, conf[k]); err != nil {
+			return "", fmt.Errorf("flinkConfiguration %q: %w", k, err)
+		}
+	}
 	out, err := yaml.Marshal(map[string]string(conf))
 	if err != nil {
 		return "", fmt.Errorf("render config.yaml: %w", err)
 	}
+	// Whatever the emitter does, Flink must read back exactly what was given.
+	var back map[string]any
+	if err := yaml.Unmarshal(out, &back); err != nil {
+		return "", fmt.Errorf("render config.yaml: %w", err)
+	}
+	for _, k := range sortedKeys(conf) {
+		if back[k] != conf[k] {
+			return "", fmt.Errorf("flinkConfiguration %q: the value does not read back from config.yaml as written", k)
+		}
+	}
 	return string(out), nil
+}
+
+// yamlBreaks are the characters YAML 1.1 also reads as line breaks (NEL, LINE SEPARATOR,
+// PARAGRAPH SEPARATOR). The YAML emitter writes a value holding them in a form that reads back
+// different (checked on Flink 1.20: "value\u0085" is read as "value "), so they are refused.
+const yamlBreaks = "\u0085\u2028\u2029"
+
+// CheckYAMLEntry reports why an entry cannot be written to config.yaml (Flink 1.19 and newer)
+// so that Flink reads it back as written.
+func CheckYAMLEntry(key, value string) error {
+	if strings.ContainsAny(key, yamlBreaks) || strings.ContainsAny(value, yamlBreaks) {
+		return fmt.Errorf("keys and values may not contain the line separators U+0085, U+2028 or U+2029 in config.yaml: YAML changes them")
+	}
+	return nil
+}
+
+// CheckConfigEntry reports why an entry cannot be written to the configuration file of Flink
+// version v (CheckLegacyEntry or CheckYAMLEntry).
+func CheckConfigEntry(v flinkv1beta1.FlinkVersion, key, value string) error {
+	if ConfigFileName(v) == "flink-conf.yaml" {
+		return CheckLegacyEntry(key, value)
+	}
+	return CheckYAMLEntry(key, value)
 }
 
 // TrimKey is a key as Flink's legacy parser stores it: Java's String.trim, which removes every

@@ -109,3 +109,14 @@ func TestLegacyConfigFileInjection(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"kubernetes.cluster-id": "mine", "a": "b: kubernetes.cluster-id: other", "c": "pass", "d": "padded", "e": "x"}, got)
 }
+
+// TestConfigYAMLLineSeparators: YAML reads NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as line
+// breaks, and the emitter wrote "value\u0085" so that Flink 1.20 read "value " (found by
+// FuzzRenderConfigFile): refused, naming the key.
+func TestConfigYAMLLineSeparators(t *testing.T) {
+	for _, conf := range []Config{{"b": "value\u0085"}, {"c": "v\u2028w: x"}, {"k\u2029": "v"}} {
+		_, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_20)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "flinkConfiguration")
+	}
+}

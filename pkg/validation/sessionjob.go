@@ -45,7 +45,7 @@ func (v *Validator) ValidateSessionJob(ctx context.Context, job, old *flinkv1bet
 	}
 	errs = append(errs, v.validateJarURI(ctx, spec.Child("job", "jarURI"), job.Spec.Job.JarURI)...)
 	// A session job's configuration travels in a REST request, never in a configuration file.
-	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), job.Spec.FlinkConfiguration, "")...)
+	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), job.Spec.FlinkConfiguration, "", false)...)
 	if old != nil && old.Spec.Job != nil && changed(old.Spec.Job.SavepointRedeployNonce, job.Spec.Job.SavepointRedeployNonce) && job.Spec.Job.InitialSavepointPath == "" {
 		errs = append(errs, field.Required(spec.Child("job", "initialSavepointPath"), "a savepoint redeploy (changed savepointRedeployNonce) restores from it"))
 	}

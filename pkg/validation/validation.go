@@ -90,7 +90,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	if err != nil {
 		return append(errs, field.Invalid(spec.Child("flinkConfiguration"), "", err.Error()))
 	}
-	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion)...)
+	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion, true)...)
 	errs = append(errs, validateOperatorOptions(spec.Child("flinkConfiguration"), conf)...)
 
 	if dep.Spec.Ingress != nil {
@@ -195,11 +195,12 @@ func validateName(path *field.Path, name string) field.ErrorList {
 }
 
 // validateConfigKeys refuses the keys the operator owns, also when padded: Flink's legacy
-// parser trims keys, so "kubernetes.cluster-id " is kubernetes.cluster-id. For Flink 1.18 and
-// older, whose flink-conf.yaml is read line by line, it also refuses entries that would set
-// another key there (native.CheckLegacyEntry). The value is not echoed: it may be a secret,
-// and admission denials end up in audit logs.
-func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, version flinkv1beta1.FlinkVersion) field.ErrorList {
+// parser trims keys, so "kubernetes.cluster-id " is kubernetes.cluster-id. When the
+// configuration is written to a file (fileBound: deployments, not session jobs), it also
+// refuses entries the file of that Flink version cannot hold as given (native.CheckConfigEntry:
+// in flink-conf.yaml, up to 1.18, entries that would set another key). The value is not
+// echoed: it may be a secret, and admission denials end up in audit logs.
+func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, version flinkv1beta1.FlinkVersion, fileBound bool) field.ErrorList {
 	var errs field.ErrorList
 	user, err := cfg.Flatten()
 	if err != nil {
@@ -215,11 +216,11 @@ func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, v
 			}
 		}
 	}
-	if native.ConfigFileName(version) != "flink-conf.yaml" {
+	if !fileBound {
 		return errs
 	}
 	for _, k := range keys {
-		if err := native.CheckLegacyEntry(k, user[k]); err != nil && !owned[k] {
+		if err := native.CheckConfigEntry(version, k, user[k]); err != nil && !owned[k] {
 			errs = append(errs, field.Invalid(path.Key(k), field.OmitValueType{}, err.Error()))
 		}
 	}
