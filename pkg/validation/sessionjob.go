@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -102,8 +103,10 @@ func (v *Validator) validateJarURI(ctx context.Context, path *field.Path, jarURI
 	}
 	host := u.Hostname()
 	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = []net.IP{ip}
+	// netip reads the literal as Go's dialer does: net.ParseIP refuses an IPv6 zone
+	// ("fe80::1%eth0"), which then went to the resolver, found nothing, and was let through.
+	if addr, err := netip.ParseAddr(host); err == nil {
+		ips = []net.IP{net.IP(addr.WithZone("").AsSlice())}
 	} else if v.Resolver != nil {
 		lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
