@@ -3,6 +3,7 @@ package native
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
 
@@ -63,16 +64,30 @@ func RenderConfigFile(conf Config, v flinkv1beta1.FlinkVersion) (string, error) 
 	return string(out), nil
 }
 
-// yamlBreaks are the characters YAML 1.1 also reads as line breaks (NEL, LINE SEPARATOR,
-// PARAGRAPH SEPARATOR). The YAML emitter writes a value holding them in a form that reads back
-// different (checked on Flink 1.20: "value\u0085" is read as "value "), so they are refused.
-const yamlBreaks = "\u0085\u2028\u2029"
+// yamlSafe reports whether YAML carries r as written. Refused: control characters other than
+// tab, LF and CR (the emitter wrote DEL raw, and a parser, Flink's too, then refuses the whole
+// file), and the characters YAML 1.1 also reads as line breaks, NEL, LINE SEPARATOR and
+// PARAGRAPH SEPARATOR (the emitter wrote "value\u0085" so that Flink 1.20 read "value ").
+func yamlSafe(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r':
+		return true
+	case r < 0x20 || r == 0x7F || (r >= 0x80 && r <= 0x9F):
+		return false
+	case r == 0x2028 || r == 0x2029 || r == 0xFFFE || r == 0xFFFF:
+		return false
+	}
+	return true
+}
 
 // CheckYAMLEntry reports why an entry cannot be written to config.yaml (Flink 1.19 and newer)
 // so that Flink reads it back as written.
 func CheckYAMLEntry(key, value string) error {
-	if strings.ContainsAny(key, yamlBreaks) || strings.ContainsAny(value, yamlBreaks) {
-		return fmt.Errorf("keys and values may not contain the line separators U+0085, U+2028 or U+2029 in config.yaml: YAML changes them")
+	for _, s := range []string{key, value} {
+		if i := strings.IndexFunc(s, func(r rune) bool { return !yamlSafe(r) }); i >= 0 {
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return fmt.Errorf("keys and values may not contain control characters or line separators (here %U) in config.yaml: YAML cannot carry them as written", r)
+		}
 	}
 	return nil
 }

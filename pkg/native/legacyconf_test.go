@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
@@ -91,9 +92,6 @@ func TestLegacyConfigFileInjection(t *testing.T) {
 			_, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_17)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), "flink-conf.yaml")
-			// config.yaml quotes what it must: the same entries are safe there.
-			_, err = RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_19)
-			require.NoError(t, err)
 		})
 	}
 
@@ -111,12 +109,19 @@ func TestLegacyConfigFileInjection(t *testing.T) {
 }
 
 // TestConfigYAMLLineSeparators: YAML reads NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as line
-// breaks, and the emitter wrote "value\u0085" so that Flink 1.20 read "value " (found by
-// FuzzRenderConfigFile): refused, naming the key.
+// breaks, and the emitter wrote "value\u0085" so that Flink 1.20 read "value "; it wrote DEL
+// raw, which YAML parsers refuse, failing the whole file (both found by FuzzRenderConfigFile):
+// refused, naming the key. Line breaks are quoted and stay allowed.
 func TestConfigYAMLLineSeparators(t *testing.T) {
-	for _, conf := range []Config{{"b": "value\u0085"}, {"c": "v\u2028w: x"}, {"k\u2029": "v"}} {
+	for _, conf := range []Config{{"b": "value\u0085"}, {"c": "v\u2028w: x"}, {"k\u2029": "v"}, {"\x7f": "0"}, {"k": "\x01"}} {
 		_, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_20)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "flinkConfiguration")
 	}
+	conf := Config{"a": "x\rkubernetes.cluster-id: other", "b": "two\nlines\ttab", "kubernetes.cluster-id": "mine"}
+	file, err := RenderConfigFile(conf, flinkv1beta1.FlinkVersion1_20)
+	require.NoError(t, err)
+	var back map[string]string
+	require.NoError(t, yaml.Unmarshal([]byte(file), &back))
+	assert.Equal(t, map[string]string(conf), back)
 }

@@ -76,7 +76,7 @@ func TestValidateDeployment(t *testing.T) {
 				`spec.flinkConfiguration[b ]: Invalid value: keys may not begin or end with spaces or control characters in flink-conf.yaml (Flink 1.18 and older): Flink would read it as "b"`}},
 		{name: "config.yaml quotes line breaks", patch: "{spec: {flinkConfiguration: {a: \"x\\ry: z\"}}}"},
 		{name: "config.yaml cannot keep YAML's extra line separators", patch: "{spec: {flinkConfiguration: {a: \"x\\u2028y\"}}}",
-			want: []string{`spec.flinkConfiguration[a]: Invalid value: keys and values may not contain the line separators U+0085, U+2028 or U+2029 in config.yaml: YAML changes them`}},
+			want: []string{`spec.flinkConfiguration[a]: Invalid value: keys and values may not contain control characters or line separators (here U+2028) in config.yaml: YAML cannot carry them as written`}},
 		{name: "rollback without HA", patch: `{spec: {flinkConfiguration: {kubernetes.operator.deployment.rollback.enabled: "true"}}}`,
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.deployment.rollback.enabled]: Invalid value: "true": rollback needs high availability (high-availability.type: kubernetes)`}},
 		{name: "health check spelled in capitals, recovery off in capitals", patch: `{spec: {flinkConfiguration: {kubernetes.operator.cluster.health-check.enabled: "TRUE", kubernetes.operator.jm-deployment-recovery.enabled: "FALSE"}}}`,
