@@ -91,8 +91,8 @@ func FuzzMergePods(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, userJSON []byte, label, value string) {
 		var user *corev1.Pod
-		if err := json.Unmarshal(userJSON, &user); err != nil {
-			t.Skip()
+		if err := json.Unmarshal(userJSON, &user); err != nil || !utf8.ValidString(label) || !utf8.ValidString(value) {
+			t.Skip() // labels from configuration come from JSON: UTF-8
 		}
 		labels := map[string]string{LabelApp: "demo", LabelComponent: ComponentJobManager, label: value}
 		generated := &corev1.Pod{
