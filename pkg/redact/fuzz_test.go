@@ -44,9 +44,20 @@ func FuzzRedact(f *testing.F) {
 			t.Skip()
 		}
 		r := New(secret, other)
+		// Escaping the filler can spell a form of the secret by itself (a NUL quoted as \x00
+		// before "00" spells "x000"): that is no leak. So the same paths run with a placeholder
+		// instead of the secret, and a form counts as leaked only where it occurs more often.
+		placeholder := strings.Repeat("_", len(core))
+		for _, c := range []string{"_", "~", "^", "="} {
+			if !strings.Contains(secret, c) {
+				placeholder = strings.Repeat(c, len(core))
+				break
+			}
+		}
+		without := paths(r, placeholder, filler)
 		for name, out := range paths(r, secret, filler) {
 			for _, form := range forms(core) {
-				if strings.Contains(out, form) {
+				if strings.Count(out, form) > strings.Count(without[name], form) {
 					t.Fatalf("%s leaks %q of secret %q:\n%s", name, form, secret, out)
 				}
 			}
