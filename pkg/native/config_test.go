@@ -216,7 +216,7 @@ func TestConfigFile(t *testing.T) {
 		assert.Equal(t, v, back[k], "config.yaml must read back every value as the same string: %s", k)
 	}
 	_, err = RenderConfigFile(Config{"a": "two\nlines"}, flinkv1beta1.FlinkVersion1_17)
-	assert.ErrorContains(t, err, "may not span lines")
+	assert.ErrorContains(t, err, "line breaks")
 }
 
 func TestTaskManagerReplicas(t *testing.T) {

@@ -431,7 +431,7 @@ func (b *builder) deployment(name, component string, replicas int32, user *corev
 		return nil, err
 	}
 	generated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: mergeStrings(extraLabels, selector), Annotations: extraAnnotations}, Spec: podSpec}
-	pod, err := MergePods(user, generated)
+	pod, err := OverlayPod(user, generated)
 	if err != nil {
 		return nil, err
 	}

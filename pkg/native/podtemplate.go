@@ -3,6 +3,7 @@ package native
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -32,6 +33,11 @@ func MergePods(base, overlay *corev1.Pod) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, doc := range [][]byte{baseJSON, overlayJSON} {
+		if key := directiveKey(doc); key != "" {
+			return nil, fmt.Errorf("merge pod templates: key %q: keys beginning with '$' are strategic merge directives (a label \"$patch: delete\" would delete the others)", key)
+		}
+	}
 	merged, err := strategicpatch.StrategicMergePatch(baseJSON, overlayJSON, corev1.Pod{})
 	if err != nil {
 		return nil, fmt.Errorf("merge pod templates: %w", err)
@@ -41,6 +47,62 @@ func MergePods(base, overlay *corev1.Pod) (*corev1.Pod, error) {
 		return nil, fmt.Errorf("merge pod templates: %w", err)
 	}
 	return out, nil
+}
+
+// OverlayPod lays the operator's generated pod over the user's template: the operator's fields
+// win. Strategic merge merges same-named volumes field by field, so a user volume named like
+// one of the operator's would live on inside it (an emptyDir beside the configMap, making the
+// pod invalid, or configMap items renaming the files Flink reads): the operator's volumes
+// replace same-named user volumes whole.
+func OverlayPod(user, generated *corev1.Pod) (*corev1.Pod, error) {
+	if user != nil && generated != nil && len(generated.Spec.Volumes) > 0 {
+		ours := map[string]bool{}
+		for _, v := range generated.Spec.Volumes {
+			ours[v.Name] = true
+		}
+		user = user.DeepCopy()
+		kept := user.Spec.Volumes[:0]
+		for _, v := range user.Spec.Volumes {
+			if !ours[v.Name] {
+				kept = append(kept, v)
+			}
+		}
+		user.Spec.Volumes = kept
+	}
+	return MergePods(user, generated)
+}
+
+// directiveKey returns a map key of a pod's JSON that strategic merge would read as a directive
+// ("$patch", "$retainKeys", "$setElementOrder/...", "$deleteFromPrimitiveList/..."). Pod fields
+// never begin with '$'; such keys can only come from a map a user fills (labels, annotations,
+// node selectors), so they are refused rather than obeyed.
+func directiveKey(doc []byte) string {
+	var v any
+	if json.Unmarshal(doc, &v) != nil {
+		return ""
+	}
+	var walk func(any) string
+	walk = func(v any) string {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, val := range t {
+				if strings.HasPrefix(k, "$") {
+					return k
+				}
+				if found := walk(val); found != "" {
+					return found
+				}
+			}
+		case []any:
+			for _, val := range t {
+				if found := walk(val); found != "" {
+					return found
+				}
+			}
+		}
+		return ""
+	}
+	return walk(v)
 }
 
 // withoutNulls marshals a pod without its null fields. In a strategic merge patch a null

@@ -92,3 +92,27 @@ func TestMergePodsKeepsContainersOfAMetadataOnlyOverlay(t *testing.T) {
 	require.Equal(t, []corev1.EnvVar{{Name: "TEAM", Value: "streaming"}}, got.Spec.Containers[0].Env)
 	require.Equal(t, "coordinator", got.Labels["role"])
 }
+
+// TestOverlayPodOperatorWins: found by FuzzMergePods. A user label "$patch" was obeyed as a
+// strategic merge directive (deleting or replacing the operator's labels), and a user volume
+// named like the operator's configuration volume was merged into it (an emptyDir beside the
+// configMap, or items renaming the files Flink reads).
+func TestOverlayPodOperatorWins(t *testing.T) {
+	generated := pod(t, `{metadata: {labels: {app: demo}}, spec: {volumes: [{name: flink-config-volume, configMap: {name: flink-config-demo}}]}}`)
+
+	_, err := OverlayPod(pod(t, `{metadata: {labels: {$patch: delete}}}`), generated)
+	require.ErrorContains(t, err, "$patch")
+	_, err = OverlayPod(pod(t, `{metadata: {labels: {team: a}}}`), pod(t, `{metadata: {labels: {$patch: replace, app: demo}}}`))
+	require.ErrorContains(t, err, "$patch")
+
+	user := pod(t, `{spec: {volumes: [{name: flink-config-volume, configMap: {name: mine, items: [{key: log4j-console.properties, path: config.yaml}]}}, {name: data, emptyDir: {}}]}}`)
+	merged, err := OverlayPod(user, generated)
+	require.NoError(t, err)
+	require.Len(t, merged.Spec.Volumes, 2)
+	for _, v := range merged.Spec.Volumes {
+		if v.Name == "flink-config-volume" {
+			assert.Equal(t, generated.Spec.Volumes[0], v, "the operator's volume, whole")
+		}
+	}
+	assert.Len(t, user.Spec.Volumes, 2, "the user's template is not modified")
+}

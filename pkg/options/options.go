@@ -9,6 +9,7 @@ package options
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -180,6 +181,11 @@ func ParseDuration(s string) (time.Duration, error) {
 	unit, ok := durationUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
 	if !ok {
 		return 0, fmt.Errorf("%q: unknown unit %q, allowed: ms, s, min, h, d", s, strings.TrimSpace(s[i:]))
+	}
+	if n > math.MaxInt64/int64(unit) {
+		// The product would wrap around to a short or negative interval (a periodic savepoint
+		// on every reconcile).
+		return 0, fmt.Errorf("%q is too long: at most %v", s, time.Duration(math.MaxInt64/int64(unit))*unit)
 	}
 	return time.Duration(n) * unit, nil
 }

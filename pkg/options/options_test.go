@@ -47,3 +47,15 @@ func TestRegistry(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, TypeBool, got.Type)
 }
+
+// TestDurationOverflow: "200000 d" wrapped around to a negative duration (found by
+// FuzzPeriodic in pkg/schedule); it is refused, and the largest exact value still parses.
+func TestDurationOverflow(t *testing.T) {
+	for _, s := range []string{"200000 d", "9223372036854775807 ms", "2562048 h"} {
+		_, err := ParseDuration(s)
+		assert.ErrorContains(t, err, "too long", s)
+	}
+	d, err := ParseDuration("106751 d")
+	require.NoError(t, err)
+	assert.Equal(t, 106751*24*time.Hour, d)
+}

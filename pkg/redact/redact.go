@@ -5,9 +5,14 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -69,13 +74,16 @@ type Redactor struct {
 // minLength: shorter values ("1", "true") would mask unrelated text and protect nothing.
 const minLength = 4
 
-// New returns a Redactor of the given values (longest first, so a value containing another
-// is masked whole).
+// New returns a Redactor of the given values and of every encoded form they take on their
+// way into a message (see Encodings), longest first, so that a value containing another is
+// masked whole.
 func New(values ...string) *Redactor {
 	uniq := map[string]bool{}
 	for _, v := range values {
 		if v = strings.TrimSpace(v); len(v) >= minLength {
-			uniq[v] = true
+			for _, form := range Encodings(v) {
+				uniq[form] = true
+			}
 		}
 	}
 	if len(uniq) == 0 {
@@ -93,6 +101,114 @@ func New(values ...string) *Redactor {
 		pairs = append(pairs, v, Mask)
 	}
 	return &Redactor{replacer: strings.NewReplacer(pairs...)}
+}
+
+// A value is escaped on its way into a message, and the message may be escaped again when it
+// is embedded in another. Each escaping below is found on the operator's message paths.
+//
+// valueEncoders apply to a value itself: a secret in a jarURI's user info or query is escaped
+// by url.URL.String.
+var valueEncoders = []func(string) string{
+	url.QueryEscape,
+	url.PathEscape,
+	func(s string) string { return strings.TrimPrefix(url.UserPassword("u", s).String(), "u:") },
+}
+
+// messageEncoders apply to a value or to a whole message quoting it:
+//   - JSON: status.error is upstream's JSON exception and is encoded before it is masked; Flink's
+//     REST error bodies are JSON; json.Marshal escapes <, > and & (\u003c...) unless told not to.
+//   - Java JSON (Jackson): a Flink REST body that does not decode is quoted as it came; Jackson
+//     escapes control characters with upper-case hex and leaves <, >, & and U+2028 as they are.
+//   - Go quoting: %q in fmt.Errorf (options, native, schedule) and in apimachinery's field errors
+//     ("Invalid value: \"...\""), %#v of slices and maps, %+q; url.Error quotes its URL.
+var messageEncoders = []func(string) string{
+	jsonHTML,
+	jsonPlain,
+	jsonJava,
+	func(s string) string { return unquote(strconv.Quote(s)) },
+	func(s string) string { return unquote(strconv.QuoteToASCII(s)) },
+}
+
+// messageDepth: message escapings nest on real paths, e.g. a field error's %q inside JSON
+// status.error, or a url.Error's %q of an escaped password inside status.error.
+const messageDepth = 2
+
+// Encodings returns v and every distinct form it takes: v or a URL escaping of it, under up to
+// messageDepth nested message escapings. Most values have only a few distinct forms: escaping
+// changes only quotes, backslashes, control, non-ASCII and URL-reserved characters.
+func Encodings(v string) []string {
+	seen := map[string]bool{}
+	var out, level []string
+	add := func(s string) {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+			level = append(level, s)
+		}
+	}
+	add(v)
+	for _, enc := range valueEncoders {
+		add(enc(v))
+	}
+	for d := 0; d < messageDepth; d++ {
+		prev := level
+		level = nil
+		for _, s := range prev {
+			for _, enc := range messageEncoders {
+				add(enc(s))
+			}
+		}
+	}
+	return out
+}
+
+func unquote(q string) string { return q[1 : len(q)-1] }
+
+// jsonHTML is the escaping of json.Marshal (the status.error path).
+func jsonHTML(s string) string {
+	b, _ := json.Marshal(s) // a string always marshals
+	return unquote(string(b))
+}
+
+// jsonPlain is the escaping of an Encoder without HTML escaping (zap's and most loggers').
+func jsonPlain(s string) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return unquote(strings.TrimSuffix(buf.String(), "\n"))
+}
+
+// jsonJava is Jackson's string escaping (Flink's REST bodies).
+func jsonJava(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		default:
+			if c < 0x20 {
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xF])
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	return b.String()
 }
 
 // String masks the secret values in s.
@@ -180,8 +296,27 @@ func (s *sink) values(kv []any) []any {
 				out[i] = masked // keep structured values unless they quote a secret
 			}
 		default:
-			out[i] = v
+			out[i] = s.structured(v)
 		}
 	}
 	return out
+}
+
+// structured masks a value a logger encodes itself (a map, slice or struct holding a secret):
+// loggers JSON-encode these after the sink has run, so the check is on that encoding, and a
+// value quoting a secret is logged as its masked JSON text instead.
+func (s *sink) structured(v any) any {
+	switch reflect.ValueOf(v).Kind() {
+	case reflect.Map, reflect.Slice, reflect.Array, reflect.Struct, reflect.Pointer, reflect.Interface:
+	default:
+		return v // numbers, bools, nil: nothing to hide
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	if masked := s.r.String(string(raw)); masked != string(raw) {
+		return masked
+	}
+	return v
 }

@@ -1,13 +1,18 @@
 package redact
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -52,4 +57,54 @@ func TestRedactor(t *testing.T) {
 	assert.Equal(t, "a b", New("x").String("a b"), "values shorter than 4 characters are not masked")
 	var none *Redactor
 	assert.Equal(t, "hunter2-XYZ", none.String("hunter2-XYZ"))
+}
+
+// TestRedactorEscapedForms: a secret is masked in the forms the operator's message paths give
+// it, not only as typed (review F10). Each case failed when only the raw value was masked.
+func TestRedactorEscapedForms(t *testing.T) {
+	statusJSON := func(msg string) string { // status.error: JSON-encoded before it is masked
+		b, _ := json.Marshal(map[string]string{"message": msg})
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name, secret, text string
+	}{
+		{"JSON with HTML escaping", `pa"ss<word>&1`, statusJSON("login with pa\"ss<word>&1 failed")},
+		{"JSON backslashes", `C:\keys\s3`, statusJSON(`cannot read C:\keys\s3`)},
+		{"JSON control character", "tab\there", statusJSON("value tab\there")},
+		{"Flink REST body as Jackson wrote it", "ctl\x01char", `{"errors":["bad value ctl\u0001char`},
+		{"field error %q", `pa"ss\word-1`, field.Invalid(field.NewPath("spec"), `pa"ss\word-1`, "bad").Error()},
+		{"%q in fmt.Errorf", "line1\nline2", fmt.Errorf("%q is not an integer", "line1\nline2").Error()},
+		{"%+q non-ASCII", "pässwörd", fmt.Sprintf("%+q", "pässwörd")},
+		{"%#v of a slice", `q"uote`, fmt.Sprintf("%#v", []string{`q"uote`})},
+		{"%q inside JSON status", `pa"ss\word-1`, statusJSON(field.Invalid(field.NewPath("spec"), `pa"ss\word-1`, "bad").Error())},
+		{"URL user info", "p@ss/w:rd", (&url.URL{Scheme: "https", User: url.UserPassword("u", "p@ss/w:rd"), Host: "h", Path: "/a.jar"}).String()},
+		{"URL query", "tok en&x=1", "https://h/a.jar?t=" + url.QueryEscape("tok en&x=1")},
+		{"url.Error inside JSON status", "p@ss\"w", statusJSON((&url.Error{Op: "Get", URL: (&url.URL{Scheme: "https", User: url.UserPassword("u", "p@ss\"w"), Host: "h"}).String(), Err: errors.New("refused")}).Error())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			masked := New(tc.secret).String(tc.text)
+			assert.Contains(t, masked, Mask, tc.text)
+			for _, form := range []string{tc.secret, escJSON(tc.secret), strings.Trim(strconv.Quote(tc.secret), `"`), url.QueryEscape(tc.secret)} {
+				assert.NotContains(t, masked, form)
+			}
+		})
+	}
+}
+
+func escJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// TestLoggerMasksStructuredValues: a map or struct is encoded by the logger after the sink ran,
+// so a secret inside it used to reach the log.
+func TestLoggerMasksStructuredValues(t *testing.T) {
+	var lines []string
+	log := New("hunter2-XYZ").Logger(funcr.NewJSON(func(obj string) { lines = append(lines, obj) }, funcr.Options{}))
+	log.Info("conf", "flinkConfiguration", map[string]string{"s3.secret-key": "hunter2-XYZ"}, "replicas", 3)
+	joined := strings.Join(lines, "\n")
+	assert.NotContains(t, joined, "hunter2-XYZ")
+	assert.Contains(t, joined, Mask)
+	assert.Contains(t, joined, `"replicas":3`, "values without secrets keep their type")
 }

@@ -111,6 +111,9 @@ func parseField(p string, rng [2]int, index int) (map[int]bool, bool, error) {
 		}
 		for v := lo; v <= hi; v += step {
 			set[v] = true
+			if step > hi-v {
+				break // v+step is past hi, and with a huge step would wrap around below it
+			}
 		}
 	}
 	return set, false, nil

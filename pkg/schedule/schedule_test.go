@@ -47,3 +47,12 @@ func TestCronErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), msg, expr)
 	}
 }
+
+// TestCronHugeStep: a step near the int limit wrapped v+step around below the field's maximum,
+// adding values outside the field (found by FuzzPeriodic).
+func TestCronHugeStep(t *testing.T) {
+	c, err := ParseCron("1/9223372036854775807 * * * * ? 2199/9223372036854775807")
+	require.NoError(t, err)
+	assert.Equal(t, map[int]bool{1: true}, c.fields[0])
+	assert.Equal(t, map[int]bool{2199: true}, c.fields[6])
+}

@@ -3,7 +3,13 @@ package validation
 import (
 	"context"
 	"encoding/json"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
@@ -52,4 +58,66 @@ func FuzzValidate(f *testing.F) {
 			_ = v.ValidateSnapshot(&snap, func(flinkv1beta1.JobKind, string) (bool, error) { return false, nil })
 		}
 	})
+}
+
+// FuzzJarURI checks the jarURI rule on its own (FuzzValidate above reaches it only through a
+// whole resource): never a panic, and a URI it accepts has an allowed scheme and, for http(s),
+// a host the operator's downloader would not reach on a loopback, link-local, private,
+// unspecified or multicast address: neither as a literal address (as Go's dialer reads it,
+// IPv6 zones and IPv4-mapped forms included) nor as a name resolving to one (resolved is
+// what the fake resolver answers for any name).
+// Run longer with: go test ./pkg/validation -run '^$' -fuzz FuzzJarURI -fuzztime 60s
+func FuzzJarURI(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"https://repo.example.com/job.jar", "93.184.215.14"},
+		{"https://repo.example.com/job.jar", "10.0.0.1"},
+		{"http://127.0.0.1:8081/job.jar", ""},
+		{"https://[::1]/job.jar", ""},
+		{"https://[::ffff:169.254.169.254]/job.jar", ""},
+		{"https://[fe80::1%25eth0]/job.jar", ""},
+		{"HTTPS://LOCALHOST./job.jar", "127.0.0.1"},
+		{"https://user:pass@[fd00::1]:443/job.jar", ""},
+		{"s3://bucket/job.jar", ""},
+		{"file:///var/run/secrets/kubernetes.io/serviceaccount/token", ""},
+		{"https://0.0.0.0/job.jar", ""},
+		{"https://224.0.0.1/job.jar", ""},
+		{"local:///opt/flink/job.jar", ""},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	v := &Validator{AllowedJarSchemes: []string{"https", "http", "s3"}}
+	f.Fuzz(func(t *testing.T, jarURI, resolved string) {
+		v.Resolver = anyResolver(resolved)
+		errs := v.validateJarURI(context.Background(), field.NewPath("spec", "job", "jarURI"), jarURI)
+		if len(errs) > 0 {
+			return
+		}
+		u, err := url.Parse(jarURI)
+		if err != nil || !contains(v.AllowedJarSchemes, strings.ToLower(u.Scheme)) {
+			t.Fatalf("accepted %q (scheme %q, parse error %v)", jarURI, u.Scheme, err)
+		}
+		if u.Scheme != "http" && u.Scheme != "https" {
+			return
+		}
+		for _, addr := range []string{u.Hostname(), resolved} {
+			if a, err := netip.ParseAddr(addr); err == nil && !publicAddr(a.Unmap()) {
+				t.Fatalf("accepted %q, which reaches %s", jarURI, a)
+			}
+		}
+	})
+}
+
+// anyResolver answers every name with one address (none when it is not an address).
+type anyResolver string
+
+func (r anyResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) {
+	if ip := net.ParseIP(string(r)); ip != nil {
+		return []net.IPAddr{{IP: ip}}, nil
+	}
+	return nil, nil
+}
+
+func publicAddr(a netip.Addr) bool {
+	return !(a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsPrivate() ||
+		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strings"
@@ -44,7 +45,8 @@ func (v *Validator) ValidateSessionJob(ctx context.Context, job, old *flinkv1bet
 		return append(errs, field.Required(spec.Child("job"), "the job to run"))
 	}
 	errs = append(errs, v.validateJarURI(ctx, spec.Child("job", "jarURI"), job.Spec.Job.JarURI)...)
-	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), job.Spec.FlinkConfiguration)...)
+	// A session job's configuration travels in a REST request, never in a configuration file.
+	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), job.Spec.FlinkConfiguration, "", false)...)
 	if old != nil && old.Spec.Job != nil && changed(old.Spec.Job.SavepointRedeployNonce, job.Spec.Job.SavepointRedeployNonce) && job.Spec.Job.InitialSavepointPath == "" {
 		errs = append(errs, field.Required(spec.Child("job", "initialSavepointPath"), "a savepoint redeploy (changed savepointRedeployNonce) restores from it"))
 	}
@@ -101,8 +103,10 @@ func (v *Validator) validateJarURI(ctx context.Context, path *field.Path, jarURI
 	}
 	host := u.Hostname()
 	var ips []net.IP
-	if ip := net.ParseIP(host); ip != nil {
-		ips = []net.IP{ip}
+	// netip reads the literal as Go's dialer does: net.ParseIP refuses an IPv6 zone
+	// ("fe80::1%eth0"), which then went to the resolver, found nothing, and was let through.
+	if addr, err := netip.ParseAddr(host); err == nil {
+		ips = []net.IP{net.IP(addr.WithZone("").AsSlice())}
 	} else if v.Resolver != nil {
 		lookupCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

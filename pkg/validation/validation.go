@@ -90,7 +90,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	if err != nil {
 		return append(errs, field.Invalid(spec.Child("flinkConfiguration"), "", err.Error()))
 	}
-	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration)...)
+	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion, true)...)
 	errs = append(errs, validateOperatorOptions(spec.Child("flinkConfiguration"), conf)...)
 
 	if dep.Spec.Ingress != nil {
@@ -194,15 +194,34 @@ func validateName(path *field.Path, name string) field.ErrorList {
 	return nil
 }
 
-func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration) field.ErrorList {
+// validateConfigKeys refuses the keys the operator owns, also when padded: Flink's legacy
+// parser trims keys, so "kubernetes.cluster-id " is kubernetes.cluster-id. When the
+// configuration is written to a file (fileBound: deployments, not session jobs), it also
+// refuses entries the file of that Flink version cannot hold as given (native.CheckConfigEntry:
+// in flink-conf.yaml, up to 1.18, entries that would set another key). The value is not
+// echoed: it may be a secret, and admission denials end up in audit logs.
+func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, version flinkv1beta1.FlinkVersion, fileBound bool) field.ErrorList {
 	var errs field.ErrorList
 	user, err := cfg.Flatten()
 	if err != nil {
 		return nil // reported by UserConfig
 	}
-	for _, k := range forbiddenKeys {
-		if _, set := user[k]; set {
-			errs = append(errs, field.Forbidden(path.Key(k), "set by the operator from the resource's name and namespace"))
+	keys := sortedKeys(user)
+	owned := map[string]bool{}
+	for _, fk := range forbiddenKeys {
+		for _, k := range keys {
+			if native.TrimKey(k) == fk {
+				owned[k] = true
+				errs = append(errs, field.Forbidden(path.Key(k), "set by the operator from the resource's name and namespace"))
+			}
+		}
+	}
+	if !fileBound {
+		return errs
+	}
+	for _, k := range keys {
+		if err := native.CheckConfigEntry(version, k, user[k]); err != nil && !owned[k] {
+			errs = append(errs, field.Invalid(path.Key(k), field.OmitValueType{}, err.Error()))
 		}
 	}
 	return errs

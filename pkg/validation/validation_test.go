@@ -66,6 +66,17 @@ func TestValidateDeployment(t *testing.T) {
 			want: []string{
 				`spec.flinkConfiguration[kubernetes.namespace]: Forbidden: set by the operator from the resource's name and namespace`,
 				`spec.flinkConfiguration[kubernetes.cluster-id]: Forbidden: set by the operator from the resource's name and namespace`}},
+		{name: "padded keys the operator owns (Flink trims keys)", patch: "{spec: {flinkConfiguration: {\"kubernetes.cluster-id \": x, \"\\tkubernetes.namespace\": y}}}",
+			want: []string{
+				"spec.flinkConfiguration[\tkubernetes.namespace]: Forbidden: set by the operator from the resource's name and namespace",
+				`spec.flinkConfiguration[kubernetes.cluster-id ]: Forbidden: set by the operator from the resource's name and namespace`}},
+		{name: "flink-conf.yaml entries that would set another key", patch: "{spec: {flinkVersion: v1_17, flinkConfiguration: {a: \"x\\rhigh-availability.type: none\", \"b \": y, c: \"d: e\"}}}",
+			want: []string{
+				`spec.flinkConfiguration[a]: Invalid value: values may not contain line breaks (\n or \r) in flink-conf.yaml (Flink 1.18 and older): each line is read as a separate key`,
+				`spec.flinkConfiguration[b ]: Invalid value: keys may not begin or end with spaces or control characters in flink-conf.yaml (Flink 1.18 and older): Flink would read it as "b"`}},
+		{name: "config.yaml quotes line breaks", patch: "{spec: {flinkConfiguration: {a: \"x\\ry: z\"}}}"},
+		{name: "config.yaml cannot keep YAML's extra line separators", patch: "{spec: {flinkConfiguration: {a: \"x\\u2028y\"}}}",
+			want: []string{`spec.flinkConfiguration[a]: Invalid value: keys and values may not contain control characters or line separators (here U+2028) in config.yaml: YAML cannot carry them as written`}},
 		{name: "rollback without HA", patch: `{spec: {flinkConfiguration: {kubernetes.operator.deployment.rollback.enabled: "true"}}}`,
 			want: []string{`spec.flinkConfiguration[kubernetes.operator.deployment.rollback.enabled]: Invalid value: "true": rollback needs high availability (high-availability.type: kubernetes)`}},
 		{name: "health check spelled in capitals, recovery off in capitals", patch: `{spec: {flinkConfiguration: {kubernetes.operator.cluster.health-check.enabled: "TRUE", kubernetes.operator.jm-deployment-recovery.enabled: "FALSE"}}}`,
