@@ -44,7 +44,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 		return 0, nil
 	}
 	if snapshotResourcesEnabled(conf) {
-		return 0, requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired, conf))
+		return 0, requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired, conf), time.Now())
 	}
 	cl, err := r.restClient(ctx, s)
 	if err != nil {

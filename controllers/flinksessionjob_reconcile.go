@@ -68,7 +68,7 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 			return r.submit(ctx, s, s.deployed)
 		}
 		if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {
-			if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired)); err != nil {
+			if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired), time.Now()); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"strconv"
 	"strings"
 	"time"
 
@@ -52,23 +54,26 @@ type jobSnapshots struct {
 // periodic options ask for, and trims the snapshot history (snapshothistory.go). The snapshot
 // controller takes them from there. A nonce is recorded once its snapshot resource exists (a crash in between
 // asks again: an extra savepoint rather than a lost one).
-func requestSnapshots(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots) error {
+func requestSnapshots(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, now time.Time) error {
 	if j.status.SavepointInfo == nil {
 		j.status.SavepointInfo = &flinkv1beta1.SavepointInfo{}
 	}
 	if j.status.CheckpointInfo == nil {
 		j.status.CheckpointInfo = &flinkv1beta1.CheckpointInfo{}
 	}
-	now := time.Now()
 	manualSavepoint := nonceChanged(j.deployed.SavepointTriggerNonce, j.desired.SavepointTriggerNonce)
 	manualCheckpoint := nonceChanged(j.deployed.CheckpointTriggerNonce, j.desired.CheckpointTriggerNonce)
+	// A manual request is created before its nonce is recorded (so it is never lost), under a
+	// name derived from the request itself, so a reconcile that still sees the nonce unrecorded
+	// (an operator killed in between, a cached object older than the record) finds it there
+	// instead of requesting a second snapshot.
 	if manualSavepoint {
-		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerManual, now); err != nil {
+		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerManual, manualRequestID(j.owner, j.desired.SavepointTriggerNonce)); err != nil {
 			return err
 		}
 	}
 	if manualCheckpoint {
-		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerManual, now); err != nil {
+		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerManual, manualRequestID(j.owner, j.desired.CheckpointTriggerNonce)); err != nil {
 			return err
 		}
 	}
@@ -85,7 +90,7 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 		if err := j.persist(); err != nil {
 			return err
 		}
-		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerPeriodic, now); err != nil {
+		if err := createSnapshot(ctx, c, rec, j, false, flinkv1beta1.SnapshotTriggerPeriodic, strconv.FormatInt(now.UnixMilli(), 10)); err != nil {
 			return err
 		}
 	}
@@ -94,7 +99,7 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 		if err := j.persist(); err != nil {
 			return err
 		}
-		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerPeriodic, now); err != nil {
+		if err := createSnapshot(ctx, c, rec, j, true, flinkv1beta1.SnapshotTriggerPeriodic, strconv.FormatInt(now.UnixMilli(), 10)); err != nil {
 			return err
 		}
 	}
@@ -107,7 +112,7 @@ func recordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.Even
 	if !snapshotResourcesEnabled(j.conf) {
 		return nil
 	}
-	snap := newSnapshot(j, false, flinkv1beta1.SnapshotTriggerUpgrade, triggeredAt)
+	snap := newSnapshot(j, false, flinkv1beta1.SnapshotTriggerUpgrade, strconv.FormatInt(triggeredAt.UnixMilli(), 10))
 	exists := true
 	snap.Spec.Savepoint.Path, snap.Spec.Savepoint.AlreadyExists = path, &exists
 	if err := c.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -116,13 +121,28 @@ func recordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.Even
 	return nil
 }
 
-func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, now time.Time) *flinkv1beta1.FlinkStateSnapshot {
+// manualRequestID identifies one manual request: the owner's generation (a nonce set again
+// later is a new request) with the nonce, hashed to a number so that the name keeps upstream's
+// <name>-<kind>-<trigger>-<number> shape.
+func manualRequestID(owner client.Object, nonce *int64) string {
+	var n int64
+	if nonce != nil {
+		n = *nonce
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%d/%d", owner.GetGeneration(), n)
+	return strconv.FormatUint(h.Sum64(), 10)
+}
+
+// newSnapshot is a snapshot resource of the job; id makes its name unique (the trigger time, or
+// a manual request's id).
+func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, id string) *flinkv1beta1.FlinkStateSnapshot {
 	kind := "savepoint"
 	if checkpoint {
 		kind = "checkpoint"
 	}
 	// Upstream's naming; no owner reference, so snapshots outlive the job's resource.
-	name := fmt.Sprintf("%s-%s-%s-%d", j.owner.GetName(), kind, strings.ToLower(string(trigger)), now.UnixMilli())
+	name := fmt.Sprintf("%s-%s-%s-%s", j.owner.GetName(), kind, strings.ToLower(string(trigger)), id)
 	snap := &flinkv1beta1.FlinkStateSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: j.owner.GetNamespace(), Name: name, Labels: map[string]string{
 			LabelSnapshotTrigger: string(trigger), LabelJobReferenceKind: string(j.kind), LabelJobReferenceName: j.owner.GetName(),
@@ -138,8 +158,8 @@ func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotT
 	return snap
 }
 
-func createSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, now time.Time) error {
-	snap := newSnapshot(j, checkpoint, trigger, now)
+func createSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotTriggerType, id string) error {
+	snap := newSnapshot(j, checkpoint, trigger, id)
 	if err := c.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create FlinkStateSnapshot %s: %w", snap.Name, err)
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -174,4 +176,28 @@ func TestPeriodicDue(t *testing.T) {
 			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, ""))
 		})
 	}
+}
+
+// TestManualSnapshotRequestedOnce (found by TestChaos): a reconcile that sees the nonce still
+// unrecorded after the snapshot was created (an operator killed between the two writes, or a
+// reconcile on a cached object older than the nonce's write) does not request a second
+// savepoint: the snapshot of one nonce change has one name, whenever it is asked for.
+func TestManualSnapshotRequestedOnce(t *testing.T) {
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns := testEnv(t).NewNamespace(t, "nonce-once")
+	owner := newDeployment(t, ns, "orders")
+	require.NoError(t, c.Create(ctx, owner))
+	nonce := int64(3)
+	crashed := errors.New("operator killed before the nonce was recorded")
+	j := jobSnapshots{owner: owner, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: &flinkv1beta1.JobSpec{},
+		desired: &flinkv1beta1.JobSpec{SavepointTriggerNonce: &nonce}, status: &flinkv1beta1.JobStatus{}, conf: native.Config{},
+		recordNonces: func() error { return nil }, persist: func() error { return crashed }}
+	start := time.Now()
+	for i := range 3 { // the same stale view, asked again later
+		require.ErrorIs(t, requestSnapshots(ctx, c, record.NewFakeRecorder(10), j, start.Add(time.Duration(i)*time.Second)), crashed)
+	}
+	var list flinkv1beta1.FlinkStateSnapshotList
+	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
+	assert.Len(t, list.Items, 1, "one nonce change, one savepoint")
 }
