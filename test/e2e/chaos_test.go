@@ -198,7 +198,13 @@ func (c *chaos) round(round int) {
 	spBefore := c.savepointDirs(round)
 
 	// The random choices, drawn in a fixed order whatever happens, so a seed replays them.
-	delay := time.Duration(c.rng.Int63n(int64(c.flow.window)))
+	// Half the kills land in the first 3 s, where the stop (stop-with-savepoint, cancel, HA
+	// cluster deletion) happens; the others anywhere in the window (deploying, submitting, running).
+	early := c.rng.Intn(2) == 0
+	delay := time.Duration(c.rng.Int63n(int64(3 * time.Second)))
+	if late := 3*time.Second + time.Duration(c.rng.Int63n(int64(c.flow.window-3*time.Second))); !early {
+		delay = late
+	}
 	offline := c.rng.Intn(2) == 0
 	pause := time.Duration(c.rng.Int63n(int64(3 * time.Second)))
 	intervals := []string{"4s", "5s", "6s"}
@@ -217,12 +223,11 @@ func (c *chaos) round(round int) {
 		}
 		if killed.IsZero() && !time.Now().Before(killAt) {
 			d := c.get()
-			phase := fmt.Sprintf("lifecycle=%s reconciliation=%s jm=%s job=%s", d.Status.LifecycleState,
-				d.Status.ReconciliationStatus.State, d.Status.JobManagerDeploymentStatus, d.Status.JobStatus.State)
+			phase := fmt.Sprintf("%s/%s/%s", d.Status.LifecycleState, d.Status.JobManagerDeploymentStatus, d.Status.JobStatus.State)
 			env.KillOperator()
 			killed = time.Now()
-			c.killPhases[string(d.Status.LifecycleState)]++
-			logf(t, "%s round %d: operator SIGKILLed %s into the round (%s)", c.flow.name, round, delay.Round(time.Millisecond), phase)
+			c.killPhases[phase]++
+			logf(t, "%s round %d: operator SIGKILLed %s into the round (lifecycle/jm/job %s)", c.flow.name, round, delay.Round(time.Millisecond), phase)
 			if offline {
 				offlineTriggered = c.newestTriggered()
 				offlineWhat = c.offlineChange(intervals[pick])
@@ -262,7 +267,16 @@ func (c *chaos) round(round int) {
 	if lastChange.After(from) {
 		from = lastChange
 	}
-	d := c.waitSettled(round, from.Add(settleBound))
+	// A manual savepoint is at rest once it is on disk: the last nonce honoured by a savepoint
+	// Flink triggered after it was set.
+	onDisk := func() bool { return true }
+	if c.flow.manual {
+		onDisk = func() bool {
+			fresh := newSavepoints(spBefore, c.savepointDirs(round))
+			return len(fresh) > 0 && fresh[len(fresh)-1].id > offlineTriggered
+		}
+	}
+	d := c.waitSettled(round, from.Add(settleBound), onDisk)
 	logf(t, "%s round %d: settled %s after the restart", c.flow.name, round, time.Since(restartedAt).Round(time.Second))
 
 	if d.Spec.Job.State == flinkv1beta1.JobStateSuspended {
@@ -304,14 +318,7 @@ func (c *chaos) round(round int) {
 	}
 
 	// (a) at most one savepoint per stop; exactly one per manual nonce.
-	spAfter := c.savepointDirs(round)
-	var fresh []savepointDir
-	for name, sp := range spAfter {
-		if _, ok := spBefore[name]; !ok {
-			fresh = append(fresh, sp)
-		}
-	}
-	sort.Slice(fresh, func(i, j int) bool { return fresh[i].id < fresh[j].id })
+	fresh := newSavepoints(spBefore, c.savepointDirs(round))
 	switch {
 	case c.flow.manual && offlineWhat == "":
 		if len(fresh) != 1 {
@@ -388,16 +395,16 @@ func (c *chaos) get() *flinkv1beta1.FlinkDeployment {
 // waitSettled waits until the resource is at rest for its current generation: Reconciling
 // False, reconciliation DEPLOYED, Ready and RUNNING (or SUSPENDED when the spec says so), and
 // none of its snapshots pending or in progress.
-func (c *chaos) waitSettled(round int, deadline time.Time) *flinkv1beta1.FlinkDeployment {
+func (c *chaos) waitSettled(round int, deadline time.Time, onDisk func() bool) *flinkv1beta1.FlinkDeployment {
 	for {
 		d := c.get()
-		if settled(d) && c.snapshotsAtRest() {
+		if settled(d) && c.snapshotsAtRest() && onDisk() {
 			return d
 		}
 		if time.Now().After(deadline) {
-			c.fatalf(round, "still in motion %s after the operator came back: lifecycle=%s reconciliation=%s jm=%s job=%s generation=%d observed=%d error=%s",
+			c.fatalf(round, "still in motion %s after the operator came back: lifecycle=%s reconciliation=%s jm=%s job=%s generation=%d observed=%d error=%s savepoint-on-disk=%v",
 				settleBound, d.Status.LifecycleState, d.Status.ReconciliationStatus.State, d.Status.JobManagerDeploymentStatus,
-				d.Status.JobStatus.State, d.Generation, d.Status.ObservedGeneration, d.Status.Error)
+				d.Status.JobStatus.State, d.Generation, d.Status.ObservedGeneration, d.Status.Error, onDisk())
 		}
 		time.Sleep(time.Second)
 	}
@@ -538,6 +545,18 @@ type savepointDir struct {
 	id int64
 }
 
+// newSavepoints are the savepoints of after that before did not have, oldest first.
+func newSavepoints(before, after map[string]savepointDir) []savepointDir {
+	var fresh []savepointDir
+	for name, sp := range after {
+		if _, ok := before[name]; !ok {
+			fresh = append(fresh, sp)
+		}
+	}
+	sort.Slice(fresh, func(i, j int) bool { return fresh[i].id < fresh[j].id })
+	return fresh
+}
+
 func (s savepointDir) String() string { return fmt.Sprintf("%s(id %d)", s.name, s.id) }
 
 func (c *chaos) savepointDirs(round int) map[string]savepointDir {
@@ -557,7 +576,7 @@ func (c *chaos) savepointDirs(round int) map[string]savepointDir {
 			continue // not completed (or being written)
 		}
 		// Flink's metadata file: magic number, version, then the checkpoint id (big endian).
-		if len(data) < 16 || binary.BigEndian.Uint32(data) != 0x4960a6d {
+		if len(data) < 16 || binary.BigEndian.Uint32(data) != 0x4960672d {
 			c.fatalf(round, "%s/_metadata is not Flink checkpoint metadata", e.Name())
 		}
 		out[e.Name()] = savepointDir{name: e.Name(), job: parts[1], id: int64(binary.BigEndian.Uint64(data[8:16]))}
@@ -566,11 +585,13 @@ func (c *chaos) savepointDirs(round int) map[string]savepointDir {
 }
 
 // Flink 1.20's JobManager log lines that tell a job start from its restore: the job switching
-// from CREATED to RUNNING, and the checkpoint coordinator restoring a checkpoint or savepoint
-// before it (CheckpointCoordinator: "Restoring job <id> from Checkpoint|Savepoint <n> ...").
+// from CREATED to RUNNING, and, before it, the checkpoint coordinator restoring a completed
+// checkpoint ("Restoring job <id> from <type> <n> @ <timestamp> for <id> located at <path>.",
+// the type being Checkpoint or a kind of Savepoint). A job with nothing to restore logs no
+// such line ("No checkpoint found during restore.").
 var (
 	jobStartLine   = regexp.MustCompile(`Job .* \(([0-9a-f]{32})\) switched from state CREATED to RUNNING`)
-	jobRestoreLine = regexp.MustCompile(`Restoring job ([0-9a-f]{32}) from (Checkpoint|Savepoint) (\d+)`)
+	jobRestoreLine = regexp.MustCompile(`Restoring job ([0-9a-f]{32}) from (.+?) (\d+) @ \d+ for [0-9a-f]{32} located at`)
 )
 
 // scanJobStarts reads what the flow's pod logs gained since the last scan and fails on a job
