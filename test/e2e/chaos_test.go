@@ -60,7 +60,7 @@ func TestChaos(t *testing.T) {
 		{name: "savepoint-upgrade", upgradeMode: flinkv1beta1.UpgradeModeSavepoint, window: 25 * time.Second, action: toggleParallelism},
 		{name: "last-state-upgrade", upgradeMode: flinkv1beta1.UpgradeModeLastState, window: 20 * time.Second, action: toggleParallelism},
 		{name: "suspend-resume", upgradeMode: flinkv1beta1.UpgradeModeSavepoint, window: 30 * time.Second, action: suspendThenResume},
-		{name: "manual-savepoint", upgradeMode: flinkv1beta1.UpgradeModeSavepoint, window: 8 * time.Second, action: bumpNonce, manual: true},
+		{name: "manual-savepoint", upgradeMode: flinkv1beta1.UpgradeModeSavepoint, window: 5 * time.Second, action: bumpNonce, manual: true},
 	}
 	for i, f := range flows {
 		t.Run(f.name, func(t *testing.T) {
