@@ -193,8 +193,14 @@ type jobSnapshot struct {
 func (c *chaos) round(round int) {
 	t := c.t
 	ctx := context.Background()
-	roundStart := time.Now()
 	before := c.runningJob(round)
+	if !c.flow.manual {
+		// A checkpoint of this incarnation first, so the restore check asks for state newer than
+		// what the previous round restored.
+		completedCheckpoint(t, c.key, before.id)
+		before = c.runningJob(round)
+	}
+	roundStart := time.Now()
 	spBefore := c.savepointDirs(round)
 
 	// The random choices, drawn in a fixed order whatever happens, so a seed replays them.
