@@ -145,6 +145,11 @@ type chaos struct {
 // fatalf fails the flow with the seed to replay it.
 func (c *chaos) fatalf(round int, format string, args ...any) {
 	c.t.Helper()
+	// The snapshot resources tell which request each savepoint answered.
+	for _, s := range listSnapshots(c.t, c.key.Namespace, c.key.Name, "") {
+		c.t.Logf("snapshot %s created %s trigger=%s state=%s triggerId=%s path=%s", s.Name, s.CreationTimestamp.Format("15:04:05.000"),
+			s.Labels["snapshot.trigger-type"], s.Status.State, s.Status.TriggerID, s.Status.Path)
+	}
 	c.t.Fatalf("%s round %d: %s (replay with CHAOS_SEED=%d CHAOS_ROUNDS=%d; operator log %s)",
 		c.flow.name, round, fmt.Sprintf(format, args...), c.seed, c.rounds, env.OperatorLog())
 }
