@@ -64,6 +64,8 @@ FLINK1_EXAMPLES_VERSION ?= 1.20.0
 FLINK2_VERSION ?= 2.3.0
 FLINK2_EXAMPLES_VERSION ?= 2.3.0
 FLINK_VERSIONS ?= $(FLINK1_VERSION) $(FLINK2_VERSION)
+# E2E_TIMEOUT bounds `make e2e`; raise it for longer chaos runs (CHAOS_ROUNDS=20 E2E_TIMEOUT=90m make e2e).
+E2E_TIMEOUT ?= 40m
 
 CRD_OPTIONS ?= crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true
 
@@ -116,7 +118,7 @@ unit: manifests generate envtest-assets flink-dist ## Unit, envtest and real-Fli
 
 .PHONY: e2e
 e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
-	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout 40m -v
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).

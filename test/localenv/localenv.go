@@ -66,6 +66,11 @@ type Env struct {
 	operator *exec.Cmd
 	opDone   chan struct{}
 	agentLog *os.File
+	// What RestartOperator starts again: the binary built once, its arguments and probe.
+	opBin   string
+	opArgs  []string
+	opEnv   []string
+	opProbe string
 }
 
 // Start brings the environment up: control plane, CRDs, node agent, operator.
@@ -161,13 +166,15 @@ func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, ext
 	if err != nil {
 		return err
 	}
-	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
+	e.opBin = bin
+	e.opProbe = "127.0.0.1:" + strconv.Itoa(ports[1])
 	e.MetricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"
 	// The operator runs as its own ServiceAccount with the RBAC of config/rbac, as installed.
 	kubeconfig, err := e.operatorIdentity(ctx, root)
 	if err != nil {
 		return fmt.Errorf("operator identity: %w", err)
 	}
+	e.opEnv = []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + OperatorNamespace}
 	args := []string{"--enable-webhooks=false"}
 	if webhooks {
 		certDir, err := e.installWebhooks(ctx, root)
@@ -176,25 +183,32 @@ func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, ext
 		}
 		args = []string{"--enable-webhooks=true", "--webhook-cert-dir=" + certDir}
 	}
-	args = append(append(args, "--flink-rest-address=pod-ip",
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+probe), extra...)
+	e.opArgs = append(append(args, "--flink-rest-address=pod-ip",
+		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+e.opProbe), extra...)
 	logFile, err := os.Create(e.OperatorLog())
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+OperatorNamespace)
+	return e.launchOperator(ctx, logFile)
+}
+
+// launchOperator starts the built operator with its arguments, writing to logFile (closed when
+// the process ends), and waits until it reports ready.
+func (e *Env) launchOperator(ctx context.Context, logFile *os.File) error {
+	cmd := exec.Command(e.opBin, e.opArgs...)
+	cmd.Env = append(os.Environ(), e.opEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start operator: %w", err)
 	}
-	e.operator, e.opDone = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); logFile.Close(); close(e.opDone) }()
+	done := make(chan struct{})
+	e.operator, e.opDone = cmd, done
+	go func() { _ = cmd.Wait(); logFile.Close(); close(done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get("http://" + probe + "/readyz")
+		resp, err := http.Get("http://" + e.opProbe + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -202,12 +216,43 @@ func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, ext
 			}
 		}
 		select {
-		case <-e.opDone:
+		case <-done:
 			return fmt.Errorf("operator exited; log: %s", e.OperatorLog())
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("operator not ready after 60s; log: %s", e.OperatorLog())
+}
+
+// KillOperator SIGKILLs the operator's process group, with no grace: what a node crash or an
+// OOM kill does to it. It returns once the process is gone, so nothing of it runs any more.
+func (e *Env) KillOperator() {
+	if e.operator == nil {
+		return
+	}
+	_ = syscall.Kill(-e.operator.Process.Pid, syscall.SIGKILL)
+	<-e.opDone
+	e.operator = nil
+}
+
+// RestartOperator starts the operator again after KillOperator or StopOperator: the same
+// binary (not rebuilt), arguments and ports, its output appended to the same log, so one file
+// tells the story across restarts. It returns once the new process is ready.
+func (e *Env) RestartOperator(ctx context.Context) error {
+	if e.opBin == "" {
+		return fmt.Errorf("the operator was never started")
+	}
+	if e.operator != nil {
+		return fmt.Errorf("the operator is running")
+	}
+	logFile, err := os.OpenFile(e.OperatorLog(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logFile, "--- operator restarted at %s ---\n", time.Now().Format(time.RFC3339Nano))
+	return e.launchOperator(ctx, logFile)
 }
 
 // StopOperator stops the operator process (SIGTERM, then SIGKILL after 10 s).
