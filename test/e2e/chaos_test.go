@@ -241,7 +241,9 @@ func (c *chaos) round(round int) {
 			logf(t, "%s round %d: operator SIGKILLed %s into the round (lifecycle/jm/job %s)", c.flow.name, round, delay.Round(time.Millisecond), phase)
 			if offline {
 				offlineTriggered = c.newestTriggered()
-				offlineWhat = c.offlineChange(intervals[pick])
+				// With the webhooks on, the API server refuses writes while the operator is
+				// down; the change is made as an install without them would allow it.
+				require.NoError(t, env.WithoutWebhooks(ctx, func() { offlineWhat = c.offlineChange(intervals[pick]) }))
 				lastChange = time.Now()
 				if !c.flow.manual {
 					stops++

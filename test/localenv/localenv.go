@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -71,6 +72,8 @@ type Env struct {
 	opArgs  []string
 	opEnv   []string
 	opProbe string
+	// webhookConfigs are the admission webhook configurations installed for the operator.
+	webhookConfigs []*unstructured.Unstructured
 }
 
 // Start brings the environment up: control plane, CRDs, node agent, operator.
