@@ -21,17 +21,15 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
-// upstreamDir is where the upstream operator's examples live: ../shared beside the checkout.
+// upstreamDir holds the upstream operator's examples and e2e data (their YAML files, copied
+// from its repository into testdata so that a plain clone runs this test).
 func upstreamDir(t *testing.T) string {
 	t.Helper()
-	root, err := kubeenv.RepoRoot()
-	require.NoError(t, err)
-	dir := filepath.Join(root, "..", "shared", "reference", "upstream")
-	_, err = os.Stat(dir)
-	require.NoError(t, err, "the upstream reference data must sit beside the checkout (../shared)")
+	dir := filepath.Join("testdata", "upstream")
+	_, err := os.Stat(dir)
+	require.NoError(t, err, "test/crd/testdata/upstream holds the upstream examples")
 	return dir
 }
 
