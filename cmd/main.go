@@ -35,6 +35,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/cachescope"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -257,7 +258,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// The operator exits right after losing the lease, so stepping down early is safe
 		// and lets a standby take over without waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{DefaultNamespaces: namespaces},
+		// The caches hold Flink's objects only, not every Pod, ConfigMap, Service, Deployment
+		// and Ingress of the watched namespaces; the client confirms with the API server what
+		// they do not hold (pkg/cachescope).
+		Cache:     cachescope.Options(namespaces),
+		NewClient: cachescope.NewClient,
 		// run rebuilds the manager in-process when the watched namespaces change; controller
 		// names are unique per manager, not per process.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism},

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/cachescope"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -62,7 +63,9 @@ func startManager(t *testing.T, o managerOptions) (*recordedEvents, func()) {
 	}
 	env := testEnv(t)
 	opts := ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{DefaultNamespaces: watched},
+		// The operator's cache scope and client (cmd/main.go), so every test here runs with
+		// the caches holding Flink's objects only.
+		Cache: cachescope.Options(watched), NewClient: cachescope.NewClient,
 		Controller: config.Controller{SkipNameValidation: &skip}}
 	if o.logger.GetSink() != nil {
 		opts.Logger = o.logger

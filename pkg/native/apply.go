@@ -105,8 +105,10 @@ func managedByUs(obj client.Object) bool {
 // (leader election, checkpoint pointers, job graphs). Flink 2.x leaves configmap-type out, so
 // the operator finds HA ConfigMaps with HAConfigMaps, never by these labels alone. They are not
 // owned by anything, so they survive the cluster: that is what makes last-state upgrades possible.
+// Flink's type label is on them in every version, and the operator's caches hold only objects
+// that carry it (pkg/cachescope).
 func HALabels(cluster string) client.MatchingLabels {
-	return client.MatchingLabels{LabelApp: cluster, LabelConfigMapType: ConfigMapTypeHA}
+	return client.MatchingLabels{LabelApp: cluster, LabelConfigMapType: ConfigMapTypeHA, LabelType: TypeNative}
 }
 
 // HasHAData reports whether a cluster's HA metadata exists: a job's "<cluster>-<jobid>-config-map"
