@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -238,13 +239,15 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
+	metrics := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure, TLSOpts: tlsOpts}
+	if o.metricsSecure {
+		// Callers authenticate with a bearer token (TokenReview) and need get on the
+		// nonResourceURL /metrics (SubjectAccessReview): the metrics-reader ClusterRole.
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: newScheme(),
-		Metrics: metricsserver.Options{
-			BindAddress:   o.metricsAddr,
-			SecureServing: o.metricsSecure,
-			TLSOpts:       tlsOpts,
-		},
+		Scheme:  newScheme(),
+		Metrics: metrics,
 		WebhookServer: webhook.NewServer(webhook.Options{
 			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
 		}),
