@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -152,6 +154,9 @@ spec:
 	foreign := &corev1.Service{}
 	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: native.InternalServiceName(name)}, foreign))
 	assert.Empty(t, foreign.Labels)
+
+	code, body := httpGet(t, "http://"+o.probeAddr+"/healthz/"+stuckReconcilesCheck)
+	assert.Equal(t, http.StatusOK, code, "the stuck-reconciles liveness check is served: %s", body)
 }
 
 // createAll creates objs with a few writers at a time.
@@ -196,4 +201,15 @@ func metaItems(list client.ObjectList) ([]metav1.Object, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+func httpGet(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }

@@ -277,6 +277,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
 	}
+	if o.reconcileDeadline > 0 {
+		if err := mgr.AddHealthzCheck(stuckReconcilesCheck, stuckReconciles(ctrlmetrics.Registry, 2*o.reconcileDeadline)); err != nil {
+			return nil, fmt.Errorf("add health check: %w", err)
+		}
+	}
 	validator := o.validator()
 	// Metrics go to controller-runtime's registry, served on the metrics endpoint with its own
 	// controller, workqueue and client metrics.
