@@ -29,6 +29,8 @@ ENVTEST_VERSION ?= v0.25.1
 K8S_VERSION ?= 1.33.4
 ENVTEST_K8S_VERSION ?= 1.33
 
+GOLANGCI_LINT_VERSION ?= v2.15.0
+
 OPM_VERSION ?= v1.56.0
 OLM_VERSION ?= v0.33.0
 
@@ -40,6 +42,7 @@ OLM ?= $(LOCALBIN)/olm/olm-$(OLM_VERSION)
 OLM_CATALOG ?= $(LOCALBIN)/olm/catalog-$(OLM_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.
@@ -101,11 +104,16 @@ vet: ## go vet.
 verify: manifests generate ## Fail when generated files are stale or gofmt / go vet complain.
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	go vet ./...
+	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory bundle catalog
 	@if [ -n "$$(git status --porcelain -- api config bundle bundle.Dockerfile catalog)" ]; then \
 		echo "generated files are stale; run 'make manifests generate bundle catalog' and commit:"; \
 		git status --porcelain -- api config bundle bundle.Dockerfile catalog; git diff --stat -- api config bundle catalog; exit 1; fi
 	@echo "verify: ok"
+
+.PHONY: lint
+lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml); part of verify.
+	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 .PHONY: test
 test: unit e2e olm-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
@@ -213,6 +221,11 @@ $(OLM_CATALOG): hack/tools/olm/go.mod
 controller-gen: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	$(call go-install-tool,$(CONTROLLER_GEN),sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT)
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE)

@@ -68,6 +68,11 @@ const DefaultReconcileDeadline = 5 * time.Minute
 // a time, so one slow JobManager delays only its own resource.
 const DefaultReconcileParallelism = 25
 
+// requeueSoon runs a reconcile again shortly: after a write conflict (the next one reads the
+// object anew) or a step that finished and lets the next begin. The short delay replaces
+// controller-runtime's deprecated Requeue flag and gives the cache time to see our own write.
+func requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: 200 * time.Millisecond} }
+
 // withDeadline bounds every reconcile of r by deadline (none when zero).
 func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reconciler {
 	if deadline <= 0 {
@@ -139,7 +144,7 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinkdeployment", req.NamespacedName))
 	result, err := rr.reconcileDeployment(ctx, dep, red)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil // read again: someone wrote the object meanwhile
+		return requeueSoon(), nil // read again: someone wrote the object meanwhile
 	}
 	return result, red.Error(err)
 }

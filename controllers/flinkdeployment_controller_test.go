@@ -530,7 +530,7 @@ func TestUpgradeModes(t *testing.T) {
 		})
 		assert.Equal(t, flinkv1beta1.LifecycleUpgrading, d.Status.LifecycleState)
 		flink.CompleteSavepoint(job, d.Status.JobStatus.SavepointInfo.TriggerID, "disk full")
-		d = waitFor(t, c, ns, "job", "error recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, "job", "error recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return strings.Contains(d.Status.Error, "Savepoint for the upgrade failed: java.lang.Exception: disk full")
 		})
 		assert.Equal(t, "RUNNING", flink.Job(job))
@@ -564,7 +564,7 @@ func TestUpgradeModes(t *testing.T) {
 		d.Spec.Job.InitialSavepointPath = "file:///sp/kept-by-hand"
 		d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
 		require.NoError(t, c.Update(ctx, d))
-		d = waitFor(t, c, ns, "job", "redeployed from the given savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, "job", "redeployed from the given savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return k.jobManager(ns, "job") != nil && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
 		})
 		assert.Equal(t, "file:///sp/kept-by-hand", restorePath(t, c, ns, "job"))

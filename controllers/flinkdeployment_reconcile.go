@@ -297,7 +297,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 		}
 		if stops {
-			return ctrl.Result{Requeue: true}, nil
+			return requeueSoon(), nil
 		}
 	}
 	keepHA := plan.Restore == restoreLastState
@@ -530,7 +530,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 				if err != nil || progress != stopDone {
 					return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 				}
-				return ctrl.Result{Requeue: true}, nil
+				return requeueSoon(), nil
 			}
 			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
 				"No savepoint on deletion after %s; deleting the cluster without one", timeout)

@@ -66,7 +66,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 	if desired.Job != nil && isTerminal(st.JobStatus.State) && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
 		ttl := options.JMShutdownTTL.Get(conf)
 		ended, _ := strconv.ParseInt(st.JobStatus.UpdateTime, 10, 64)
-		left := time.UnixMilli(ended).Add(ttl).Sub(time.Now())
+		left := time.Until(time.UnixMilli(ended).Add(ttl))
 		if left > 0 {
 			return ctrl.Result{RequeueAfter: left}, false, nil
 		}

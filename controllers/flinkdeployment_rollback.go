@@ -30,7 +30,7 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 		return false, 0
 	}
 	timeout := options.ReadinessTimeout.Get(conf)
-	left := time.UnixMilli(rs.ReconciliationTimestamp).Add(timeout).Sub(time.Now())
+	left := time.Until(time.UnixMilli(rs.ReconciliationTimestamp).Add(timeout))
 	return left <= 0, left
 }
 

@@ -103,7 +103,7 @@ func TestInPlaceScaling(t *testing.T) {
 		d.Spec = *withConfig(t, &d.Spec, map[string]string{keyParallelismOverrides: "source:4,sink:1"})
 		return c.Update(ctx, d)
 	}))
-	d = waitFor(t, c, ns, name, "scaled in place", func(d *flinkv1beta1.FlinkDeployment) bool {
+	waitFor(t, c, ns, name, "scaled in place", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return flink.Vertices(jobID)["source"] == 4
 	})
 	assert.Equal(t, map[string]int{"source": 4, "sink": 1}, flink.Vertices(jobID))

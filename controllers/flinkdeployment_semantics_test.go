@@ -189,10 +189,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		ns, _, k, _ := newScenario(t, "null-nonce")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.RestartNonce = ptr(int64(3))
-		d := stableDeployment(t, c, k, dep)
+		stableDeployment(t, c, k, dep)
 		jm := k.jobManager(ns, "job")
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.RestartNonce = nil })
-		d = waitFor(t, c, ns, "job", "the new generation observed", func(got *flinkv1beta1.FlinkDeployment) bool {
+		d := waitFor(t, c, ns, "job", "the new generation observed", func(got *flinkv1beta1.FlinkDeployment) bool {
 			cond := meta.FindStatusCondition(got.Status.Conditions, "Ready")
 			return cond != nil && cond.ObservedGeneration == got.Generation
 		})
@@ -217,7 +217,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:1.20" })
 		k.collect(ns, "job")
-		d = redeployed(t, c, k, ns, "job", broken.Status.JobStatus.JobID)
+		redeployed(t, c, k, ns, "job", broken.Status.JobStatus.JobID)
 		assert.Equal(t, "flink:1.20", k.jobManager(ns, "job").Spec.Template.Spec.Containers[0].Image, "the fix is deployed")
 	})
 

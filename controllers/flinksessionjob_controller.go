@@ -118,7 +118,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinksessionjob", req.NamespacedName))
 	result, err := rr.reconcileSessionJob(ctx, job, red)
 	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil // read again: someone wrote the object meanwhile
+		return requeueSoon(), nil // read again: someone wrote the object meanwhile
 	}
 	return result, red.Error(err)
 }

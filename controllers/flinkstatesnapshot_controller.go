@@ -86,7 +86,7 @@ func (r *FlinkStateSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	if err := r.ensureMetadata(ctx, snap); err != nil {
 		if apierrors.IsConflict(err) {
-			return ctrl.Result{Requeue: true}, nil
+			return requeueSoon(), nil
 		}
 		return ctrl.Result{}, err
 	}
@@ -94,7 +94,7 @@ func (r *FlinkStateSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.R
 	result, err := r.step(ctx, snap, original)
 	if perr := r.persistSnapshot(ctx, snap, original); perr != nil {
 		if apierrors.IsConflict(perr) {
-			return ctrl.Result{Requeue: true}, nil
+			return requeueSoon(), nil
 		}
 		return ctrl.Result{}, perr
 	}

@@ -448,7 +448,7 @@ func (s *manifestStream) serviceBackend(name string) (corev1.Service, string, er
 			continue
 		}
 		if len(svc.Spec.Ports) == 0 {
-			return svc, "", fmt.Errorf("Service %s has no port", name)
+			return svc, "", fmt.Errorf("service %s has no port", name)
 		}
 		selector := labels.SelectorFromSet(svc.Spec.Selector)
 		for _, d := range s.deployments {
@@ -458,7 +458,7 @@ func (s *manifestStream) serviceBackend(name string) (corev1.Service, string, er
 		}
 		return svc, "", fmt.Errorf("no Deployment's pods match Service %s", name)
 	}
-	return corev1.Service{}, "", fmt.Errorf("Service %s not in the manifests", name)
+	return corev1.Service{}, "", fmt.Errorf("service %s not in the manifests", name)
 }
 
 func bundleAnnotations(o bundleOptions, scorecard bool) map[string]string {

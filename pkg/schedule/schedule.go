@@ -33,7 +33,8 @@ func ParseCron(expr string) (*Cron, error) {
 	}
 	c := &Cron{}
 	for i, p := range parts {
-		if strings.ContainsAny(p, "LW#") && !(i == 4 && isName(p)) && !(i == 5 && isName(p)) {
+		monthOrDayName := (i == 4 || i == 5) && isName(p)
+		if strings.ContainsAny(p, "LW#") && !monthOrDayName {
 			return nil, fmt.Errorf("cron %q: field %d (%s): L, W and # are not supported", expr, i+1, p)
 		}
 		set, any, err := parseField(p, fieldRanges[i], i)

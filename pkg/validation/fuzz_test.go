@@ -118,6 +118,6 @@ func (r anyResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error)
 }
 
 func publicAddr(a netip.Addr) bool {
-	return !(a.IsLoopback() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsPrivate() ||
-		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast())
+	return !a.IsLoopback() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() && !a.IsPrivate() &&
+		!a.IsUnspecified() && !a.IsMulticast() && !a.IsInterfaceLocalMulticast()
 }

@@ -449,7 +449,7 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	out, _ := json.Marshal(body)
-	_, _ = io.WriteString(w, string(out))
+	_, _ = w.Write(out)
 }
 
 // CheckpointPath is the latest completed checkpoint the fake reports for a job.

@@ -132,7 +132,15 @@ func start(o Options) (*Env, error) {
 // Kubectl runs the kubectl found beside the control-plane binaries against the environment,
 // returning its combined output.
 func (e *Env) Kubectl(args ...string) (string, error) {
-	stdout, stderr, err := e.Environment.ControlPlane.KubeCtl().Run(args...)
+	admin, err := e.Environment.ControlPlane.AddUser(envtest.User{Name: "kubectl", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("kubectl user: %w", err)
+	}
+	kubectl, err := admin.Kubectl()
+	if err != nil {
+		return "", fmt.Errorf("kubectl: %w", err)
+	}
+	stdout, stderr, err := kubectl.Run(args...)
 	out := ""
 	if stdout != nil {
 		b, _ := io.ReadAll(stdout)
