@@ -167,3 +167,59 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 		require.Error(t, err, fmt.Sprintf("Flink %s answered plain http on its SSL port", dist.Version))
 	})
 }
+
+// TestRealFlinkDeprecatedSSLSwitch: upstream's basic-secure example turns SSL on with the
+// deprecated security.ssl.enabled and the generic security.ssl.keystore keys. Flink 1.x then
+// serves its REST endpoint over https; Flink 2 no longer reads the switch and serves plain
+// http. The operator's choice of scheme follows each.
+func TestRealFlinkDeprecatedSSLSwitch(t *testing.T) {
+	for _, version := range flinkcluster.Versions(t) {
+		t.Run(version, func(t *testing.T) {
+			dist := flinkcluster.DistFor(t, version)
+			const storePassword = "password1234"
+			ca := pki.NewCA(t, "FlinkCA")
+			certDir := t.TempDir()
+			conf := map[string]string{
+				"security.ssl.enabled": "true",
+				// Only REST here: internal SSL would need certificates for 127.0.0.1.
+				"security.ssl.internal.enabled":    "false",
+				"security.ssl.keystore":            pki.Write(t, filepath.Join(certDir, "keystore.jks"), ca.Issue(t, "FlinkDeployment", "*.flink.svc").KeystoreJKS(t, storePassword)),
+				"security.ssl.keystore-password":   storePassword,
+				"security.ssl.key-password":        storePassword,
+				"security.ssl.truststore":          pki.Write(t, filepath.Join(certDir, "truststore.jks"), ca.TruststoreJKS(t, storePassword)),
+				"security.ssl.truststore-password": storePassword,
+			}
+			flink2 := dist.AtLeast(2, 0)
+			opts := flinkcluster.Options{Config: conf}
+			if !flink2 {
+				roots := x509.NewCertPool()
+				roots.AddCert(ca.Cert)
+				opts.RESTTLS = &tls.Config{RootCAs: roots, ServerName: "basic-secure-rest.flink.svc", MinVersion: tls.VersionTLS12,
+					CipherSuites: []uint16{tls.TLS_RSA_WITH_AES_128_CBC_SHA}}
+			}
+			cluster := flinkcluster.StartSession(t, dist, opts)
+			restURL, err := url.Parse(cluster.RESTURL)
+			require.NoError(t, err)
+
+			effective := native.Config{"rest.port": restURL.Port()}
+			for k, v := range conf {
+				effective[k] = v
+			}
+			clients := &controllers.FlinkClients{URLTemplate: "http://127.0.0.1:{{port}}", Timeout: 30 * time.Second,
+				TLS: resttls.Settings{TruststoreDir: certDir}}
+			flinkVersion := flinkv1beta1.FlinkVersion("v" + strings.Join(strings.SplitN(dist.Version, ".", 3)[:2], "_"))
+			c, err := clients.For(context.Background(), "flink", "basic-secure", flinkVersion, effective)
+			require.NoError(t, err)
+			want := "https"
+			if flink2 {
+				want = "http"
+			}
+			assert.Equal(t, want+"://127.0.0.1:"+restURL.Port(), c.URL())
+			// The call succeeds only if Flink serves the scheme chosen (the harness's own
+			// polling, http or https as set above, proved the same while starting it).
+			cfg, err := c.Config(context.Background())
+			require.NoError(t, err)
+			assert.Equal(t, dist.Version, cfg.FlinkVersion)
+		})
+	}
+}
