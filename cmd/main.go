@@ -41,6 +41,7 @@ import (
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
+	"github.com/flink-operator/flink-operator/pkg/resttls"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -78,6 +79,8 @@ type options struct {
 	// reconcileParallelism is the workers of each controller; reconcileDeadline bounds one reconcile.
 	reconcileParallelism int
 	reconcileDeadline    time.Duration
+	// restTLS is the operator's trust for JobManagers with REST SSL (plus upstream's env).
+	restTLS resttls.Settings
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -112,6 +115,13 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.restAddress, "flink-rest-address", controllers.RESTAddressService,
 		"How the operator addresses JobManagers: \"service\" uses --flink-rest-url-template; \"pod-ip\" uses the address "+
 			"of a ready JobManager pod behind the REST Service (operator outside the cluster with routable pod IPs).")
+	fs.StringVar(&o.restTLS.CAFile, resttls.FlagCAFile[2:], "",
+		"PEM CA bundle trusted for JobManagers whose configuration turns REST SSL on (security.ssl.rest.enabled).")
+	fs.StringVar(&o.restTLS.TruststoreDir, resttls.FlagTruststoreDir[2:], "",
+		"Directory below which a cluster's own security.ssl.rest.truststore may be read and trusted for that cluster; empty reads none.")
+	fs.StringVar(&o.restTLS.ClientCertFile, resttls.FlagClientCertFile[2:], "",
+		"PEM client certificate for clusters with security.ssl.rest.authentication-enabled (or env OPERATOR_KEYSTORE_PATH).")
+	fs.StringVar(&o.restTLS.ClientKeyFile, resttls.FlagClientKeyFile[2:], "", "PEM key of --flink-rest-client-cert-file.")
 	fs.DurationVar(&o.restTimeout, "flink-rest-timeout", 10*time.Second, "Timeout of a Flink REST call (kubernetes.operator.flink.client.timeout).")
 	fs.DurationVar(&o.reconcileInterval, "reconcile-interval", controllers.DefaultIntervals.Reconcile,
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
@@ -295,9 +305,13 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One REST client factory for all reconcilers: same addressing, timeout and metrics.
+	restTLS := o.restTLS.WithEnv(os.Getenv)
+	if err := restTLS.Check(); err != nil {
+		return nil, fmt.Errorf("flink REST TLS: %w", err)
+	}
+	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe}
+		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe, TLS: restTLS}
 	if err := (&controllers.FlinkDeploymentReconciler{
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),

@@ -348,11 +348,12 @@ func (r *FlinkDeploymentReconciler) restClient(ctx context.Context, s *scope) (*
 	if s.rest != nil {
 		return s.rest, nil
 	}
-	conf, err := r.config(s, s.running())
+	spec := s.running()
+	conf, err := r.config(s, spec)
 	if err != nil {
 		return nil, err
 	}
-	if s.rest, err = r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, conf); err != nil {
+	if s.rest, err = r.Flink.For(ctx, s.dep.Namespace, s.dep.Name, spec.FlinkVersion, conf); err != nil {
 		return nil, err
 	}
 	return s.rest, nil

@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -11,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/resttls"
 )
 
 // DefaultRESTURLTemplate reaches a JobManager through its REST Service, from inside the cluster.
+// Its scheme follows the cluster: https when its configuration turns REST SSL on.
 const DefaultRESTURLTemplate = "http://{{name}}-rest.{{namespace}}:{{port}}"
 
 // How the operator addresses a JobManager's REST endpoint.
@@ -32,18 +37,26 @@ const (
 // FlinkClients makes the REST clients of clusters. With Address "service", URLTemplate says
 // where a cluster's REST endpoint is: {{name}}, {{namespace}} and {{port}} are replaced (an
 // operator outside the cluster can point it at a proxy). With "pod-ip", Endpoints looks up
-// the JobManager pod address.
+// the JobManager pod address. In both modes the scheme is the cluster's: https when its
+// configuration turns REST SSL on, trusting what TLS gives.
 type FlinkClients struct {
 	URLTemplate string
 	Address     string
 	Endpoints   client.Reader
 	Timeout     time.Duration
 	OnCall      func(flink.Call)
+	// TLS is the operator's trust and client certificate for clusters with REST SSL.
+	TLS resttls.Settings
 }
 
-// For returns the client of a cluster.
-func (f *FlinkClients) For(ctx context.Context, namespace, name string, conf native.Config) (*flink.Client, error) {
+// For returns the client of a cluster running Flink version with configuration conf.
+func (f *FlinkClients) For(ctx context.Context, namespace, name string, version flinkv1beta1.FlinkVersion, conf native.Config) (*flink.Client, error) {
 	port, err := conf.Int("rest.port", native.DefaultRESTPort)
+	if err != nil {
+		return nil, err
+	}
+	flink2 := version != "" && !strings.HasPrefix(string(version), "v1_")
+	secure, err := resttls.Enabled(conf, flink2)
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +73,50 @@ func (f *FlinkClients) For(ctx context.Context, namespace, name string, conf nat
 		if err != nil {
 			return nil, err
 		}
-		url = "http://" + ip + ":" + strconv.Itoa(port)
+		url = "http://" + net.JoinHostPort(ip, strconv.Itoa(port))
 	default:
 		return nil, fmt.Errorf("REST address mode %q: allowed: %s, %s", f.Address, RESTAddressService, RESTAddressPodIP)
 	}
-	c, err := flink.New(flink.Options{URL: url, Timeout: f.Timeout, OnCall: f.OnCall})
+	opts := flink.Options{URL: url, Timeout: f.Timeout, OnCall: f.OnCall}
+	if secure {
+		if opts.URL, err = withScheme(url, "https"); err != nil {
+			return nil, err
+		}
+		host, _ := hostOf(opts.URL)
+		service := native.RESTServiceName(name)
+		// The certificate may be issued for the URL's host or any DNS name of the REST
+		// Service (upstream's examples use <service>.<namespace>.svc wildcards); all name
+		// this cluster only.
+		names := []string{host, service + "." + namespace, service + "." + namespace + ".svc",
+			service + "." + namespace + ".svc.cluster.local"}
+		if opts.TLS, err = f.TLS.Config(conf, names, flink2); err != nil {
+			return nil, fmt.Errorf("REST TLS of %s/%s: %w", namespace, name, err)
+		}
+	}
+	c, err := flink.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("REST client of %s/%s: %w", namespace, name, err)
 	}
 	return c, nil
+}
+
+// withScheme replaces the scheme of a REST URL (an http template stays the single template
+// for clusters with and without REST SSL).
+func withScheme(raw, scheme string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("REST URL %q must be http(s)://host:port", raw)
+	}
+	u.Scheme = scheme
+	return u.String(), nil
+}
+
+func hostOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", err
+	}
+	return u.Hostname(), nil
 }
 
 // readyAddress is the address of a ready pod behind a Service (the lowest, so stable). Pods

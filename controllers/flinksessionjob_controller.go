@@ -186,7 +186,7 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	if !ready {
 		return nil
 	}
-	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, conf)
+	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, session.Spec.FlinkVersion, conf)
 	if err != nil {
 		s.unreachable = fmt.Errorf("REST endpoint of session %s: %w", name, err)
 		return nil // not reachable yet; observed as not ready

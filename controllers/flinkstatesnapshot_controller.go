@@ -223,7 +223,7 @@ func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *
 	if err != nil {
 		return target{}, "", err
 	}
-	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, conf)
+	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
 	if err != nil {
 		return target{}, "", err
 	}

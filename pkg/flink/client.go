@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,20 +47,6 @@ const (
 // ErrResponseTooLarge is wrapped by the KindMalformed error of a response over the limits.
 var ErrResponseTooLarge = errors.New("response too large")
 
-// TLSOptions configure HTTPS to a JobManager whose REST endpoint has rest.ssl.enabled.
-// Files are PEM; Flink's JKS keystores must be exported to PEM (the operator does that
-// from the cluster's secrets).
-type TLSOptions struct {
-	// CAFile holds the certificates that sign the JobManager's REST certificate.
-	CAFile string
-	// CertFile and KeyFile are the client certificate, for rest.ssl.authentication-enabled.
-	CertFile, KeyFile string
-	// ServerName overrides the name checked in the server certificate.
-	ServerName string
-	// InsecureSkipVerify disables certificate verification (tests only).
-	InsecureSkipVerify bool
-}
-
 // Call describes one finished REST call, for metrics.
 type Call struct {
 	// Endpoint is the route template, e.g. "GET /jobs/:jobid/savepoints/:triggerid".
@@ -81,8 +65,10 @@ type Options struct {
 	URL string
 	// Timeout of each call when the context has no earlier deadline; DefaultTimeout when 0.
 	Timeout time.Duration
-	// TLS for https URLs.
-	TLS *TLSOptions
+	// TLS configures https URLs (trusted CAs, client certificate, how the server's name is
+	// checked); pkg/resttls builds it from a cluster's configuration. Nil uses Go's defaults
+	// (the system's CAs). The client keeps its own copy.
+	TLS *tls.Config
 	// Headers added to every request (e.g. authentication for a proxy in front of Flink).
 	Headers map[string]string
 	// HTTPClient overrides the transport; TLS is ignored when set.
@@ -118,11 +104,7 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		if opts.TLS != nil {
-			tlsConfig, err := opts.TLS.config()
-			if err != nil {
-				return nil, err
-			}
-			transport.TLSClientConfig = tlsConfig
+			transport.TLSClientConfig = opts.TLS.Clone()
 		}
 		hc = &http.Client{Transport: transport}
 	}
@@ -145,29 +127,6 @@ func New(opts Options) (*Client, error) {
 		rate = DefaultUploadBytesPerSecond
 	}
 	return &Client{base: base, http: hc, timeout: timeout, headers: headers, onCall: opts.OnCall, uploadRate: rate}, nil
-}
-
-func (o *TLSOptions) config() (*tls.Config, error) {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: o.ServerName, InsecureSkipVerify: o.InsecureSkipVerify} //nolint:gosec // opt-in for tests
-	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("flink: read TLS CA file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("flink: TLS CA file %s holds no PEM certificate", o.CAFile)
-		}
-		cfg.RootCAs = pool
-	}
-	if o.CertFile != "" || o.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("flink: load TLS client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
-	}
-	return cfg, nil
 }
 
 // WithTimeout returns a client that shares this one's connections and settings but bounds

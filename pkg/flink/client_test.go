@@ -2,16 +2,14 @@ package flink
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -482,29 +480,39 @@ func TestHeadersAndObserver(t *testing.T) {
 	assert.Error(t, calls[0].Err)
 }
 
+// TestTLS: the caller's TLS configuration is what the client uses (its roots, not the
+// system's), and the no-redirect rule holds over https too.
 func TestTLS(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	var victimHits atomic.Int64
+	victim := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { victimHits.Add(1) }))
+	defer victim.Close()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPatch {
+			http.Redirect(w, r, victim.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			return
+		}
 		_, _ = io.WriteString(w, `{"taskmanagers":3}`)
 	}))
 	defer srv.Close()
-	caFile := filepath.Join(t.TempDir(), "ca.pem")
-	cert := srv.Certificate()
-	require.NoError(t, os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), 0o600))
+	trusted := x509.NewCertPool()
+	trusted.AddCert(srv.Certificate())
+	cfg := &tls.Config{RootCAs: trusted, MinVersion: tls.VersionTLS12}
 
-	c, err := New(Options{URL: srv.URL, TLS: &TLSOptions{CAFile: caFile}})
+	c, err := New(Options{URL: srv.URL, TLS: cfg})
 	require.NoError(t, err)
 	o, err := c.Overview(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 3, o.TaskManagers)
+	err = c.CancelJob(context.Background(), testJob)
+	assert.Equal(t, KindRedirect, KindOf(err), "%v", err)
+	assert.Zero(t, victimHits.Load(), "the client followed a redirect over https")
 
-	untrusted, err := New(Options{URL: srv.URL, TLS: &TLSOptions{}})
+	untrusted, err := New(Options{URL: srv.URL, TLS: &tls.Config{RootCAs: x509.NewCertPool(), MinVersion: tls.VersionTLS12}})
 	require.NoError(t, err)
 	_, err = untrusted.Overview(context.Background())
 	var unknownAuthority x509.UnknownAuthorityError
 	assert.True(t, errors.As(err, &unknownAuthority), "%v", err)
-
-	_, err = New(Options{URL: srv.URL, TLS: &TLSOptions{CAFile: filepath.Join(t.TempDir(), "missing.pem")}})
-	assert.ErrorContains(t, err, "read TLS CA file")
+	assert.Equal(t, KindUnavailable, KindOf(err), "%v", err)
 }
 
 func TestParseVersion(t *testing.T) {

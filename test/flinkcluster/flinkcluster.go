@@ -6,6 +6,7 @@ package flinkcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -169,6 +170,10 @@ type Options struct {
 	ConfigFile string
 	// Log4j, when set, replaces the harness's log4j-console.properties.
 	Log4j string
+	// RESTTLS, when set, says the REST endpoint serves https (Config turns
+	// security.ssl.rest.enabled on): RESTURL is https and the harness polls with this
+	// configuration (its CAs, and its client certificate for mutual TLS).
+	RESTTLS *tls.Config
 }
 
 // Cluster is a running session cluster.
@@ -186,6 +191,8 @@ type Cluster struct {
 	dynamic  map[string]string
 	jm, tm   *process
 	jmStarts int
+	// http polls the REST endpoint.
+	http *http.Client
 }
 
 // process is a started java process; done closes when it exits.
@@ -221,6 +228,11 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 	c.classp = cp
 	restPort, rpcPort := freePort(t), freePort(t)
 	c.RESTURL = fmt.Sprintf("http://127.0.0.1:%d", restPort)
+	c.http = &http.Client{Timeout: 10 * time.Second}
+	if opts.RESTTLS != nil {
+		c.RESTURL = fmt.Sprintf("https://127.0.0.1:%d", restPort)
+		c.http.Transport = &http.Transport{TLSClientConfig: opts.RESTTLS.Clone()}
+	}
 	c.SavepointDir = "file://" + filepath.Join(dir, "savepoints")
 	c.CheckpointDir = "file://" + filepath.Join(dir, "checkpoints")
 	slots := opts.Slots
@@ -365,7 +377,7 @@ func (c *Cluster) WaitForTaskManagers(ctx context.Context, n int, timeout time.D
 func (c *Cluster) WaitForREST(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		resp, err := http.Get(c.RESTURL + "/config")
+		resp, err := c.http.Get(c.RESTURL + "/config")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -381,7 +393,7 @@ func (c *Cluster) WaitForREST(timeout time.Duration) error {
 
 func (c *Cluster) taskManagers(ctx context.Context) (tms, slots int, err error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.RESTURL+"/overview", nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.http.Do(req)
 	if err != nil {
 		return 0, 0, err
 	}
