@@ -41,6 +41,9 @@ const (
 	ReasonSavepointError   = "SavepointError"
 	ReasonCleanup          = "Cleanup"
 	ReasonError            = "Error"
+	// ReasonForeignObject: an object the cluster needs exists under its name and belongs to
+	// someone else; it is left unchanged.
+	ReasonForeignObject = "ForeignObject"
 )
 
 // Intervals of the reconcile loop (upstream's defaults).
@@ -82,7 +85,11 @@ func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reco
 
 // FlinkDeploymentReconciler runs Flink clusters for FlinkDeployments.
 type FlinkDeploymentReconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads from the API server, not the cache: whether an object of a cluster's
+	// names already exists, and whose it is, must be known even when the cache only holds
+	// labelled objects. The manager's API reader when nil.
+	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Flink     *FlinkClients
@@ -116,6 +123,9 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Intervals = DefaultIntervals
 	}
 	r.exceptions = newExceptionReporter()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flinkv1beta1.FlinkDeployment{}).
 		Owns(&appsv1.Deployment{}).

@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,9 @@ import (
 
 // Cluster holds the Kubernetes objects of one Flink cluster.
 type Cluster struct {
+	// Owner is the FlinkDeployment's UID; objects of the cluster's names that it does not own
+	// are never applied to nor deleted (ownership.go).
+	Owner types.UID
 	// Config is the effective Flink configuration written into ConfigMap.
 	Config Config
 	// ResultStoreID names the result stores of this deployment (BuildOptions.ResultStoreID, or
@@ -109,7 +113,7 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 		return nil, err
 	}
 
-	c := &Cluster{Config: conf}
+	c := &Cluster{Config: conf, Owner: dep.UID}
 	if dep.Spec.Job != nil && haStorageDir(conf) != "" {
 		c.ResultStoreID = opts.ResultStoreID // the condition resultStores wrote the stores under
 	}
