@@ -248,7 +248,7 @@ func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Sta
 // observed), else stops.
 func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
 	// Update rules compare with the status's last reconciled spec, which s.dep carries.
-	errs := r.Validator.ValidateDeployment(s.dep, s.dep)
+	errs := r.validator().ValidateDeployment(s.dep, s.dep)
 	if len(errs) == 0 {
 		if s.status().Error != "" && isValidationError(s.status().Error) {
 			s.status().Error = ""
@@ -263,6 +263,23 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 		return nil, false
 	}
 	return s.deployed, true
+}
+
+// validator is the Validator with the operator configuration in force now, from which the
+// operator-wide policy (pod security level, Ingress annotations) is read: the live one when the
+// operator configuration is dynamic, else the fixed defaults.
+func (r *FlinkDeploymentReconciler) validator() *validation.Validator {
+	if r.Validator.OperatorConfig != nil {
+		return r.Validator
+	}
+	v := *r.Validator
+	if r.Live != nil {
+		live := r.Live
+		v.OperatorConfig = func() map[string]string { return live.Get().Defaults.Operator }
+	} else if v.Defaults.Operator == nil {
+		v.Defaults.Operator = r.Defaults.Operator
+	}
+	return &v
 }
 
 // finish computes the lifecycle state and conditions and writes the status if it changed.

@@ -14,6 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
+	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -82,4 +86,23 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		assert.Nil(t, live.DeletionTimestamp, "the foreign Deployment is being deleted")
 		assert.Equal(t, web.ResourceVersion, live.ResourceVersion, "the foreign Deployment was written")
 	})
+}
+
+// The reconciler validates again with the operator-wide policy of the operator configuration
+// in force: a resource admitted before the policy was set (or without the webhook) is refused.
+func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
+	dep := newDeployment(t, "ns", "x")
+	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}
+	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}
+
+	fixed := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: native.Defaults{Operator: baseline}}
+	assert.NotEmpty(t, fixed.validator().ValidateDeployment(dep, nil), "the fixed operator configuration")
+
+	live := operatorconfig.NewStore(operatorconfig.Settings{})
+	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Live: live}
+	assert.Empty(t, dynamic.validator().ValidateDeployment(dep, nil), "privileged by default")
+	live.Set(operatorconfig.Settings{Defaults: native.Defaults{Operator: baseline}})
+	errs := dynamic.validator().ValidateDeployment(dep, nil)
+	require.Len(t, errs, 2)
+	assert.Contains(t, errs[0].Error(), "spec.podTemplate: Forbidden: the JobManager pod violates the pod security level \"baseline\"")
 }

@@ -32,6 +32,11 @@ type Validator struct {
 	// addresses (the operator fetches them: server-side request forgery). nil skips lookups of
 	// names; literal IP addresses are always checked.
 	Resolver Resolver
+	// OperatorConfig returns the operator options of the operator configuration in force now
+	// (native.Defaults.Operator of the live configuration), from which the operator-wide Policy
+	// is read at every validation, so a changed operator ConfigMap applies at once. nil reads
+	// Defaults.Operator.
+	OperatorConfig func() map[string]string
 }
 
 // nameFormat is upstream's limit: the name becomes part of Service and ConfigMap names.
@@ -134,6 +139,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 				"must be at least 1 unless spec.taskManager.replicas is set"))
 		}
 	}
+	errs = append(errs, v.validatePolicy(dep)...)
 	if old != nil {
 		errs = append(errs, v.validateDeploymentUpdate(dep, old)...)
 	}
@@ -252,6 +258,9 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 	var errs field.ErrorList
 	// Every registered option holds a value of its type, parsed as the controllers parse it.
 	for _, o := range options.All() {
+		if contains(policyKeys, o.Key) {
+			continue // operator configuration only: checked with the policy
+		}
 		if err := o.Check(conf); err != nil {
 			errs = append(errs, field.Invalid(path.Key(o.Key), conf[o.Key], fmt.Sprintf("must be a %s: %v", o.Type, err)))
 		}
