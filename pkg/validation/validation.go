@@ -97,6 +97,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	}
 	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion, true)...)
 	errs = append(errs, validateOperatorOptions(spec.Child("flinkConfiguration"), conf)...)
+	errs = append(errs, validateSizes(spec, conf, dep)...)
 
 	if dep.Spec.Ingress != nil {
 		if _, err := native.BuildIngress(dep, native.DefaultRESTPort); err != nil {
@@ -291,6 +292,25 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil || f < r.min || f > r.max {
 			errs = append(errs, field.Invalid(path.Key(r.key), raw, fmt.Sprintf("must be a number from %g to %g", r.min, r.max)))
+		}
+	}
+	return errs
+}
+
+// validateSizes refuses numbers the cluster's objects cannot hold: ports outside 1 to 65535
+// (cast into a container port they would wrap around), and a parallelism needing more
+// TaskManagers than a Deployment can have.
+func validateSizes(spec *field.Path, conf native.Config, dep *flinkv1beta1.FlinkDeployment) field.ErrorList {
+	var errs field.ErrorList
+	confPath := spec.Child("flinkConfiguration")
+	for _, p := range native.PortKeys {
+		if _, err := conf.Port(p.Key, p.Default); err != nil {
+			errs = append(errs, field.Invalid(confPath.Key(p.Key), conf[p.Key], "a port number from 1 to 65535"))
+		}
+	}
+	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
+		if _, err := native.TaskManagerReplicas(conf, &dep.Spec); err != nil {
+			errs = append(errs, field.Invalid(confPath.Key("parallelism.default"), conf["parallelism.default"], err.Error()))
 		}
 	}
 	return errs
