@@ -10,10 +10,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -41,6 +43,9 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "x")))
 		d := waitFor(t, c, ns, "x", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
+		if stalled := meta.FindStatusCondition(d.Status.Conditions, lifecycle.ConditionStalled); assert.NotNil(t, stalled) {
+			assert.Equal(t, string(flinkv1beta1.ErrorReasonForeignObject), stalled.Reason, "a human must remove or rename the object")
+		}
 		assert.Eventually(t, func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Service " + ns + "/x already exists")
 		},
