@@ -204,7 +204,13 @@ func (o *options) validator() *validation.Validator {
 			schemes = append(schemes, s)
 		}
 	}
-	return &validation.Validator{AllowedJarSchemes: schemes, Resolver: net.DefaultResolver}
+	v := &validation.Validator{AllowedJarSchemes: schemes, Resolver: net.DefaultResolver}
+	if live := o.live; live != nil {
+		// The webhook applies the operator-wide policy (pod security level, Ingress annotations)
+		// in force now, as the reconcilers do.
+		v.OperatorConfig = func() map[string]string { return live.Get().Defaults.Operator }
+	}
+	return v
 }
 
 // namespaces parses the watched-namespaces option into the cache's per-namespace settings;

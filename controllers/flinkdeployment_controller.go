@@ -41,6 +41,9 @@ const (
 	ReasonSavepointError   = "SavepointError"
 	ReasonCleanup          = "Cleanup"
 	ReasonError            = "Error"
+	// ReasonForeignObject: an object the cluster needs exists under its name and belongs to
+	// someone else; it is left unchanged.
+	ReasonForeignObject = "ForeignObject"
 )
 
 // Intervals of the reconcile loop (upstream's defaults).
@@ -87,7 +90,11 @@ func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reco
 
 // FlinkDeploymentReconciler runs Flink clusters for FlinkDeployments.
 type FlinkDeploymentReconciler struct {
-	Client    client.Client
+	Client client.Client
+	// APIReader reads from the API server, not the cache: whether an object of a cluster's
+	// names already exists, and whose it is, must be known even when the cache only holds
+	// labelled objects. The manager's API reader when nil.
+	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Flink     *FlinkClients
@@ -121,6 +128,9 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Intervals = DefaultIntervals
 	}
 	r.exceptions = newExceptionReporter()
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flinkv1beta1.FlinkDeployment{}).
 		Owns(&appsv1.Deployment{}).
@@ -243,7 +253,7 @@ func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Sta
 // observed), else stops.
 func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
 	// Update rules compare with the status's last reconciled spec, which s.dep carries.
-	errs := r.Validator.ValidateDeployment(s.dep, s.dep)
+	errs := r.validator().ValidateDeployment(s.dep, s.dep)
 	if len(errs) == 0 {
 		if s.status().Error != "" && isValidationError(s.status().Error) {
 			s.status().Error = ""
@@ -258,6 +268,23 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 		return nil, false
 	}
 	return s.deployed, true
+}
+
+// validator is the Validator with the operator configuration in force now, from which the
+// operator-wide policy (pod security level, Ingress annotations) is read: the live one when the
+// operator configuration is dynamic, else the fixed defaults.
+func (r *FlinkDeploymentReconciler) validator() *validation.Validator {
+	if r.Validator.OperatorConfig != nil {
+		return r.Validator
+	}
+	v := *r.Validator
+	if r.Live != nil {
+		live := r.Live
+		v.OperatorConfig = func() map[string]string { return live.Get().Defaults.Operator }
+	} else if v.Defaults.Operator == nil {
+		v.Defaults.Operator = r.Defaults.Operator
+	}
+	return &v
 }
 
 // finish computes the lifecycle state and conditions and writes the status if it changed.

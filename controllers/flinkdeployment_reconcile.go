@@ -195,7 +195,7 @@ func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope,
 	}
 	// Validated at admission; an invalid value falls back to upstream's Foreground.
 	propagation, _ := native.ParseDeletionPropagation(options.DeletionPropagation.Get(conf))
-	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA,
+	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, Owner: s.dep.UID,
 		WaitAtMost: options.ResourceCleanupTimeout.Get(conf), Propagation: propagation})
 }
 
@@ -485,7 +485,10 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("build cluster: %w", err)
 	}
-	if err := native.Apply(ctx, r.Client, cluster); err != nil {
+	if err := native.Apply(ctx, r.Client, r.liveReader(), cluster); err != nil {
+		if foreign, ok := native.IsForeignObject(err); ok {
+			return r.refuseForeignObject(s, foreign), nil
+		}
 		return ctrl.Result{}, err
 	}
 	msg := "Starting deployment"
@@ -495,6 +498,25 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSubmit, msg)
 	s.recordProgress(flinkv1beta1.ReconciliationDeployed)
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+}
+
+// liveReader is APIReader, or the client when none is set (a reconciler driven directly).
+func (r *FlinkDeploymentReconciler) liveReader() client.Reader {
+	if r.APIReader != nil {
+		return r.APIReader
+	}
+	return r.Client
+}
+
+// refuseForeignObject reports that an object of the cluster's names belongs to someone else:
+// nothing was written, the object is left as it is, and the deployment is tried again at the
+// reconcile interval (its owner may remove or rename it). Not returned as an error, so it is not
+// retried with back-off nor reported a second time as a reconcile failure.
+func (r *FlinkDeploymentReconciler) refuseForeignObject(s *scope, foreign *native.ForeignObjectError) ctrl.Result {
+	msg := foreign.Error()
+	s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonForeignObject, msg)
+	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonForeignObject, msg)
+	return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}
 }
 
 // savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).

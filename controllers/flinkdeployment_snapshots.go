@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -29,6 +31,8 @@ const (
 	ReasonCheckpoint      = "CheckpointTriggered"
 	ReasonCheckpointDone  = "CheckpointCompleted"
 	ReasonCheckpointError = "CheckpointError"
+	// ReasonPeriodicIntervalClamped: a periodic snapshot interval below the minimum was raised.
+	ReasonPeriodicIntervalClamped = "PeriodicIntervalClamped"
 )
 
 // snapshots takes manual (nonce) and periodic savepoints and checkpoints of a running job: as
@@ -67,7 +71,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 // jobSnapshots describes the deployment's job for snapshot resources.
 func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) jobSnapshots {
 	j := jobSnapshots{owner: s.dep, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: s.deployed.Job, desired: desired.Job,
-		status: &s.status().JobStatus, conf: conf, operatorConf: r.Defaults.Operator,
+		status: &s.status().JobStatus, conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals),
 		recordNonces: func() error { return s.recordNonces(desired) },
 		persist:      func() error { return r.persist(ctx, s) }}
 	if j.deployed == nil {
@@ -115,7 +119,8 @@ func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, de
 			return false, err
 		}
 		kind = flinkv1beta1.SnapshotTriggerManual
-	case periodicDue(conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, st.JobStatus.StartTime):
+	case periodicDue(conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, st.JobStatus.StartTime, MinPeriodicInterval(r.Intervals)):
+		warnPeriodicBelowMinimum(r.Recorder, s.dep, conf, options.PeriodicSavepoint.Key, MinPeriodicInterval(r.Intervals))
 		info.LastPeriodicSavepointTimestamp = time.Now().UnixMilli()
 		kind = flinkv1beta1.SnapshotTriggerPeriodic
 	default:
@@ -160,7 +165,8 @@ func (r *FlinkDeploymentReconciler) checkpoints(ctx context.Context, s *scope, d
 			return false, err
 		}
 		kind = flinkv1beta1.SnapshotTriggerManual
-	case periodicDue(conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, st.JobStatus.StartTime):
+	case periodicDue(conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, st.JobStatus.StartTime, MinPeriodicInterval(r.Intervals)):
+		warnPeriodicBelowMinimum(r.Recorder, s.dep, conf, options.PeriodicCheckpoint.Key, MinPeriodicInterval(r.Intervals))
 		info.LastPeriodicCheckpointTimestamp = time.Now().UnixMilli()
 		kind = flinkv1beta1.SnapshotTriggerPeriodic
 	default:
@@ -207,7 +213,13 @@ func (r *FlinkDeploymentReconciler) snapshotFailed(s *scope, reason, msg string)
 
 // periodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
 // accepts) and the next snapshot is due since the last periodic one (or the job's start).
-func periodicDue(conf native.Config, key string, last int64, jobStart string) bool {
+//
+// Snapshots are never taken more often than minInterval (the operator's reconcile interval,
+// MinPeriodicInterval), whatever the option says: upstream has no minimum, and an interval of
+// seconds would have the operator take a savepoint, and create a FlinkStateSnapshot, at every
+// progress check. A shorter interval is clamped (periodicBelowMinimum tells the user), not
+// refused, so resources written for upstream keep working.
+func periodicDue(conf native.Config, key string, last int64, jobStart string, minInterval time.Duration) bool {
 	raw := strings.TrimSpace(conf[key])
 	if raw == "" {
 		return false
@@ -218,15 +230,31 @@ func periodicDue(conf native.Config, key string, last int64, jobStart string) bo
 			since = ms
 		}
 	}
+	elapsed := time.Since(time.UnixMilli(since))
 	if interval, err := native.ParseFlinkDuration(raw); err == nil {
-		return interval > 0 && time.Since(time.UnixMilli(since)) >= interval
+		return interval > 0 && elapsed >= max(interval, minInterval)
 	}
 	cron, err := schedule.ParseCron(raw)
 	if err != nil {
 		return false // rejected by validation with a message naming the option
 	}
 	next := cron.Next(time.UnixMilli(since))
-	return !next.IsZero() && !time.Now().Before(next)
+	return !next.IsZero() && !time.Now().Before(next) && elapsed >= minInterval
+}
+
+// MinPeriodicInterval is the shortest interval of periodic snapshots: the reconcile interval
+// (kubernetes.operator.reconcile.interval), since a settled job is looked at that often anyway.
+func MinPeriodicInterval(intervals Intervals) time.Duration { return intervals.Reconcile }
+
+// warnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
+// than minInterval, as a periodic snapshot is taken: the user asked for more than is done.
+func warnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf native.Config, key string, minInterval time.Duration) {
+	interval, err := native.ParseFlinkDuration(strings.TrimSpace(conf[key]))
+	if err != nil || interval <= 0 || interval >= minInterval {
+		return
+	}
+	rec.Eventf(obj, corev1.EventTypeWarning, ReasonPeriodicIntervalClamped,
+		"%s %s is below the operator's minimum, its reconcile interval %s: periodic snapshots are taken every %s", key, interval, minInterval, minInterval)
 }
 
 func parseMillis(s string) (int64, error) {

@@ -467,7 +467,8 @@ func (s *jobScope) jobConfig() native.Config {
 func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) jobSnapshots {
 	conf := s.jobConfig()
 	j := jobSnapshots{owner: s.job, kind: flinkv1beta1.JobKindFlinkSessionJob, deployed: s.deployed.Job, desired: desired.Job,
-		status: &s.status().JobStatus, conf: conf,
+		minPeriodic: MinPeriodicInterval(r.Intervals),
+		status:      &s.status().JobStatus, conf: conf,
 		recordNonces: func() error {
 			spec := s.deployed.DeepCopy()
 			spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce

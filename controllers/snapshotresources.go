@@ -44,6 +44,8 @@ type jobSnapshots struct {
 	// cleanup (kubernetes.operator.savepoint.history.max.*.threshold) are read, so a resource's
 	// flinkConfiguration cannot lift them. Nil reads them from conf.
 	operatorConf native.Config
+	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
+	minPeriodic time.Duration
 	// recordNonces writes desired's trigger nonces into the last reconciled spec.
 	recordNonces func() error
 	// persist writes the status.
@@ -85,7 +87,8 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if periodicDue(j.conf, options.PeriodicSavepoint.Key, j.status.SavepointInfo.LastPeriodicSavepointTimestamp, j.status.StartTime) {
+	if periodicDue(j.conf, options.PeriodicSavepoint.Key, j.status.SavepointInfo.LastPeriodicSavepointTimestamp, j.status.StartTime, j.minPeriodic) {
+		warnPeriodicBelowMinimum(rec, j.owner, j.conf, options.PeriodicSavepoint.Key, j.minPeriodic)
 		j.status.SavepointInfo.LastPeriodicSavepointTimestamp = now.UnixMilli()
 		if err := j.persist(); err != nil {
 			return err
@@ -94,7 +97,8 @@ func requestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if periodicDue(j.conf, options.PeriodicCheckpoint.Key, j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.status.StartTime) {
+	if periodicDue(j.conf, options.PeriodicCheckpoint.Key, j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.status.StartTime, j.minPeriodic) {
+		warnPeriodicBelowMinimum(rec, j.owner, j.conf, options.PeriodicCheckpoint.Key, j.minPeriodic)
 		j.status.CheckpointInfo.LastPeriodicCheckpointTimestamp = now.UnixMilli()
 		if err := j.persist(); err != nil {
 			return err

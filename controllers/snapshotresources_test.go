@@ -173,9 +173,43 @@ func TestPeriodicDue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := native.Config{options.PeriodicSavepoint.Key: tt.value}
-			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, ""))
+			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
 		})
 	}
+}
+
+// TestPeriodicSnapshotMinimum (review finding F19): periodic snapshots are never taken more
+// often than the operator's reconcile interval, whatever interval or cron expression a resource
+// asks for; a shorter duration is clamped, with a Warning event saying so.
+func TestPeriodicSnapshotMinimum(t *testing.T) {
+	const minInterval = time.Minute
+	secondsAgo := time.Now().Add(-5 * time.Second).UnixMilli()
+	minutesAgo := time.Now().Add(-2 * time.Minute).UnixMilli()
+	for _, tt := range []struct {
+		name  string
+		value string
+		last  int64
+		want  bool
+	}{
+		{"a second, last one seconds ago", "1 s", secondsAgo, false},
+		{"a second, last one minutes ago", "1 s", minutesAgo, true},
+		{"cron every second, last one seconds ago", "* * * * * ?", secondsAgo, false},
+		{"cron every second, last one minutes ago", "* * * * * ?", minutesAgo, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := native.Config{options.PeriodicSavepoint.Key: tt.value}
+			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
+		})
+	}
+	assert.Equal(t, DefaultIntervals.Reconcile, MinPeriodicInterval(DefaultIntervals))
+
+	rec := record.NewFakeRecorder(10)
+	obj := &flinkv1beta1.FlinkDeployment{}
+	warnPeriodicBelowMinimum(rec, obj, native.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
+	warnPeriodicBelowMinimum(rec, obj, native.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
+	require.Len(t, rec.Events, 1)
+	assert.Equal(t, "Warning PeriodicIntervalClamped kubernetes.operator.periodic.savepoint.interval 1s is below the operator's minimum, "+
+		"its reconcile interval 1m0s: periodic snapshots are taken every 1m0s", <-rec.Events)
 }
 
 // TestManualSnapshotRequestedOnce (found by TestChaos): a reconcile that sees the nonce still

@@ -35,6 +35,10 @@ const (
 	ErrorReasonJobNotFound StatusErrorReason = "JobNotFound"
 	// ErrorReasonArtifactFailed: a session job's jar could not be fetched.
 	ErrorReasonArtifactFailed StatusErrorReason = "ArtifactFailed"
+	// ErrorReasonForeignObject: an object the cluster needs (its JobManager Deployment, a
+	// Service, a ConfigMap, the Ingress) exists under its name and belongs to someone else; the
+	// operator leaves it unchanged and deploys nothing until it is gone.
+	ErrorReasonForeignObject StatusErrorReason = "ForeignObject"
 	// ErrorReasonReconcileFailed: any other error of a reconcile; retried.
 	ErrorReasonReconcileFailed StatusErrorReason = "ReconcileFailed"
 )

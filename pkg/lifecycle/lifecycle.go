@@ -90,7 +90,7 @@ func progress(s *flinkv1beta1.CommonStatus, jm flinkv1beta1.JobManagerDeployment
 		Reason: "NotStalled", Message: "No human action needed"}
 	switch reason := flinkv1beta1.ErrorReason(s.Error); {
 	case reason == flinkv1beta1.ErrorReasonInvalidSpec, reason == flinkv1beta1.ErrorReasonManualRestoreRequired,
-		reason == flinkv1beta1.ErrorReasonJobNotFound:
+		reason == flinkv1beta1.ErrorReasonJobNotFound, reason == flinkv1beta1.ErrorReasonForeignObject:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, string(reason), errorMessage(s.Error)
 	case s.LifecycleState == flinkv1beta1.LifecycleFailed:
 		stalled.Status, stalled.Reason, stalled.Message = metav1.ConditionTrue, "Failed", "Lifecycle state FAILED: "+errorMessage(s.Error)

@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 )
@@ -21,11 +22,20 @@ import (
 // longer asks for (the Ingress, the internal Service once HA is on, the TaskManager pod
 // template) are deleted.
 //
+// Nothing is written while any of the cluster's objects exists as someone else's (see
+// ownership.go): Apply then returns a *ForeignObjectError and leaves that object alone. live
+// reads what exists; it should be the API server itself (the manager's API reader), since a
+// cache limited by labels does not hold an unlabelled object of the same name, which
+// server-side apply would then take over.
+//
 // Server-side apply of an unchanged object is a no-op for the API server: nothing is written
 // and no resourceVersion changes, so reconciling an unchanged spec costs no etcd writes while
 // still correcting drift (a field someone edited is set back).
-func Apply(ctx context.Context, c client.Client, cluster *Cluster) error {
+func Apply(ctx context.Context, c client.Client, live client.Reader, cluster *Cluster) error {
 	jm := cluster.JobManager
+	if _, err := claim(ctx, live, cluster); err != nil {
+		return err
+	}
 	if err := apply(ctx, c, jm); err != nil {
 		return err
 	}
@@ -38,20 +48,21 @@ func Apply(ctx context.Context, c client.Client, cluster *Cluster) error {
 		}
 	}
 	ns, name := jm.Namespace, clusterName(jm)
+	ours := owners{cluster: name, resource: cluster.Owner, dependent: true, jobManager: jm.UID}
 	if cluster.Ingress != nil {
 		if err := apply(ctx, c, cluster.Ingress); err != nil {
 			return err
 		}
-	} else if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, ns, IngressName(name)); err != nil {
+	} else if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, ns, IngressName(name), ours); err != nil {
 		return err
 	}
 	if cluster.InternalService == nil {
-		if err := deleteIfOurs(ctx, c, &corev1.Service{}, ns, InternalServiceName(name)); err != nil {
+		if err := deleteIfOurs(ctx, c, &corev1.Service{}, ns, InternalServiceName(name), ours); err != nil {
 			return err
 		}
 	}
 	if cluster.PodTemplate == nil {
-		if err := deleteIfOurs(ctx, c, &corev1.ConfigMap{}, ns, PodTemplateConfigMapName(name)); err != nil {
+		if err := deleteIfOurs(ctx, c, &corev1.ConfigMap{}, ns, PodTemplateConfigMapName(name), ours); err != nil {
 			return err
 		}
 	}
@@ -77,16 +88,18 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	return nil
 }
 
-// deleteIfOurs deletes an object this operator applied (it carries our app label), leaving
-// alone a same-named object someone else made.
-func deleteIfOurs(ctx context.Context, c client.Client, obj client.Object, ns, name string) error {
+// deleteIfOurs deletes an object of the cluster (ownership.go), leaving alone a same-named
+// object someone else made. The deletion is conditional on the UID read, so an object replaced
+// meanwhile is not deleted either.
+func deleteIfOurs(ctx context.Context, c client.Client, obj client.Object, ns, name string, ours owners) error {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if _, ours := obj.GetLabels()[LabelApp]; !ours || !managedByUs(obj) {
+	if ours.foreignReason(obj) != "" {
 		return nil
 	}
-	if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+	uid := obj.GetUID()
+	if err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete %s/%s: %w", ns, name, err)
 	}
 	return nil
@@ -147,6 +160,9 @@ type DeleteOptions struct {
 	Since time.Time
 	// Now is the current time (time.Now when zero).
 	Now time.Time
+	// Owner is the FlinkDeployment's UID: only objects it owns (directly or through its
+	// JobManager Deployment) are deleted.
+	Owner types.UID
 	// Propagation is how the JobManager Deployment's dependents (its ReplicaSet and pods, the
 	// TaskManagers, the cluster's Services and ConfigMaps) are deleted: the value of
 	// kubernetes.operator.resource.deletion.propagation (ParseDeletionPropagation). Empty is
@@ -176,16 +192,26 @@ func ParseDeletionPropagation(value string) (metav1.DeletionPropagation, error) 
 // Deployment is deleted with opts.Propagation (foreground by default, so it disappears only
 // after its pods and the objects it owns); the Ingress goes too. It never waits: the caller
 // calls again (requeue) until gone, and bounds the wait with opts.WaitAtMost.
+//
+// Only objects of the cluster are deleted (ownership.go, with opts.Owner): a Deployment or
+// Ingress of the cluster's names that someone else made is left, and counts as gone.
 func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster string, opts DeleteOptions) (gone bool, err error) {
 	propagation := opts.Propagation
 	if propagation == "" {
 		propagation = metav1.DeletePropagationForeground
 	}
-	jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: JobManagerDeploymentName(cluster)}}
-	if err := c.Delete(ctx, jm, client.PropagationPolicy(propagation)); client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("delete JobManager deployment %s/%s: %w", namespace, jm.Name, err)
+	jm, err := ownJobManager(ctx, c, namespace, cluster, opts.Owner)
+	if err != nil {
+		return false, err
 	}
-	if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, namespace, IngressName(cluster)); err != nil {
+	ours := owners{cluster: cluster, resource: opts.Owner, dependent: true}
+	if jm != nil {
+		ours.jobManager = jm.UID
+		if err := c.Delete(ctx, jm, client.PropagationPolicy(propagation), client.Preconditions{UID: &jm.UID}); client.IgnoreNotFound(err) != nil && !apierrors.IsConflict(err) {
+			return false, fmt.Errorf("delete JobManager deployment %s/%s: %w", namespace, jm.Name, err)
+		}
+	}
+	if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, namespace, IngressName(cluster), ours); err != nil {
 		return false, err
 	}
 	if !opts.KeepHAData {
@@ -193,11 +219,12 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 			return false, err
 		}
 	}
-	jmGone, err := jobManagerGone(ctx, c, jm)
-	if err != nil {
-		return false, err
+	if jm != nil {
+		if jm, err = ownJobManager(ctx, c, namespace, cluster, opts.Owner); err != nil {
+			return false, err
+		}
 	}
-	if !jmGone {
+	if jm != nil {
 		released, err := giveUpForegroundDeletion(ctx, c, jm, opts)
 		if err != nil || !released {
 			return false, err
@@ -205,7 +232,7 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 		// Without the finalizer the API server removes the Deployment at once, unless
 		// someone else's finalizer still holds it: then it is not gone, and a new cluster
 		// must not be applied onto it.
-		if jmGone, err = jobManagerGone(ctx, c, jm); err != nil || !jmGone {
+		if jm, err = ownJobManager(ctx, c, namespace, cluster, opts.Owner); err != nil || jm != nil {
 			return false, err
 		}
 	}
@@ -219,16 +246,21 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 	return len(left) == 0, nil
 }
 
-// jobManagerGone reads the JobManager Deployment into jm and reports whether it no longer exists.
-func jobManagerGone(ctx context.Context, c client.Client, jm *appsv1.Deployment) (bool, error) {
-	err := c.Get(ctx, client.ObjectKeyFromObject(jm), jm)
+// ownJobManager reads the cluster's JobManager Deployment; nil when there is none, or when the
+// Deployment of that name is not the cluster's (someone else's is never deleted nor waited for).
+func ownJobManager(ctx context.Context, c client.Client, namespace, cluster string, owner types.UID) (*appsv1.Deployment, error) {
+	jm := &appsv1.Deployment{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: JobManagerDeploymentName(cluster)}, jm)
 	switch {
 	case apierrors.IsNotFound(err):
-		return true, nil
+		return nil, nil
 	case err != nil:
-		return false, fmt.Errorf("get JobManager deployment %s/%s: %w", jm.Namespace, jm.Name, err)
+		return nil, fmt.Errorf("get JobManager deployment %s/%s: %w", namespace, JobManagerDeploymentName(cluster), err)
 	}
-	return false, nil
+	if (owners{cluster: cluster, resource: owner}).foreignReason(jm) != "" {
+		return nil, nil
+	}
+	return jm, nil
 }
 
 // giveUpForegroundDeletion lets a JobManager Deployment that has waited for its dependents

@@ -97,7 +97,7 @@ func TestApply(t *testing.T) {
 
 	cluster, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
 	require.NoError(t, err)
-	require.NoError(t, Apply(ctx, c, cluster))
+	require.NoError(t, Apply(ctx, c, c, cluster))
 
 	t.Run("creates exactly the cluster's objects, owned for garbage collection", func(t *testing.T) {
 		jm := &appsv1.Deployment{}
@@ -133,7 +133,7 @@ func TestApply(t *testing.T) {
 		writes = writeCounter{}
 		again, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
 		require.NoError(t, err)
-		require.NoError(t, Apply(ctx, c, again))
+		require.NoError(t, Apply(ctx, c, c, again))
 		after := resourceVersions(t, base, cluster.Objects())
 		assert.Equal(t, before, after, "no object changed: the API server stored nothing")
 		assert.Equal(t, len(cluster.Objects()), writes.patches, "one server-side apply per object")
@@ -151,7 +151,7 @@ func TestApply(t *testing.T) {
 		svc.Spec.Type = corev1.ServiceTypeNodePort
 		require.NoError(t, base.Update(ctx, svc))
 
-		require.NoError(t, Apply(ctx, c, cluster))
+		require.NoError(t, Apply(ctx, c, c, cluster))
 		require.NoError(t, base.Get(ctx, client.ObjectKeyFromObject(jm), jm))
 		assert.Equal(t, int32(1), *jm.Spec.Replicas)
 		require.NoError(t, base.Get(ctx, client.ObjectKeyFromObject(svc), svc))
@@ -166,7 +166,7 @@ func TestApply(t *testing.T) {
 			"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"})
 		next, err := Build(changed, Defaults{}, BuildOptions{})
 		require.NoError(t, err)
-		require.NoError(t, Apply(ctx, c, next))
+		require.NoError(t, Apply(ctx, c, c, next))
 		for name, obj := range map[string]client.Object{
 			"orders/ingress": &networkingv1.Ingress{}, "orders/internal service": &corev1.Service{}, "pod-template-orders": &corev1.ConfigMap{},
 		} {
@@ -199,7 +199,7 @@ spec:
 `)
 	cluster, err := Build(dep, Defaults{}, BuildOptions{})
 	require.NoError(t, err)
-	require.NoError(t, Apply(ctx, c, cluster))
+	require.NoError(t, Apply(ctx, c, c, cluster))
 
 	jm, tm := &appsv1.Deployment{}, &appsv1.Deployment{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "batch"}, jm))
@@ -221,7 +221,7 @@ func TestDeleteCluster(t *testing.T) {
 	dep := createDeployment(t, c, ns, nativeApp)
 	cluster, err := Build(dep, Defaults{}, BuildOptions{})
 	require.NoError(t, err)
-	require.NoError(t, Apply(ctx, c, cluster))
+	require.NoError(t, Apply(ctx, c, c, cluster))
 
 	haLabels := map[string]string{LabelApp: "orders", LabelConfigMapType: ConfigMapTypeHA, LabelType: TypeNative}
 	configMaps := []*corev1.ConfigMap{
@@ -244,7 +244,7 @@ func TestDeleteCluster(t *testing.T) {
 	assert.False(t, has, "a cluster-config-map alone holds no job state")
 
 	t.Run("keeping HA data", func(t *testing.T) {
-		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true})
+		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true, Owner: dep.UID})
 		require.NoError(t, err)
 		// envtest runs no garbage collector, so the foreground deletion never finishes here.
 		assert.False(t, gone)
@@ -258,7 +258,7 @@ func TestDeleteCluster(t *testing.T) {
 	})
 
 	t.Run("removing HA data keeps unrelated ConfigMaps", func(t *testing.T) {
-		_, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{})
+		_, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{Owner: dep.UID})
 		require.NoError(t, err)
 		var left corev1.ConfigMapList
 		require.NoError(t, c.List(ctx, &left, client.InNamespace(ns)))
@@ -279,7 +279,7 @@ func TestDeleteCluster(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		jm.Finalizers = nil // what the garbage collector does once the dependents are gone
 		require.NoError(t, c.Update(ctx, jm))
-		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{})
+		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{Owner: dep.UID})
 		require.NoError(t, err)
 		assert.True(t, gone)
 	})
@@ -296,14 +296,14 @@ func TestDeleteClusterGivesUpAStuckForegroundDeletion(t *testing.T) {
 	dep := createDeployment(t, c, ns, nativeApp)
 	cluster, err := Build(dep, Defaults{}, BuildOptions{})
 	require.NoError(t, err)
-	require.NoError(t, Apply(ctx, c, cluster))
-	_, err = DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true})
+	require.NoError(t, Apply(ctx, c, c, cluster))
+	_, err = DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true, Owner: dep.UID})
 	require.NoError(t, err)
 
 	jm := &appsv1.Deployment{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 	require.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents, "still waiting for its pods (envtest collects nothing)")
-	opts := DeleteOptions{KeepHAData: true, WaitAtMost: 5 * time.Minute, Now: jm.DeletionTimestamp.Add(time.Minute)}
+	opts := DeleteOptions{KeepHAData: true, Owner: dep.UID, WaitAtMost: 5 * time.Minute, Now: jm.DeletionTimestamp.Add(time.Minute)}
 	gone, err := DeleteCluster(ctx, c, ns, "orders", opts)
 	require.NoError(t, err)
 	assert.False(t, gone, "within the timeout: it waits")

@@ -181,6 +181,47 @@ func (c Config) Int(key string, def int) (int, error) {
 	return n, nil
 }
 
+// PortKey is a configuration key holding a port the cluster's containers and Services expose.
+type PortKey struct {
+	Key     string
+	Default int32
+}
+
+// PortKeys are the ports Ports reads, in its order: REST, JobManager RPC, blob server,
+// TaskManager RPC.
+var PortKeys = []PortKey{
+	{"rest.port", DefaultRESTPort}, {"jobmanager.rpc.port", DefaultRPCPort},
+	{"blob.server.port", DefaultBlobPort}, {"taskmanager.rpc.port", DefaultTMRPCPort},
+}
+
+// Port reads a port number: 1 to 65535, what Kubernetes accepts as a container or Service port.
+// A larger number must not wrap around into another port (the one the operator would dial
+// differs from the one Flink listens on); Flink's port ranges and 0 ("any free port") name no
+// port that could be exposed.
+func (c Config) Port(key string, def int32) (int32, error) {
+	n, err := c.Int(key, int(def))
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > 65535 {
+		return 0, fmt.Errorf("flinkConfiguration %s: %d is not a port number (1 to 65535)", key, n)
+	}
+	return int32(n), nil
+}
+
+// Ports reads the PortKeys, in their order.
+func Ports(c Config) ([]int32, error) {
+	out := make([]int32, len(PortKeys))
+	for i, p := range PortKeys {
+		port, err := c.Port(p.Key, p.Default)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = port
+	}
+	return out, nil
+}
+
 // HAEnabled reports whether Flink high availability is configured.
 func (c Config) HAEnabled() bool {
 	mode := c.Get("high-availability.type", c.Get("high-availability", "NONE"))
@@ -460,7 +501,12 @@ func jobParallelism(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int, e
 		if err != nil {
 			return 0, err
 		}
-		return int(*spec.TaskManager.Replicas) * slots, nil
+		p := int(*spec.TaskManager.Replicas) * slots
+		if p > math.MaxInt32 {
+			return 0, fmt.Errorf("spec.taskManager.replicas %d x taskmanager.numberOfTaskSlots %d is a parallelism of %d, more than Flink's maximum (%d)",
+				*spec.TaskManager.Replicas, slots, p, math.MaxInt32)
+		}
+		return p, nil
 	}
 	return 0, nil
 }
@@ -491,7 +537,12 @@ func TaskManagerReplicas(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (i
 	if err != nil {
 		return 0, err
 	}
-	return int32(max(1, int(math.Ceil(float64(parallelism)/float64(slots))))), nil
+	replicas := max(1, math.Ceil(float64(parallelism)/float64(slots)))
+	if replicas > math.MaxInt32 {
+		return 0, fmt.Errorf("flinkConfiguration parallelism.default: %d at %d slots each needs %.0f TaskManagers, more than a Deployment can have (%d)",
+			parallelism, slots, replicas, math.MaxInt32)
+	}
+	return int32(replicas), nil
 }
 
 // deriveResources sets <component>.memory.process.size and kubernetes.<component>.cpu.amount

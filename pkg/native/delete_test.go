@@ -15,10 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
+// appOwner is the FlinkDeployment "app" the JobManager Deployments of these tests belong to.
+var appOwner = metav1.OwnerReference{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "app", UID: "app-uid"}
+
 // terminatingJobManager is a JobManager Deployment whose foreground deletion started at
 // deletedAt and waits for pods that do not go (a lost node), plus any further finalizers.
 func terminatingJobManager(deletedAt time.Time, finalizers ...string) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobManagerDeploymentName("app"),
+		OwnerReferences:   []metav1.OwnerReference{appOwner},
 		DeletionTimestamp: &metav1.Time{Time: deletedAt},
 		Finalizers:        append([]string{metav1.FinalizerDeleteDependents}, finalizers...)}}
 }
@@ -32,7 +36,7 @@ func TestDeleteClusterStopsWaitingAfterTheCleanupTimeout(t *testing.T) {
 	key := client.ObjectKey{Namespace: "ns", Name: JobManagerDeploymentName("app")}
 	// Counted from when the caller started deleting (the fake client, unlike the API server,
 	// moves deletionTimestamp on every delete call).
-	keepHA := DeleteOptions{KeepHAData: true, WaitAtMost: 5 * time.Minute, Since: deletedAt}
+	keepHA := DeleteOptions{KeepHAData: true, Owner: appOwner.UID, WaitAtMost: 5 * time.Minute, Since: deletedAt}
 
 	c := fake.NewClientBuilder().WithObjects(terminatingJobManager(deletedAt)).Build()
 	within := keepHA
@@ -44,7 +48,7 @@ func TestDeleteClusterStopsWaitingAfterTheCleanupTimeout(t *testing.T) {
 	require.NoError(t, c.Get(ctx, key, jm))
 	assert.Contains(t, jm.Finalizers, metav1.FinalizerDeleteDependents)
 
-	unbounded := DeleteOptions{KeepHAData: true, Now: deletedAt.Add(time.Hour)}
+	unbounded := DeleteOptions{KeepHAData: true, Owner: appOwner.UID, Now: deletedAt.Add(time.Hour)}
 	gone, err = DeleteCluster(ctx, c, "ns", "app", unbounded)
 	require.NoError(t, err)
 	assert.False(t, gone, "no timeout given: waits as long as it takes")
@@ -82,7 +86,8 @@ func TestDeleteClusterPropagation(t *testing.T) {
 			propagation, err := ParseDeletionPropagation(tc.option)
 			require.NoError(t, err)
 			var used []metav1.DeletionPropagation
-			jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobManagerDeploymentName("app")}}
+			jm := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: JobManagerDeploymentName("app"),
+				OwnerReferences: []metav1.OwnerReference{appOwner}}}
 			c := interceptor.NewClient(fake.NewClientBuilder().WithObjects(jm).Build(), interceptor.Funcs{
 				Delete: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 					if _, ok := obj.(*appsv1.Deployment); ok {
@@ -94,7 +99,7 @@ func TestDeleteClusterPropagation(t *testing.T) {
 					return cl.Delete(ctx, obj, opts...)
 				},
 			})
-			opts := DeleteOptions{KeepHAData: true}
+			opts := DeleteOptions{KeepHAData: true, Owner: appOwner.UID}
 			if tc.option != "" {
 				opts.Propagation = propagation
 			}

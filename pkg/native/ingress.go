@@ -19,7 +19,7 @@ import (
 //     written, as upstream. The rewrite the ingress controller needs (for ingress-nginx,
 //     nginx.ingress.kubernetes.io/rewrite-target: /$2) is the user's to annotate, because it
 //     differs between controllers.
-func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv1.Ingress, error) {
+func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int32) (*networkingv1.Ingress, error) {
 	spec := dep.Spec.Ingress
 	if strings.TrimSpace(spec.Template) == "" {
 		return nil, fmt.Errorf("spec.ingress.template: required, e.g. {{name}}.{{namespace}}.flink.example.com or example.com/{{namespace}}/{{name}}")
@@ -54,7 +54,7 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int) (*networkingv
 						Path:     path,
 						PathType: &pathType,
 						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-							Name: RESTServiceName(dep.Name), Port: networkingv1.ServiceBackendPort{Number: int32(restPort)}}},
+							Name: RESTServiceName(dep.Name), Port: networkingv1.ServiceBackendPort{Number: restPort}}},
 					}},
 				}},
 			}},

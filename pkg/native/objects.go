@@ -10,6 +10,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,9 @@ import (
 
 // Cluster holds the Kubernetes objects of one Flink cluster.
 type Cluster struct {
+	// Owner is the FlinkDeployment's UID; objects of the cluster's names that it does not own
+	// are never applied to nor deleted (ownership.go).
+	Owner types.UID
 	// Config is the effective Flink configuration written into ConfigMap.
 	Config Config
 	// ResultStoreID names the result stores of this deployment (BuildOptions.ResultStoreID, or
@@ -96,20 +100,13 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
 		b.clusterType = TypeStandalone
 	}
-	if b.restPort, err = conf.Int("rest.port", DefaultRESTPort); err != nil {
+	ports, err := Ports(conf)
+	if err != nil {
 		return nil, err
 	}
-	if b.rpcPort, err = conf.Int("jobmanager.rpc.port", DefaultRPCPort); err != nil {
-		return nil, err
-	}
-	if b.blobPort, err = conf.Int("blob.server.port", DefaultBlobPort); err != nil {
-		return nil, err
-	}
-	if b.tmRPCPort, err = conf.Int("taskmanager.rpc.port", DefaultTMRPCPort); err != nil {
-		return nil, err
-	}
+	b.restPort, b.rpcPort, b.blobPort, b.tmRPCPort = ports[0], ports[1], ports[2], ports[3]
 
-	c := &Cluster{Config: conf}
+	c := &Cluster{Config: conf, Owner: dep.UID}
 	if dep.Spec.Job != nil && haStorageDir(conf) != "" {
 		c.ResultStoreID = opts.ResultStoreID // the condition resultStores wrote the stores under
 	}
@@ -151,7 +148,7 @@ type builder struct {
 	dep                                    *flinkv1beta1.FlinkDeployment
 	conf                                   Config
 	clusterType                            string
-	restPort, rpcPort, blobPort, tmRPCPort int
+	restPort, rpcPort, blobPort, tmRPCPort int32
 }
 
 func (b *builder) name() string { return b.dep.Name }
@@ -355,9 +352,9 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		Args:            b.jobManagerArgs(),
 		Env:             []corev1.EnvVar{b.podIPEnv()},
 		Ports: []corev1.ContainerPort{
-			{Name: PortNameREST, ContainerPort: int32(b.restPort), Protocol: corev1.ProtocolTCP},
-			{Name: PortNameRPC, ContainerPort: int32(b.rpcPort), Protocol: corev1.ProtocolTCP},
-			{Name: PortNameBlob, ContainerPort: int32(b.blobPort), Protocol: corev1.ProtocolTCP},
+			{Name: PortNameREST, ContainerPort: b.restPort, Protocol: corev1.ProtocolTCP},
+			{Name: PortNameRPC, ContainerPort: b.rpcPort, Protocol: corev1.ProtocolTCP},
+			{Name: PortNameBlob, ContainerPort: b.blobPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources:    containerResources(res, legacy),
 		VolumeMounts: []corev1.VolumeMount{mount},
@@ -407,7 +404,7 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 			ImagePullPolicy: corev1.PullPolicy(spec.ImagePullPolicy),
 			Args:            []string{"taskmanager"},
 			Env:             []corev1.EnvVar{b.podIPEnv()},
-			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: int32(b.tmRPCPort), Protocol: corev1.ProtocolTCP}},
+			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: b.tmRPCPort, Protocol: corev1.ProtocolTCP}},
 			Resources:       containerResources(res, legacy),
 			VolumeMounts:    []corev1.VolumeMount{mount},
 			LivenessProbe:   tcpProbe(b.tmRPCPort, 10, 6),
@@ -460,7 +457,7 @@ func (b *builder) restService() (*corev1.Service, error) {
 		ObjectMeta: b.meta(RESTServiceName(b.name()), ComponentJobManager),
 		Spec: corev1.ServiceSpec{
 			Selector: SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
-			Ports: []corev1.ServicePort{{Name: PortNameREST, Port: int32(b.restPort), Protocol: corev1.ProtocolTCP,
+			Ports: []corev1.ServicePort{{Name: PortNameREST, Port: b.restPort, Protocol: corev1.ProtocolTCP,
 				TargetPort: intstr.FromString(PortNameREST)}},
 		},
 	}
@@ -488,27 +485,27 @@ func (b *builder) internalService() *corev1.Service {
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
 			Ports: []corev1.ServicePort{
-				{Name: PortNameRPC, Port: int32(b.rpcPort), Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameRPC)},
-				{Name: PortNameBlob, Port: int32(b.blobPort), Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameBlob)},
+				{Name: PortNameRPC, Port: b.rpcPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameRPC)},
+				{Name: PortNameBlob, Port: b.blobPort, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString(PortNameBlob)},
 			},
 		},
 	}
 }
 
-func httpProbe(path string, port, period, failures int) *corev1.Probe {
+func httpProbe(path string, port, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(int32(port))}},
-		PeriodSeconds:    int32(period),
-		FailureThreshold: int32(failures),
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}},
+		PeriodSeconds:    period,
+		FailureThreshold: failures,
 		TimeoutSeconds:   3,
 	}
 }
 
-func tcpProbe(port, period, failures int) *corev1.Probe {
+func tcpProbe(port, period, failures int32) *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
-		PeriodSeconds:    int32(period),
-		FailureThreshold: int32(failures),
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
+		PeriodSeconds:    period,
+		FailureThreshold: failures,
 		TimeoutSeconds:   3,
 	}
 }

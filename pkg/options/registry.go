@@ -103,6 +103,16 @@ var (
 		Description: "HTTP headers (key:value,...) sent when fetching a session job's jar."}}
 )
 
+// Admission policy: operator configuration only (a resource setting them is refused), checked
+// by the webhook and again at every reconcile. Our own options, not upstream's.
+var (
+	PodSecurityLevel = StringOption{Option{Key: "kubernetes.operator.pod-security.level", Default: "privileged", Type: TypeString,
+		Description: "Operator configuration only. The Kubernetes Pod Security Standard the JobManager and TaskManager pods of every FlinkDeployment must meet (pod templates merged as deployed): privileged allows anything (upstream's behaviour), baseline refuses e.g. privileged containers, hostPath volumes and host namespaces, restricted also requires a hardened securityContext.",
+		Allowed:     []string{"privileged", "baseline", "restricted"}}}
+	IngressAnnotationsAllowed = StringOption{Option{Key: "kubernetes.operator.ingress.annotations.allowed", Type: TypeString,
+		Description: "Operator configuration only. Comma-separated spec.ingress.annotations keys a FlinkDeployment may set; an entry ending in * allows every key with that prefix. Unset allows all (upstream's behaviour)."}}
+)
+
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
 	DeletionPropagation.Option,
@@ -113,4 +123,5 @@ var registry = []Option{
 	SnapshotResources.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
 	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
 	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
+	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option,
 }

@@ -32,6 +32,11 @@ type Validator struct {
 	// addresses (the operator fetches them: server-side request forgery). nil skips lookups of
 	// names; literal IP addresses are always checked.
 	Resolver Resolver
+	// OperatorConfig returns the operator options of the operator configuration in force now
+	// (native.Defaults.Operator of the live configuration), from which the operator-wide Policy
+	// is read at every validation, so a changed operator ConfigMap applies at once. nil reads
+	// Defaults.Operator.
+	OperatorConfig func() map[string]string
 }
 
 // nameFormat is upstream's limit: the name becomes part of Service and ConfigMap names.
@@ -92,6 +97,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	}
 	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion, true)...)
 	errs = append(errs, validateOperatorOptions(spec.Child("flinkConfiguration"), conf)...)
+	errs = append(errs, validateSizes(spec, conf, dep)...)
 
 	if dep.Spec.Ingress != nil {
 		if _, err := native.BuildIngress(dep, native.DefaultRESTPort); err != nil {
@@ -134,6 +140,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 				"must be at least 1 unless spec.taskManager.replicas is set"))
 		}
 	}
+	errs = append(errs, v.validatePolicy(dep)...)
 	if old != nil {
 		errs = append(errs, v.validateDeploymentUpdate(dep, old)...)
 	}
@@ -252,6 +259,9 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 	var errs field.ErrorList
 	// Every registered option holds a value of its type, parsed as the controllers parse it.
 	for _, o := range options.All() {
+		if contains(policyKeys, o.Key) {
+			continue // operator configuration only: checked with the policy
+		}
 		if err := o.Check(conf); err != nil {
 			errs = append(errs, field.Invalid(path.Key(o.Key), conf[o.Key], fmt.Sprintf("must be a %s: %v", o.Type, err)))
 		}
@@ -282,6 +292,25 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
 		if err != nil || f < r.min || f > r.max {
 			errs = append(errs, field.Invalid(path.Key(r.key), raw, fmt.Sprintf("must be a number from %g to %g", r.min, r.max)))
+		}
+	}
+	return errs
+}
+
+// validateSizes refuses numbers the cluster's objects cannot hold: ports outside 1 to 65535
+// (cast into a container port they would wrap around), and a parallelism needing more
+// TaskManagers than a Deployment can have.
+func validateSizes(spec *field.Path, conf native.Config, dep *flinkv1beta1.FlinkDeployment) field.ErrorList {
+	var errs field.ErrorList
+	confPath := spec.Child("flinkConfiguration")
+	for _, p := range native.PortKeys {
+		if _, err := conf.Port(p.Key, p.Default); err != nil {
+			errs = append(errs, field.Invalid(confPath.Key(p.Key), conf[p.Key], "a port number from 1 to 65535"))
+		}
+	}
+	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
+		if _, err := native.TaskManagerReplicas(conf, &dep.Spec); err != nil {
+			errs = append(errs, field.Invalid(confPath.Key("parallelism.default"), conf["parallelism.default"], err.Error()))
 		}
 	}
 	return errs

@@ -200,7 +200,7 @@ func (s *snapshotValidator) ValidateCreate(ctx context.Context, obj runtime.Obje
 	if !ok {
 		return nil, fmt.Errorf("expected a FlinkStateSnapshot, got %T", obj)
 	}
-	return nil, s.validate(ctx, snap)
+	return disposalWarnings(snap), s.validate(ctx, snap)
 }
 
 func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
@@ -211,7 +211,22 @@ func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, newObj runtim
 	if snap.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	return nil, s.validate(ctx, snap)
+	return disposalWarnings(snap), s.validate(ctx, snap)
+}
+
+// disposalWarnings warn that a record of an existing savepoint (alreadyExists) disposes of that
+// savepoint's data when it is deleted, as upstream does by default: whoever records a savepoint
+// made elsewhere rarely means deleting the record to delete the data. The behaviour is kept
+// (upstream compatibility); only an explicit disposeOnDelete: false silences the warning. An
+// explicit true cannot be told from the default, since the API server fills in the schema's
+// default (true) before admission.
+func disposalWarnings(snap *flinkv1beta1.FlinkStateSnapshot) admission.Warnings {
+	sp := snap.Spec.Savepoint
+	if sp == nil || sp.AlreadyExists == nil || !*sp.AlreadyExists || (sp.DisposeOnDelete != nil && !*sp.DisposeOnDelete) {
+		return nil
+	}
+	return admission.Warnings{fmt.Sprintf("spec.savepoint.disposeOnDelete is true (the default): deleting this FlinkStateSnapshot "+
+		"disposes of the existing savepoint %s; set spec.savepoint.disposeOnDelete: false to keep the data", sp.Path)}
 }
 
 func (s *snapshotValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {

@@ -1,0 +1,224 @@
+package validation
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
+)
+
+// Creating a FlinkDeployment makes the operator create pods from the user's pod templates with
+// the operator's permissions, so whoever may create FlinkDeployments may otherwise run privileged
+// pods, mount host paths or join the host's network in that namespace. Policy lets the operator's
+// administrator bound that, for every resource, by the Kubernetes Pod Security Standards
+// (evaluated with the library the API server's Pod Security Admission uses), and bound the
+// Ingress annotations a tenant may set (ingress-nginx snippet or auth-url annotations configure
+// the shared ingress controller). The policy comes from the operator configuration only: a
+// resource cannot relax it.
+
+// Policy is the operator-wide admission policy.
+type Policy struct {
+	// PodSecurity is the Pod Security Standard level the cluster's pods must meet; privileged
+	// (upstream's behaviour) allows anything.
+	PodSecurity psaapi.Level
+	// IngressAnnotations are the spec.ingress.annotations keys allowed: exact keys, or prefixes
+	// written with a trailing '*'. nil allows every key (upstream's behaviour).
+	IngressAnnotations []string
+}
+
+// policyKeys are the options only the operator configuration may set.
+var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotationsAllowed.Key}
+
+// PolicyFromOperatorConfig reads the policy from the operator configuration's operator options
+// (native.Defaults.Operator). An invalid value is an error: the caller refuses everything rather
+// than run without the policy the administrator asked for.
+func PolicyFromOperatorConfig(conf map[string]string) (Policy, error) {
+	p := Policy{PodSecurity: psaapi.LevelPrivileged}
+	if err := options.PodSecurityLevel.Check(conf); err != nil {
+		return Policy{}, fmt.Errorf("operator configuration %s: %w", options.PodSecurityLevel.Key, err)
+	}
+	p.PodSecurity = psaapi.Level(strings.ToLower(options.PodSecurityLevel.Get(conf)))
+	if options.IngressAnnotationsAllowed.IsSet(conf) {
+		p.IngressAnnotations = []string{}
+		for _, k := range strings.FieldsFunc(options.IngressAnnotationsAllowed.Get(conf), func(r rune) bool { return r == ',' || r == ';' }) {
+			if k = strings.TrimSpace(k); k != "" {
+				p.IngressAnnotations = append(p.IngressAnnotations, k)
+			}
+		}
+	}
+	return p, nil
+}
+
+// policy is the policy in force: read from the operator configuration at every validation.
+func (v *Validator) policy() (Policy, error) {
+	conf := v.Defaults.Operator
+	if v.OperatorConfig != nil {
+		conf = v.OperatorConfig()
+	}
+	return PolicyFromOperatorConfig(conf)
+}
+
+// validatePolicy applies the operator-wide policy to a FlinkDeployment.
+func (v *Validator) validatePolicy(dep *flinkv1beta1.FlinkDeployment) field.ErrorList {
+	spec := field.NewPath("spec")
+	var errs field.ErrorList
+	if own, err := dep.Spec.FlinkConfiguration.Flatten(); err == nil {
+		for _, k := range sortedKeys(own) {
+			if contains(policyKeys, native.TrimKey(k)) {
+				errs = append(errs, field.Forbidden(spec.Child("flinkConfiguration").Key(k), "an operator-wide policy, set in the operator configuration only"))
+			}
+		}
+	}
+	p, err := v.policy()
+	if err != nil {
+		return append(errs, field.InternalError(spec, err))
+	}
+	if dep.Spec.Ingress != nil && p.IngressAnnotations != nil {
+		for _, k := range sortedKeys(dep.Spec.Ingress.Annotations) {
+			if !annotationAllowed(p.IngressAnnotations, k) {
+				errs = append(errs, field.Forbidden(spec.Child("ingress", "annotations").Key(k),
+					fmt.Sprintf("not allowed by the operator's %s (allowed: %s)", options.IngressAnnotationsAllowed.Key, strings.Join(p.IngressAnnotations, ", "))))
+			}
+		}
+	}
+	if p.PodSecurity != psaapi.LevelPrivileged {
+		errs = append(errs, v.validatePodSecurity(dep, p.PodSecurity)...)
+	}
+	return errs
+}
+
+// annotationAllowed: key is listed, or starts with a listed prefix ("nginx.ingress.kubernetes.io/ssl-*").
+func annotationAllowed(allowed []string, key string) bool {
+	for _, a := range allowed {
+		if prefix, ok := strings.CutSuffix(a, "*"); ok && strings.HasPrefix(key, prefix) || a == key {
+			return true
+		}
+	}
+	return false
+}
+
+// podSecurityEvaluator runs the Pod Security Standards' checks of the Kubernetes version this
+// operator is built against.
+var podSecurityEvaluator = func() psapolicy.Evaluator {
+	e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks())
+	if err != nil {
+		panic(fmt.Sprintf("pod security checks: %v", err)) // the library's own check list: cannot fail
+	}
+	return e
+}()
+
+// componentPod is one kind of pod the cluster runs, and the user's templates it is made from.
+type componentPod struct {
+	name      string
+	pod       *corev1.Pod
+	templates []*field.Path // the templates set that went into it, spec.podTemplate first
+}
+
+// validatePodSecurity evaluates the pods the operator (JobManager) and Flink (native
+// TaskManagers) would create, as pkg/native builds them, against level. A violation is reported
+// at the user template that carries it (the component's, then spec.podTemplate), or at
+// spec.podTemplate when it is a setting none of them makes (e.g. runAsNonRoot under restricted).
+func (v *Validator) validatePodSecurity(dep *flinkv1beta1.FlinkDeployment, level psaapi.Level) field.ErrorList {
+	pods, err := clusterPods(dep, v.Defaults)
+	if err != nil {
+		return nil // the cluster cannot be built: reported by the other rules, and nothing is deployed
+	}
+	spec := field.NewPath("spec")
+	lv := psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}
+	var errs field.ErrorList
+	for _, c := range pods {
+		res := psapolicy.AggregateCheckResults(podSecurityEvaluator.EvaluatePod(lv, &c.pod.ObjectMeta, &c.pod.Spec))
+		if res.Allowed {
+			continue
+		}
+		path := spec.Child("podTemplate")
+		if len(c.templates) > 0 {
+			path = c.templates[len(c.templates)-1]
+			if len(c.templates) > 1 && carries(dep, c.templates[0], lv, res) {
+				path = c.templates[0]
+			}
+		}
+		errs = append(errs, field.Forbidden(path, fmt.Sprintf("the %s pod violates the pod security level %q the operator enforces (%s): %s",
+			c.name, level, options.PodSecurityLevel.Key, res.ForbiddenDetail())))
+	}
+	return errs
+}
+
+// carries reports whether the template at path alone breaks a rule the merged pod breaks.
+func carries(dep *flinkv1beta1.FlinkDeployment, path *field.Path, lv psaapi.LevelVersion, merged psapolicy.AggregateCheckResult) bool {
+	t := dep.Spec.PodTemplate
+	if path.String() != "spec.podTemplate" || t == nil {
+		return false
+	}
+	alone := psapolicy.AggregateCheckResults(podSecurityEvaluator.EvaluatePod(lv, &t.ObjectMeta, &t.Spec))
+	for _, r := range alone.ForbiddenReasons {
+		if contains(merged.ForbiddenReasons, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterPods are the JobManager and TaskManager pods of the cluster dep describes.
+func clusterPods(dep *flinkv1beta1.FlinkDeployment, defaults native.Defaults) ([]componentPod, error) {
+	cluster, err := native.Build(dep, defaults, native.BuildOptions{ResultStoreID: "policy-check"})
+	if err != nil {
+		return nil, err
+	}
+	spec := field.NewPath("spec")
+	templates := func(component string, own *corev1.Pod) []*field.Path {
+		var out []*field.Path
+		if dep.Spec.PodTemplate != nil {
+			out = append(out, spec.Child("podTemplate"))
+		}
+		if own != nil {
+			out = append(out, spec.Child(component, "podTemplate"))
+		}
+		return out
+	}
+	var jmTemplate, tmTemplate *corev1.Pod
+	if dep.Spec.JobManager != nil {
+		jmTemplate = dep.Spec.JobManager.PodTemplate
+	}
+	if dep.Spec.TaskManager != nil {
+		tmTemplate = dep.Spec.TaskManager.PodTemplate
+	}
+	jm := cluster.JobManager.Spec.Template
+	out := []componentPod{{name: "JobManager", pod: &corev1.Pod{ObjectMeta: jm.ObjectMeta, Spec: jm.Spec},
+		templates: templates("jobManager", jmTemplate)}}
+	tm, err := taskManagerPod(cluster)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, componentPod{name: "TaskManager", pod: tm, templates: templates("taskManager", tmTemplate)}), nil
+}
+
+// taskManagerPod is a TaskManager pod: the standalone Deployment's template, or the template a
+// native JobManager creates TaskManager pods from, with Flink's main container in it.
+func taskManagerPod(cluster *native.Cluster) (*corev1.Pod, error) {
+	if cluster.TaskManager != nil {
+		t := cluster.TaskManager.Spec.Template
+		return &corev1.Pod{ObjectMeta: t.ObjectMeta, Spec: t.Spec}, nil
+	}
+	pod := &corev1.Pod{}
+	if cluster.PodTemplate != nil {
+		if err := yaml.Unmarshal([]byte(cluster.PodTemplate.Data[native.TaskManagerPodFile]), pod); err != nil {
+			return nil, fmt.Errorf("TaskManager pod template: %w", err)
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == native.MainContainer {
+			return pod, nil
+		}
+	}
+	pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: native.MainContainer})
+	return pod, nil
+}
