@@ -37,8 +37,8 @@ const (
 	KeyRESTAuthentication           = "security.ssl.rest.authentication-enabled"
 	KeyRESTTruststore               = "security.ssl.rest.truststore"
 	KeyTruststore                   = "security.ssl.truststore"
-	KeyRESTTruststorePassword       = "security.ssl.rest.truststore-password"
-	KeyTruststorePassword           = "security.ssl.truststore-password"
+	KeyRESTTruststorePassword       = "security.ssl.rest.truststore-password" //nolint:gosec // G101: a key name, not a credential
+	KeyTruststorePassword           = "security.ssl.truststore-password"      //nolint:gosec // G101: a key name, not a credential
 	KeyRESTVerifyHostname           = "security.ssl.rest.verify-hostname"
 	KeyVerifyHostname               = "security.ssl.verify-hostname"
 	KeyAlgorithms                   = "security.ssl.algorithms"

@@ -86,7 +86,7 @@ func with(conf map[string]string, kv ...string) map[string]string {
 	for k, v := range conf {
 		out[k] = v
 	}
-	for i := 0; i < len(kv); i += 2 {
+	for i := 0; i+1 < len(kv); i += 2 {
 		out[kv[i]] = kv[i+1]
 	}
 	return out
