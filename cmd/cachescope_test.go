@@ -63,15 +63,16 @@ func TestCacheHoldsOnlyFlinkObjects(t *testing.T) {
 	}
 	// What Flink writes beside the operator's objects: an HA ConfigMap as Flink 2.x labels it
 	// (1.x adds configmap-type), and a TaskManager pod of a native cluster.
-	const name = "orders"
+	const name, foreignService = "orders", "orders-db"
 	flinkLabels := map[string]string{native.LabelApp: name, native.LabelType: native.TypeNative}
 	objs = append(objs,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: native.HAClusterConfigMapName(name), Labels: flinkLabels}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: name + "-taskmanager-1-1",
 			Labels: native.SelectorLabels(name, native.ComponentTaskManager, native.TypeNative)},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: native.MainContainer, Image: "flink:1.20"}}}},
-		// Someone else's Service with the name of the cluster's internal Service, unlabelled.
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: native.InternalServiceName(name)},
+		// Someone else's unlabelled Service beside the cluster. (One with a name of the cluster's
+		// own is refused as foreign: TestForeignObjectsAreLeftAlone, on this same cache scope.)
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: foreignService},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}})
 	createAll(t, env.Client, objs)
 
@@ -144,7 +145,7 @@ spec:
 	assert.Contains(t, cached["ConfigMap"], native.HAClusterConfigMapName(name))
 	assert.Contains(t, cached["Pod"], name+"-taskmanager-1-1")
 	assert.Contains(t, cached["Service"], native.RESTServiceName(name))
-	assert.NotContains(t, cached["Service"], native.InternalServiceName(name))
+	assert.NotContains(t, cached["Service"], foreignService)
 
 	jm := &appsv1.Deployment{}
 	require.NoError(t, mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: native.JobManagerDeploymentName(name)}, jm))
@@ -152,7 +153,7 @@ spec:
 
 	// Read by name, an object outside the scope is still there.
 	foreign := &corev1.Service{}
-	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: native.InternalServiceName(name)}, foreign))
+	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: foreignService}, foreign))
 	assert.Empty(t, foreign.Labels)
 
 	code, body := httpGet(t, "http://"+o.probeAddr+"/healthz/"+stuckReconcilesCheck)
