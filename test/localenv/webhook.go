@@ -105,11 +105,15 @@ func kustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
 	}
 	var out []*unstructured.Unstructured
 	for _, r := range resources.Resources() {
-		m, err := r.Map()
+		// Through JSON: kustomize's maps hold Go ints, which unstructured cannot deep-copy.
+		data, err := r.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
 		}
-		o := &unstructured.Unstructured{Object: m}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
 		if o.GetNamespace() == kustomizeNamespace {
 			o.SetNamespace(OperatorNamespace)
 		}
