@@ -13,12 +13,15 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // WebhookAddress is where the operator's webhook server is reached inside package podnet's
@@ -29,12 +32,13 @@ const WebhookAddress = "10.244.255.250"
 // webhookPort is the operator's webhook port (config/webhook/service.yaml's targetPort).
 const webhookPort = 9443
 
-// installWebhooks installs config/webhook as a user's install does (the webhook Service and the
+// installWebhooks installs config/webhook, built by kustomize (its patches add the
+// webhooks' matchConditions), as a user's install does (the webhook Service and the
 // mutating and validating configurations, with a CA bundle), serving through the Service: the
 // Service has no selector here (the operator is a process, not a pod) and its endpoints point
 // at WebhookAddress. It returns the directory holding the serving certificate.
 func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) {
-	objs, err := kustomizationObjects(filepath.Join(root, "config", "webhook"))
+	objs, err := kustomizeBuild(filepath.Join(root, "config", "webhook"))
 	if err != nil {
 		return "", err
 	}
@@ -82,14 +86,40 @@ func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) 
 	}
 	// The API server resolves a Service through its Endpoints (1.33's endpoint resolver); the
 	// EndpointSlice mirroring controller derives the slice from it, as for a selector-less
-	// Service in a real cluster.
-	endpoints := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: service},
-		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: WebhookAddress}},
+	// Service in a real cluster. (Endpoints are deprecated for clients, not for this resolver.)
+	endpoints := &corev1.Endpoints{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: service}, //nolint:staticcheck // SA1019: see above
+		Subsets: []corev1.EndpointSubset{{Addresses: []corev1.EndpointAddress{{IP: WebhookAddress}}, //nolint:staticcheck // SA1019: as above
 			Ports: []corev1.EndpointPort{{Port: webhookPort, Protocol: corev1.ProtocolTCP}}}}}
 	if err := e.Client.Create(ctx, endpoints); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("install the webhook Service's endpoints: %w", err)
 	}
 	return certDir, nil
+}
+
+// kustomizeBuild builds the kustomization in dir as `kustomize build` does, patches included,
+// and moves what it puts in the placeholder namespace into OperatorNamespace.
+func kustomizeBuild(dir string) ([]*unstructured.Unstructured, error) {
+	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		// Through JSON: kustomize's maps hold Go ints, which unstructured cannot deep-copy.
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
+		o := &unstructured.Unstructured{}
+		if err := o.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("kustomize build %s: %s: %w", dir, r.CurId(), err)
+		}
+		if o.GetNamespace() == kustomizeNamespace {
+			o.SetNamespace(OperatorNamespace)
+		}
+		out = append(out, o)
+	}
+	return out, nil
 }
 
 // writeServingCertificate writes tls.crt and tls.key for dnsName, signed by a new CA, into dir
@@ -159,4 +189,23 @@ func (e *Env) WithoutWebhooks(ctx context.Context, change func()) error {
 		}
 	}
 	return nil
+}
+
+// PauseOperator stops the operator's processes with SIGSTOP, as a hung operator looks from the
+// outside: its listening sockets stay open and the kernel still accepts connections, but
+// nothing answers, so the API server waits for the webhooks' timeoutSeconds (a stopped process
+// refuses connections at once instead). ResumeOperator continues them.
+func (e *Env) PauseOperator() error {
+	if e.operator == nil {
+		return fmt.Errorf("the operator is not running")
+	}
+	return syscall.Kill(-e.operator.Process.Pid, syscall.SIGSTOP)
+}
+
+// ResumeOperator continues the operator's processes after PauseOperator.
+func (e *Env) ResumeOperator() error {
+	if e.operator == nil {
+		return fmt.Errorf("the operator is not running")
+	}
+	return syscall.Kill(-e.operator.Process.Pid, syscall.SIGCONT)
 }
