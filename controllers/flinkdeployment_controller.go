@@ -101,14 +101,23 @@ type FlinkDeploymentReconciler struct {
 	exceptions *exceptionReporter
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status;flinkdeployments/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// Finalizers are added and removed by update; status is written by merge patch (status.go).
+// The cluster's objects are written by server-side apply (patch; create when the apply creates
+// the object) and carry ownerReferences with blockOwnerDeletion to the FlinkDeployment and to
+// the JobManager Deployment, which needs update on their finalizers subresource where the
+// OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, the e2e cluster).
+// ConfigMaps are also updated (DeleteJobGraphs, with their resourceVersion).
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status,verbs=patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 
 // SetupWithManager watches FlinkDeployments and the JobManager Deployments they own.
 func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -53,7 +53,8 @@ type FlinkStateSnapshotReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status;flinkstatesnapshots/finalizers,verbs=get;update;patch
+// Status is written by merge patch (status.go); nothing sets an ownerReference to a snapshot.
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status,verbs=patch
 
 // SetupWithManager watches snapshots.
 func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error {
