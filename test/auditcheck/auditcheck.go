@@ -286,8 +286,18 @@ func less(a, b Permission) bool {
 // stale allow-list entry.
 func (r *Report) Err(complete bool) error {
 	var errs []error
+	// A refused request is retried: each distinct one is listed once, with how often it came.
+	count := map[string]int{}
+	var distinct []string
 	for _, f := range r.Forbidden {
-		errs = append(errs, fmt.Errorf("forbidden: %s", f))
+		s := f.String()
+		if count[s] == 0 {
+			distinct = append(distinct, s)
+		}
+		count[s]++
+	}
+	for _, s := range distinct {
+		errs = append(errs, fmt.Errorf("forbidden (%d times): %s", count[s], s))
 	}
 	if complete {
 		for _, p := range r.Unused {
@@ -301,8 +311,8 @@ func (r *Report) Err(complete bool) error {
 }
 
 // WriteTable prints one row per permission granted or used: who grants it, how many requests
-// used it, and its state.
-func (r *Report) WriteTable(w io.Writer) error {
+// used it, and its state. An unused grant is flagged UNUSED only for a complete run.
+func (r *Report) WriteTable(w io.Writer, complete bool) error {
 	all := map[Permission]bool{}
 	for p := range r.granted {
 		all[p] = true
@@ -326,8 +336,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 			state = "used, granted to every user (not by these roles)"
 		case r.Used[p] == 0 && allowed:
 			state = "allow-listed: " + why
-		case r.Used[p] == 0:
+		case r.Used[p] == 0 && complete:
 			state = "UNUSED"
+		case r.Used[p] == 0:
+			state = "not used (filtered run)"
 		}
 		g := p.Group
 		if g == "" {

@@ -134,11 +134,11 @@ func TestCheck(t *testing.T) {
 		complete: "granted but never used: coordination.k8s.io leases update",
 	}, {
 		name:     "a forbidden request fails any run",
-		extra:    []Request{forbidden},
 		allowed:  unexercised,
-		forbid:   []Request{forbidden},
-		filtered: "forbidden: list /api/v1/secrets (core secrets list",
-		complete: "forbidden: list /api/v1/secrets",
+		extra:    []Request{forbidden, forbidden},
+		forbid:   []Request{forbidden, forbidden},
+		filtered: "forbidden (2 times): list /api/v1/secrets (core secrets list",
+		complete: "forbidden (2 times): list /api/v1/secrets",
 	}, {
 		name:    "another user's forbidden request is not the operator's",
 		extra:   []Request{{AuditID: "o", User: "admin", Verb: "list", Resource: "secrets", Code: 403}},
@@ -187,8 +187,12 @@ func TestWriteTable(t *testing.T) {
 	granted, err := Granted(sampleObjects(t), "op", "controller-manager")
 	require.NoError(t, err)
 	r := Check(sampleRequests(t), operator, granted, map[Permission]string{p("", "configmaps", "delete"): "deletes HA ConfigMaps on suspend"})
+	var filtered strings.Builder
+	require.NoError(t, r.WriteTable(&filtered, false))
+	require.Contains(t, filtered.String(), "not used (filtered run)")
+	require.NotContains(t, filtered.String(), "UNUSED")
 	var out strings.Builder
-	require.NoError(t, r.WriteTable(&out))
+	require.NoError(t, r.WriteTable(&out, true))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 13, out.String()) // header and 12 granted permissions
 	row := func(prefix string) string {

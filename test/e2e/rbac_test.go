@@ -73,7 +73,7 @@ func checkRBAC(root, auditDir string, complete bool) error {
 	}
 	report := auditcheck.Check(requests, user, granted, unexercised)
 	fmt.Printf("e2e: RBAC check: %d audited requests of %s against config/rbac\n", len(requests), user)
-	if err := report.WriteTable(os.Stdout); err != nil {
+	if err := report.WriteTable(os.Stdout, complete); err != nil {
 		return err
 	}
 	if !complete {
