@@ -106,18 +106,20 @@ type FlinkDeploymentReconciler struct {
 // the object) and carry ownerReferences with blockOwnerDeletion to the FlinkDeployment and to
 // the JobManager Deployment, which needs update on their finalizers subresource where the
 // OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, the e2e cluster).
-// ConfigMaps are also updated (DeleteJobGraphs, with their resourceVersion).
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update
+// ConfigMaps are also updated (DeleteJobGraphs, with their resourceVersion). Reads go through
+// the manager's cache (list and watch); get only where the code reads the API server directly:
+// Services (FlinkClients.Endpoints) and the operator ConfigMap (--config-map).
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=list;watch;update
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=deployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=list;watch;create;patch;delete
 
 // SetupWithManager watches FlinkDeployments and the JobManager Deployments they own.
 func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -52,8 +52,8 @@ type FlinkStateSnapshotReconciler struct {
 	BaseBackoff time.Duration
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;create;update;patch;delete
-// Status is written by merge patch (status.go); nothing sets an ownerReference to a snapshot.
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create;update;patch;delete
+// Reads go through the manager's cache (list, watch). Status is written by merge patch (status.go); nothing sets an ownerReference to a snapshot.
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status,verbs=patch
 
 // SetupWithManager watches snapshots.

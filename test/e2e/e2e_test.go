@@ -74,7 +74,8 @@ func run(m *testing.M) int {
 	fmt.Printf("e2e: pods on %s\n", podnet.Current())
 	// The session jobs' file:// jars are Flink's examples (sessionJobs).
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
-		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
+		// The operator ConfigMap as config/manager names it; absent, so an empty configuration.
+		"--config-map=flink-operator-config", "--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
 		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink")}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)

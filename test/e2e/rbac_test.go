@@ -32,6 +32,9 @@ var unexercised = map[auditcheck.Permission]string{
 	// request, never a request of its own, so a missing grant shows as a forbidden apply.
 	{Group: "flink.apache.org", Resource: "flinkdeployments/finalizers", Verb: "update"}: "blockOwnerDeletion (admission check)",
 	{Group: "apps", Resource: "deployments/finalizers", Verb: "update"}:                  "blockOwnerDeletion (admission check)",
+	// pkg/native Apply (deleteIfOurs): a FlinkDeployment switched to HA no longer has the
+	// JobManager's internal Service, which is deleted; no scenario turns HA on later.
+	{Group: "", Resource: "services", Verb: "delete"}: "internal Service dropped when HA is turned on",
 }
 
 // filtered tells whether the run was narrowed to some tests (-run, -skip): then grants the
