@@ -146,7 +146,7 @@ bench: ## Run benchmarks.
 
 .PHONY: build
 build: manifests generate ## Build the manager binary.
-	go build -o bin/manager ./cmd
+	go build -trimpath -o bin/manager ./cmd
 
 .PHONY: run-local
 run-local: manifests generate cluster-assets flink-dist ## Try it on one machine: local cluster, real Flink, operator, a sample job. Ctrl-C stops all.

@@ -113,14 +113,27 @@ type FlinkDeploymentReconciler struct {
 	exceptions *exceptionReporter
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status;flinkdeployments/finalizers,verbs=get;update;patch
-// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps;services,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Finalizers are added and removed by update; status is written by merge patch (status.go).
+// The cluster's objects are written by server-side apply (patch; create when the apply creates
+// the object) and carry ownerReferences with blockOwnerDeletion to the FlinkDeployment and to
+// the JobManager Deployment, which needs update on their finalizers subresource where the
+// OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, the e2e cluster).
+// ConfigMaps are also updated (DeleteJobGraphs, with their resourceVersion). Reads go through
+// the manager's cache (list and watch); get where the code reads the API server directly:
+// Services (FlinkClients.Endpoints), the operator ConfigMap (--config-map), and the objects of
+// a cluster's names, which are checked for ownership before any apply or delete (APIReader)
+// and asked of the API server when the label-scoped cache does not hold them (pkg/cachescope).
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=list;watch;update
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/status,verbs=patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=deployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;patch;delete
 
 // SetupWithManager watches FlinkDeployments and the JobManager Deployments they own.
 func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {

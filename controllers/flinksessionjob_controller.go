@@ -50,8 +50,9 @@ type FlinkSessionJobReconciler struct {
 	SecretKeyPatterns []string
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=get;list;watch;update;patch
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs/status;flinksessionjobs/finalizers,verbs=get;update;patch
+// Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=list;watch;update
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs/status,verbs=patch
 
 // SetupWithManager watches session jobs, and their session FlinkDeployments so a job is
 // submitted as soon as its session becomes ready.

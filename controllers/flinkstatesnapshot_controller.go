@@ -52,8 +52,9 @@ type FlinkStateSnapshotReconciler struct {
 	BaseBackoff time.Duration
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status;flinkstatesnapshots/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create;update;patch;delete
+// Reads go through the manager's cache (list, watch). Status is written by merge patch (status.go); nothing sets an ownerReference to a snapshot.
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status,verbs=patch
 
 // SetupWithManager watches snapshots.
 func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error {

@@ -239,5 +239,6 @@ func (s *snapshotValidator) ValidateDelete(context.Context, runtime.Object) (adm
 	return nil, nil
 }
 
-// The webhooks read FlinkDeployments and FlinkSessionJobs through the manager's cache.
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments;flinksessionjobs,verbs=get;list;watch
+// The webhooks read FlinkDeployments and FlinkSessionJobs through the manager's cache (list and
+// watch; a cached get is no request).
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments;flinksessionjobs,verbs=list;watch

@@ -74,7 +74,8 @@ func run(m *testing.M) int {
 	fmt.Printf("e2e: pods on %s\n", podnet.Current())
 	// The session jobs' file:// jars are Flink's examples (sessionJobs).
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
-		"--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
+		// The operator ConfigMap as config/manager names it; absent, so an empty configuration.
+		"--config-map=flink-operator-config", "--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
 		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink")}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
@@ -83,6 +84,15 @@ func run(m *testing.M) int {
 	fmt.Printf("e2e: local cluster and operator up in %s (state in %s)\n", time.Since(start).Round(time.Millisecond), dir)
 	code := m.Run()
 	env.Stop()
+	// After the whole run, with the operator and the API server stopped so every request is in
+	// the audit log: a test that ran last would miss what later cleanup did, and -run or
+	// -shuffle would drop or move it.
+	if err := checkRBAC(root, env.AuditDir(), code == 0 && !filtered()); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: RBAC check failed (audit log in %s):\n%v\n", env.AuditDir(), err)
+		code = 1
+	} else {
+		fmt.Println("e2e: RBAC check passed")
+	}
 	if code == 0 {
 		_ = os.RemoveAll(dir)
 	} else {

@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -39,6 +40,9 @@ type Options struct {
 	Dir string
 	// Log receives one line per lifecycle step; nil discards them.
 	Log io.Writer
+	// AuditUsers turns on the API server's audit log (Cluster.AuditDir) for the requests of
+	// these users, at Metadata level: who did which verb on which resource, and the answer.
+	AuditUsers []string
 }
 
 // Cluster is a running control plane.
@@ -47,6 +51,9 @@ type Cluster struct {
 	Kubeconfig string
 	// Config is the admin REST config.
 	Config *rest.Config
+	// AuditDir holds the audit log, audit.log and its rotated files (when Options.AuditUsers
+	// is set; empty otherwise).
+	AuditDir string
 
 	opts  Options
 	mu    sync.Mutex
@@ -113,14 +120,23 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	certDir := filepath.Join(dir, "certs")
-	if err := c.run("kube-apiserver", "--etcd-servers="+etcdURL, "--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort), "--cert-dir="+certDir,
-		"--token-auth-file="+tokens, "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/24",
-		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+saPub,
-		"--service-account-signing-key-file="+saKey, "--allow-privileged=true",
+	auditFlags, err := c.audit()
+	if err != nil {
+		return fmt.Errorf("audit policy: %w", err)
+	}
+	apiserverFlags := append([]string{"--etcd-servers=" + etcdURL, "--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort), "--cert-dir=" + certDir,
+		"--token-auth-file=" + tokens, "--authorization-mode=Node,RBAC", "--service-cluster-ip-range=10.96.0.0/24",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file=" + saPub,
+		"--service-account-signing-key-file=" + saKey, "--allow-privileged=true",
 		// Services are reached through their EndpointSlices (no kube-proxy here): admission
 		// webhooks served by pods on package podnet's addresses.
-		"--enable-aggregator-routing=true"); err != nil {
+		"--enable-aggregator-routing=true",
+		// As OpenShift does: setting an ownerReference needs delete on the object, and
+		// blockOwnerDeletion needs update on the owner's finalizers subresource, so a client
+		// missing those grants is refused here too.
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"}, auditFlags...)
+	if err := c.run("kube-apiserver", apiserverFlags...); err != nil {
 		return err
 	}
 
@@ -152,6 +168,40 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.logf("controller manager and scheduler started; kubeconfig %s", c.Kubeconfig)
 	return nil
+}
+
+// auditPolicy logs the requests of the listed users at Metadata level (no bodies) once, when
+// their response is complete or, for a watch, has started; nothing else is logged.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: %s
+- level: None
+`
+
+// audit writes the audit policy for Options.AuditUsers and returns the API server's flags
+// for it; none when no user is audited. The log rotates at 100 MB and keeps 20 files, far more
+// than a full e2e run writes, so a reader of AuditDir sees every request.
+func (c *Cluster) audit() ([]string, error) {
+	if len(c.opts.AuditUsers) == 0 {
+		return nil, nil
+	}
+	users, err := json.Marshal(c.opts.AuditUsers)
+	if err != nil {
+		return nil, err
+	}
+	c.AuditDir = filepath.Join(c.opts.Dir, "audit")
+	if err := os.MkdirAll(c.AuditDir, 0o755); err != nil {
+		return nil, err
+	}
+	policy := filepath.Join(c.opts.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, fmt.Appendf(nil, auditPolicy, users), 0o644); err != nil {
+		return nil, err
+	}
+	return []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(c.AuditDir, "audit.log"),
+		"--audit-log-format=json", "--audit-log-maxsize=100", "--audit-log-maxbackup=20", "--audit-log-maxage=7"}, nil
 }
 
 func (c *Cluster) run(name string, args ...string) error {

@@ -94,8 +94,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Dir: dir}
-	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
-		BinDir: filepath.Join(root, "bin", "k8s", "1.33.4-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log})
+	clusterOpts := localcluster.Options{
+		BinDir: filepath.Join(root, "bin", "k8s", "1.33.4-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log}
+	if opts.Operator {
+		// The API server's audit log records what the operator did (AuditDir).
+		user, err := OperatorUser(root)
+		if err != nil {
+			return nil, err
+		}
+		clusterOpts.AuditUsers = []string{user}
+	}
+	e.Cluster, err = localcluster.Start(ctx, clusterOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -154,6 +163,10 @@ func (e *Env) Namespace(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// AuditDir holds the API server's audit log of the operator's requests (audit.log and its
+// rotated files), when the environment runs the operator.
+func (e *Env) AuditDir() string { return e.Cluster.AuditDir }
 
 // OperatorLog is the operator's log file.
 func (e *Env) OperatorLog() string { return filepath.Join(e.Dir, "operator.log") }

@@ -35,21 +35,18 @@ func (e *Env) operatorIdentity(ctx context.Context, root string) (string, error)
 	if err := e.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", err
 	}
-	objs, err := kustomizationObjects(filepath.Join(root, "config", "rbac"))
+	objs, err := RBACObjects(root)
 	if err != nil {
 		return "", err
 	}
-	serviceAccount := ""
+	serviceAccount, err := serviceAccountOf(objs)
+	if err != nil {
+		return "", err
+	}
 	for _, o := range objs {
-		if o.GetKind() == "ServiceAccount" {
-			serviceAccount = o.GetName()
-		}
 		if err := e.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return "", fmt.Errorf("install %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-	}
-	if serviceAccount == "" {
-		return "", fmt.Errorf("config/rbac has no ServiceAccount")
 	}
 	expiry := int64(24 * 60 * 60)
 	token, err := e.Kube.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, serviceAccount,
@@ -69,7 +66,35 @@ func (e *Env) operatorIdentity(ctx context.Context, root string) (string, error)
 	return path, nil
 }
 
-// rbacManifests reads the objects of the kustomization in dir (its resources list), moved from
+// RBACObjects are the objects of config/rbac as the local environment installs them: in the
+// operator's namespace.
+func RBACObjects(root string) ([]*unstructured.Unstructured, error) {
+	return kustomizationObjects(filepath.Join(root, "config", "rbac"))
+}
+
+// OperatorUser is the user name the operator's requests carry: its ServiceAccount's.
+func OperatorUser(root string) (string, error) {
+	objs, err := RBACObjects(root)
+	if err != nil {
+		return "", err
+	}
+	sa, err := serviceAccountOf(objs)
+	if err != nil {
+		return "", err
+	}
+	return "system:serviceaccount:" + OperatorNamespace + ":" + sa, nil
+}
+
+func serviceAccountOf(objs []*unstructured.Unstructured) (string, error) {
+	for _, o := range objs {
+		if o.GetKind() == "ServiceAccount" {
+			return o.GetName(), nil
+		}
+	}
+	return "", fmt.Errorf("config/rbac has no ServiceAccount")
+}
+
+// kustomizationObjects reads the objects of the kustomization in dir (its resources list), moved from
 // kustomize's placeholder namespace to the operator's.
 func kustomizationObjects(dir string) ([]*unstructured.Unstructured, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
