@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -18,16 +19,21 @@ func TestStuckReconcilesCheck(t *testing.T) {
 	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "liveness-test"})
 	defer q.ShutDown()
 	check := stuckReconciles(ctrlmetrics.Registry, 50*time.Millisecond)
-	require.NoError(t, check(nil), "no worker busy")
+	// The registry is the process's: managers of other tests in this binary may have left
+	// their own queues' gauges behind, so only this queue's verdict is looked at.
+	stuck := func() bool {
+		err := check(nil)
+		return err != nil && strings.Contains(err.Error(), "controller liveness-test:")
+	}
+	require.False(t, stuck(), "no worker busy")
 
 	q.Add("orders")
 	item, _ := q.Get() // a worker takes it and never finishes
-	require.Eventually(t, func() bool { return check(nil) != nil }, 10*time.Second, 50*time.Millisecond,
-		"liveness still passes with a worker stuck")
+	require.Eventually(t, stuck, 10*time.Second, 50*time.Millisecond, "liveness still passes with a worker stuck")
 	assert.ErrorContains(t, check(nil), "controller liveness-test: a reconcile has been running for")
 
 	q.Done(item)
-	require.Eventually(t, func() bool { return check(nil) == nil }, 10*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { return !stuck() }, 10*time.Second, 50*time.Millisecond,
 		"liveness still fails once the worker is done")
 }
 
