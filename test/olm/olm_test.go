@@ -41,6 +41,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -59,6 +60,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -81,6 +83,8 @@ const (
 const operatorImage = "ghcr.io/flink-operator/flink-operator:"
 
 func TestMain(m *testing.M) {
+	// The test's own clients print API warnings through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
 	// The API server reaches the operator's webhooks only through pod addresses in a network
 	// namespace (package podnet); without one the test cannot prove the webhook path.
 	ran, code, why := podnet.Reexec()
