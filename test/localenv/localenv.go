@@ -46,6 +46,9 @@ type Options struct {
 	// StandInImages are passed to the node agent: containers of these images look running and
 	// ready without a process (nodeagent.Options.StandInImages).
 	StandInImages []string
+	// ProcessImages are passed to the node agent: containers of these images run a local
+	// binary (nodeagent.Options.ProcessImages).
+	ProcessImages map[string]nodeagent.ProcessImage
 	// Pods picks the pod address range: package podnet's Namespace mode gives pods addresses
 	// EndpointSlices accept, and the operator serves its admission webhooks through their
 	// Service (config/webhook) as installed; Loopback (the default) runs it with webhooks off.
@@ -134,7 +137,8 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		e.agentLog, agentLog = f, f
 	}
 	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
-		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages}
+		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages,
+		ProcessImages: opts.ProcessImages}
 	if opts.Pods == podnet.Namespace {
 		agentOpts.PodAddressPrefix = podnet.Prefix
 	}

@@ -6,7 +6,8 @@
 // What a container image becomes: images whose name contains "flink" run the Flink image's
 // entrypoint commands (jobmanager, taskmanager, standalone-job, kubernetes-jobmanager.sh,
 // kubernetes-taskmanager.sh) as java processes of the distribution whose major version matches
-// the image tag. Other containers cannot run here and are reported as Waiting with reason
+// the image tag. Images of Options.ProcessImages run a locally built binary instead (see
+// ProcessImage). Other containers cannot run here and are reported as Waiting with reason
 // ImageNotRunnable, so their pods never look healthy.
 //
 // How a pod sees the world: volumes become directories (configMap and secret files written
@@ -62,6 +63,9 @@ type Options struct {
 	// ready without starting anything, as kwok does. For pods whose own behaviour is tested
 	// elsewhere and only has to look healthy, such as the operator's Deployment that OLM installs.
 	StandInImages []string
+	// ProcessImages are image name prefixes whose containers run a local binary as a process
+	// (ProcessImage), such as the operator's own image in the OLM test; the longest prefix wins.
+	ProcessImages map[string]ProcessImage
 	// PodAddressPrefix is the first two octets of pod addresses, with the dot ("10.244."); the
 	// range must be routed to this machine's loopback (package podnet). Default "127.1.".
 	PodAddressPrefix string

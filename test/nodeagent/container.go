@@ -151,7 +151,14 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 		<-ctx.Done()
 		return 0, false
 	}
-	cmd, logPath, err := c.command(ctx)
+	var cmd *exec.Cmd
+	var logPath string
+	var err error
+	if img, ok := c.r.a.processImage(c.spec.Image); ok {
+		cmd, logPath, err = c.processCommand(ctx, img)
+	} else {
+		cmd, logPath, err = c.command(ctx)
+	}
 	if err != nil {
 		reason := "CreateContainerConfigError"
 		if strings.Contains(err.Error(), "not a Flink image") || strings.Contains(err.Error(), "entrypoints") {

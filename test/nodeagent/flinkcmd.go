@@ -353,24 +353,11 @@ func (r *podRunner) containerEnv(ctx context.Context, c corev1.Container) (map[s
 		case e.ValueFrom == nil:
 			set(e.Name, expandVars(e.Value, env))
 		case e.ValueFrom.FieldRef != nil:
-			switch e.ValueFrom.FieldRef.FieldPath {
-			case "status.podIP":
-				set(e.Name, r.ip)
-			case "status.hostIP":
-				set(e.Name, "127.0.0.1")
-			case "metadata.name":
-				set(e.Name, r.pod.Name)
-			case "metadata.namespace":
-				set(e.Name, r.pod.Namespace)
-			case "metadata.uid":
-				set(e.Name, string(r.pod.UID))
-			case "spec.nodeName":
-				set(e.Name, r.pod.Spec.NodeName)
-			case "spec.serviceAccountName":
-				set(e.Name, r.pod.Spec.ServiceAccountName)
-			default:
-				return nil, nil, fmt.Errorf("env %s: field %s is not supported by the local node agent", e.Name, e.ValueFrom.FieldRef.FieldPath)
+			val, err := r.fieldValue(e.ValueFrom.FieldRef.FieldPath)
+			if err != nil {
+				return nil, nil, fmt.Errorf("env %s: %w", e.Name, err)
 			}
+			set(e.Name, val)
 		case e.ValueFrom.ConfigMapKeyRef != nil:
 			ref := e.ValueFrom.ConfigMapKeyRef
 			cm, err := r.a.client.CoreV1().ConfigMaps(r.pod.Namespace).Get(ctx, ref.Name, metaGet)
@@ -394,4 +381,34 @@ func (r *podRunner) containerEnv(ctx context.Context, c corev1.Container) (map[s
 		}
 	}
 	return env, order, nil
+}
+
+// annotationField matches the downward API's metadata.annotations['key'] and metadata.labels['key'].
+var annotationField = regexp.MustCompile(`^metadata\.(annotations|labels)\['(.*)'\]$`)
+
+// fieldValue is the value of a downward-API field of the pod.
+func (r *podRunner) fieldValue(path string) (string, error) {
+	switch path {
+	case "status.podIP":
+		return r.ip, nil
+	case "status.hostIP":
+		return "127.0.0.1", nil
+	case "metadata.name":
+		return r.pod.Name, nil
+	case "metadata.namespace":
+		return r.pod.Namespace, nil
+	case "metadata.uid":
+		return string(r.pod.UID), nil
+	case "spec.nodeName":
+		return r.pod.Spec.NodeName, nil
+	case "spec.serviceAccountName":
+		return r.pod.Spec.ServiceAccountName, nil
+	}
+	if m := annotationField.FindStringSubmatch(path); m != nil {
+		if m[1] == "annotations" {
+			return r.pod.Annotations[m[2]], nil
+		}
+		return r.pod.Labels[m[2]], nil
+	}
+	return "", fmt.Errorf("field %s is not supported by the local node agent", path)
 }

@@ -134,3 +134,35 @@ func TestIPPoolNeverHandsOutAnAddressTwice(t *testing.T) {
 	p.release("127.1.0.2")
 	assert.NotEqual(t, "127.1.0.2", p.allocate(), "released addresses are reused only after the pool wraps")
 }
+
+func TestProcessArgs(t *testing.T) {
+	c := corev1.Container{Command: []string{"/manager", "--config=$(CONF)"}, Args: []string{
+		"--leader-elect", "--health-probe-bind-address=:8081", "--metrics-bind-address=0.0.0.0:8443",
+		"--other=[::]:9000", "--kept=127.0.0.1:8080", "-p=:1"}}
+	args := processArgs(c, map[string]string{"CONF": "x"}, "10.244.0.7")
+	assert.Equal(t, []string{"--config=x", "--leader-elect", "--health-probe-bind-address=10.244.0.7:8081",
+		"--metrics-bind-address=10.244.0.7:8443", "--other=10.244.0.7:9000", "--kept=127.0.0.1:8080", "-p=10.244.0.7:1"}, args)
+	assert.Equal(t, []string{"a"}, processArgs(corev1.Container{Args: []string{"a"}}, nil, "10.244.0.7"), "no command: the image's entrypoint")
+}
+
+func TestFieldValue(t *testing.T) {
+	r := &podRunner{ip: "10.244.0.7", pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns",
+		Annotations: map[string]string{"olm.targetNamespaces": "a,b"}, Labels: map[string]string{"app": "x"}}}}
+	for path, want := range map[string]string{"metadata.namespace": "ns", "status.podIP": "10.244.0.7",
+		"metadata.annotations['olm.targetNamespaces']": "a,b", "metadata.labels['app']": "x", "metadata.annotations['none']": ""} {
+		got, err := r.fieldValue(path)
+		require.NoError(t, err, path)
+		assert.Equal(t, want, got, path)
+	}
+	_, err := r.fieldValue("status.phase")
+	assert.ErrorContains(t, err, "status.phase is not supported")
+}
+
+func TestProcessImage(t *testing.T) {
+	a := &Agent{opts: Options{ProcessImages: map[string]ProcessImage{"ghcr.io/o/op:": {Binary: "short"}, "ghcr.io/o/op:1.": {Binary: "long"}}}}
+	img, ok := a.processImage("ghcr.io/o/op:1.2")
+	assert.True(t, ok)
+	assert.Equal(t, "long", img.Binary, "the longest prefix wins")
+	_, ok = a.processImage("flink:1.20")
+	assert.False(t, ok)
+}

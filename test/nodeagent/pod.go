@@ -37,6 +37,7 @@ type podRunner struct {
 	terminating bool
 	failed      string // pod-level failure (init container failed with restartPolicy Never)
 	lastPatch   string
+	forwards    map[string]int // "container/port" -> local port, for process containers (ProcessImage.PortFlags)
 }
 
 func newPodRunner(a *Agent, pod *corev1.Pod) *podRunner {
@@ -211,6 +212,10 @@ func (r *podRunner) prepareVolumes() error {
 			}
 			if err := writeVolumeFiles(dir, s.Data, v.Secret.Items); err != nil {
 				return err
+			}
+		case v.Projected != nil && r.runsProcesses():
+			if err := r.writeProjected(ctx, dir, v.Projected); err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
 		default: // emptyDir, projected service account tokens, downward API: a directory
 			if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -5,10 +5,13 @@
 // the local cluster, a CatalogSource points at `opm serve` of the project's file-based catalog
 // (catalog/, bundles embedded), and a Subscription follows the stable channel.
 //
-// The operator's own pod is a stand-in (the node agent reports it running and ready without a
-// process, as kwok would): OLM only needs its Deployment available. What the operator does is
-// proven by the envtest and e2e suites; this test proves the package: the install strategy, RBAC
-// in the watched namespaces, webhooks, CRD ownership and the upgrade graph.
+// The operator's pod runs the real operator: the node agent runs the image
+// ghcr.io/flink-operator/flink-operator as the manager binary built from ./cmd (the image itself
+// is the only stand-in), with the CSV's command, arguments and env, OLM's webhook certificate
+// mounted where the operator looks for it, and the pod's ServiceAccount token, so it works with
+// exactly the permissions the CSV asks for. The test runs in a network namespace of its own
+// (package podnet, as the e2e suite), where pods have addresses EndpointSlices accept and the
+// API server calls the operator's webhooks through the Service OLM creates.
 //
 // Run with `make olm-test` (part of `make test`).
 package olm_test
@@ -38,6 +41,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
 	"github.com/stretchr/testify/assert"
@@ -56,11 +60,14 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localcluster"
 	"github.com/flink-operator/flink-operator/test/localenv"
+	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/podnet"
 )
 
 const (
@@ -72,6 +79,25 @@ const (
 	deploymentName = "flink-operator-controller-manager"
 )
 
+// operatorImage is the repository of the operator's image in the CSVs.
+const operatorImage = "ghcr.io/flink-operator/flink-operator:"
+
+func TestMain(m *testing.M) {
+	// The test's own clients print API warnings through controller-runtime's logger.
+	ctrllog.SetLogger(logr.Discard())
+	// The API server reaches the operator's webhooks only through pod addresses in a network
+	// namespace (package podnet); without one the test cannot prove the webhook path.
+	ran, code, why := podnet.Reexec()
+	if ran {
+		os.Exit(code)
+	}
+	if why != nil || podnet.Current() != podnet.Namespace {
+		fmt.Fprintf(os.Stderr, "olm: the test needs a network namespace of its own (root, unshare): %v\n", why)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
 func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -79,8 +105,18 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 
-	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true,
-		StandInImages: []string{"ghcr.io/flink-operator/flink-operator:"}})
+	// Both CSV versions run the operator built from this tree.
+	manager := filepath.Join(dir, "manager")
+	build := exec.CommandContext(ctx, "go", "build", "-o", manager, "./cmd")
+	build.Dir = root
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the operator: %s", out)
+
+	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true, Pods: podnet.Current(),
+		ProcessImages: map[string]nodeagent.ProcessImage{operatorImage: {Binary: manager,
+			// The webhook server binds all addresses and two operator pods overlap during the
+			// upgrade; OLM's catalog operator holds :8443, the metrics port, on all addresses.
+			PortFlags: map[int32]string{9443: "--webhook-port=%d", 8443: "--metrics-bind-address=:%d"}}}})
 	require.NoError(t, err)
 	t.Cleanup(env.Stop)
 
@@ -147,6 +183,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: deploymentName}, &dep))
 	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.1.0", dep.Spec.Template.Spec.Containers[0].Image)
 	assert.True(t, podTemplateRequiresContainers(t, ctx, c), "the v0.1.0 CRD requires podTemplate containers")
+	requireOperatorProcess(t, ctx, c, "0.1.0")
 
 	// N: the channel's next entry replaces N-1.
 	approveInstallPlan(t, ctx, c, currentCSV)
@@ -159,6 +196,47 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.2.0", dep.Spec.Template.Spec.Containers[0].Image)
 	// OLM passes the target namespaces, which the operator reads as WATCH_NAMESPACE.
 	assert.Equal(t, watchedNS, dep.Spec.Template.Annotations["olm.targetNamespaces"])
+	requireOperatorProcess(t, ctx, c, "0.2.0")
+
+	t.Run("webhook served with OLM's certificate", func(t *testing.T) {
+		// Only the operator's validating webhook knows this rule (the CRD schema allows it), so
+		// the refusal proves the path: webhook configuration with OLM's CA, OLM's Service, the
+		// pod's EndpointSlice, the operator serving OLM's certificate.
+		two := int32(2)
+		bad := &flinkv1beta1.FlinkDeployment{
+			ObjectMeta: metav1.ObjectMeta{Name: "standby-without-ha", Namespace: watchedNS},
+			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "example.com/session-cluster:1.20", FlinkVersion: "v1_20", ServiceAccount: "flink",
+				JobManager:  &flinkv1beta1.JobManagerSpec{Replicas: two, Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}},
+				TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}}},
+		}
+		err := c.Create(ctx, bad)
+		require.Error(t, err, "the operator's webhook must refuse two JobManagers without HA")
+		assert.Contains(t, err.Error(), `admission webhook "vflinkdeployment-v1beta1.flink.apache.org" denied the request`)
+		assert.Contains(t, err.Error(), "more than one JobManager needs high availability")
+	})
+	t.Run("reconciles under the CSV's permissions", func(t *testing.T) {
+		// The session cluster created before the operator existed gets its JobManager
+		// Deployment (its image does not run here: no Flink is needed for this).
+		waitFor(t, ctx, "the JobManager Deployment of existing-session", func() (bool, error) {
+			err := c.Get(ctx, client.ObjectKey{Namespace: watchedNS, Name: "existing-session"}, &appsv1.Deployment{})
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		var fd flinkv1beta1.FlinkDeployment
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: watchedNS, Name: "existing-session"}, &fd))
+		assert.NotEmpty(t, fd.Status.LifecycleState, "the operator writes the status")
+		// No request of the operator was refused: the CSV grants all it needs.
+		logs, err := filepath.Glob(filepath.Join(dir, "node", "pods", operatorNS+"_"+deploymentName+"-*", "logs", "manager.out"))
+		require.NoError(t, err)
+		require.Len(t, logs, 2, "the logs of the v0.1.0 and v0.2.0 operator pods")
+		for _, l := range logs {
+			b, err := os.ReadFile(l)
+			require.NoError(t, err)
+			assert.Contains(t, string(b), "starting manager", l)
+			for _, line := range strings.Split(string(b), "\n") {
+				assert.NotContains(t, strings.ToLower(line), "forbidden", l)
+			}
+		}
+	})
 
 	t.Run("CRDs updated by OLM", func(t *testing.T) {
 		// The v0.2.0 InstallPlan carries the v0.2.0 CRD ...
@@ -176,13 +254,13 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 			t.Logf("OLM updated the FlinkDeployment CRD to v0.2.0's schema")
 		}
 	})
-	t.Run("existing resources untouched and served", func(t *testing.T) {
+	t.Run("existing resources kept and served", func(t *testing.T) {
 		for _, before := range existing {
 			after := before.DeepCopyObject().(client.Object)
 			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(before), after))
 			assert.Equal(t, before.GetUID(), after.GetUID())
 			assert.Equal(t, before.GetGeneration(), after.GetGeneration())
-			assert.Equal(t, before.GetResourceVersion(), after.GetResourceVersion(), "%s changed", before.GetName())
+			// The operator now reconciles them (finalizer, status); their specs are the user's.
 		}
 		var list flinkv1beta1.FlinkDeploymentList
 		require.NoError(t, c.List(ctx, &list, client.InNamespace(watchedNS)))
@@ -241,6 +319,49 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 		}
 		assert.Contains(t, names, "vflinkdeployment-v1beta1.flink.apache.org")
 	})
+}
+
+// requireOperatorProcess checks that the operator pod of version runs the operator itself: a
+// process with the CSV's arguments, configured in-cluster (its ServiceAccount's token, no
+// kubeconfig).
+func requireOperatorProcess(t *testing.T, ctx context.Context, c client.Client, version string) {
+	t.Helper()
+	var pid int
+	waitFor(t, ctx, "a ready operator pod of "+version, func() (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(operatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil || len(p.Status.ContainerStatuses) == 0 || p.Spec.Containers[0].Image != operatorImage+version {
+				continue
+			}
+			st := p.Status.ContainerStatuses[0]
+			if !st.Ready {
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimPrefix(st.ContainerID, "nodeagent://"))
+			if err != nil {
+				return false, fmt.Errorf("pod %s: container ID %q is not a process", p.Name, st.ContainerID)
+			}
+			pid = n
+			return true, nil
+		}
+		return false, nil
+	})
+	cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+	require.NoError(t, err, "the operator process %d", pid)
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	assert.Contains(t, args, "--leader-elect", "the CSV's arguments: %q", args)
+	assert.Contains(t, args, "--config-map=flink-operator-config", "the CSV's arguments: %q", args)
+	environ, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	require.NoError(t, err)
+	vars := strings.Split(string(environ), "\x00")
+	assert.Contains(t, vars, "WATCH_NAMESPACE="+watchedNS, "OLM's target namespaces through the downward API")
+	assert.Contains(t, vars, "OPERATOR_NAMESPACE="+operatorNS)
+	for _, v := range vars {
+		assert.False(t, strings.HasPrefix(v, "KUBECONFIG="), "the operator must use its ServiceAccount, not a kubeconfig: %s", v)
+	}
 }
 
 func requireEnv(t *testing.T, name string) string {
@@ -374,14 +495,16 @@ func bundleObjects(t *testing.T, path, kind string) []*unstructured.Unstructured
 	return out
 }
 
-// existingResources creates one resource of each kind in the watched namespace.
+// existingResources creates one resource of each kind in the watched namespace. The session
+// cluster's image is not a Flink image, so its pods stay waiting (ImageNotRunnable): the test
+// needs the operator's reconciliation, not Flink.
 func existingResources(t *testing.T, ctx context.Context, c client.Client) []client.Object {
 	t.Helper()
 	replicas := int32(1)
 	objs := []client.Object{
 		&flinkv1beta1.FlinkDeployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "existing-session", Namespace: watchedNS},
-			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: "v1_20", ServiceAccount: "flink",
+			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "example.com/session-cluster:1.20", FlinkVersion: "v1_20", ServiceAccount: "flink",
 				JobManager:  &flinkv1beta1.JobManagerSpec{Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}},
 				TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{CPU: ptrFloat(0.5), Memory: "1024m"}, Replicas: &replicas}},
 		},
