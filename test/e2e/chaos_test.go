@@ -191,8 +191,6 @@ type jobSnapshot struct {
 	startTime int64
 	// newest is the id of the newest checkpoint or savepoint Flink reported for the job.
 	newest int64
-	// triggered is the id of the newest checkpoint Flink triggered, completed or not.
-	triggered int64
 }
 
 func (c *chaos) round(round int) {
