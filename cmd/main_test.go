@@ -80,15 +80,7 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 
-	get := func(url string) (int, string) {
-		resp, err := http.Get(url)
-		if err != nil {
-			return 0, err.Error()
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	get := func(url string) (int, string) { return httpGet(t, url) }
 	require.Eventually(t, func() bool {
 		code, _ := get("http://" + o.probeAddr + "/readyz")
 		return code == http.StatusOK
