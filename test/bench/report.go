@@ -23,6 +23,7 @@ func (r *Result) Table() string {
 	timing("p99 create → JobManager Deployment", r.Operator.P99, r.Limit.P99)
 	row := func(name, value string) { fmt.Fprintf(&b, "| %s | %s | | |\n", name, value) }
 	row("JobManager Deployments created", fmt.Sprintf("%d of %d", r.Deployments, r.N))
+	row("operator's requests stopped (5 s quiet) after the last one appeared", secs(r.SettledWithin))
 	row("RSS peak / end of steady window", fmt.Sprintf("%.0f / %.0f MiB", r.RSSPeakMiB, r.RSSSteadyMiB))
 	row("CPU, create phase (until settled) / steady window", fmt.Sprintf("%.1f s / %.1f s", r.CPUCreateSeconds, r.CPUSteadySeconds))
 	row("goroutines, end of create / end of steady", fmt.Sprintf("%d / %d", r.GoroutinesCreate, r.GoroutinesSteady))
