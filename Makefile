@@ -139,7 +139,12 @@ golden: ## Rewrite pkg/native's golden files (review the diff before committing)
 	go test ./pkg/native -run TestGolden -count=1 -update
 
 .PHONY: bench
-bench: ## Run benchmarks.
+bench: envtest-assets ## Scale benchmark (test/bench): N FlinkDeployments on a local API server, the operator beside the API-server-only limit; BENCH_N (1000), BENCH_CONCURRENCY (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json).
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+		go run ./test/cmd/bench
+
+.PHONY: bench-micro
+bench-micro: ## Go micro-benchmarks.
 	go test ./... -run '^$$' -bench . -benchmem
 
 ##@ Build

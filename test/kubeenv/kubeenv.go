@@ -68,6 +68,9 @@ type Options struct {
 	// CRDDirs are the directories CRDs are installed from, relative to the repository root
 	// (default config/crd/bases). Other objects in them are ignored.
 	CRDDirs []string
+	// ServiceCIDR is the API server's service-cluster-ip-range (default envtest's 10.0.0.0/24,
+	// 256 ClusterIPs); the scale benchmark needs one per FlinkDeployment.
+	ServiceCIDR string
 }
 
 // Start starts a control plane of the test's own and stops it when the test ends. A missing
@@ -116,6 +119,9 @@ func start(o Options) (*Env, error) {
 	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}}
+	}
+	if o.ServiceCIDR != "" {
+		te.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", o.ServiceCIDR)
 	}
 	cfg, err := te.Start()
 	if err != nil {

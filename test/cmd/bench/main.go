@@ -1,0 +1,88 @@
+// Command bench runs the scale benchmark of package test/bench (`make bench`): it prints the
+// table and writes the result as JSON. Environment: BENCH_N (default 1000), BENCH_CONCURRENCY
+// (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json); KUBEBUILDER_ASSETS names the
+// kube-apiserver and etcd binaries.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/flink-operator/flink-operator/test/bench"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	n, err := intEnv("BENCH_N", 1000)
+	if err != nil {
+		return err
+	}
+	conc, err := intEnv("BENCH_CONCURRENCY", 50)
+	if err != nil {
+		return err
+	}
+	steady, err := durationEnv("BENCH_STEADY", 60*time.Second)
+	if err != nil {
+		return err
+	}
+	out := flag.String("out", envOr("BENCH_OUT", "bin/bench/result.json"), "where the JSON result is written (env BENCH_OUT)")
+	dir := flag.String("dir", "bin/bench/run", "working directory: operator binary, kubeconfig, log")
+	flag.Parse()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := bench.Run(ctx, bench.Options{N: n, Concurrency: conc, Steady: steady, Settle: 2 * time.Minute,
+		Dir: *dir, Log: os.Stderr})
+	if err != nil {
+		return err
+	}
+	fmt.Print(res.Table())
+	if err := res.WriteJSON(*out); err != nil {
+		return fmt.Errorf("write %s: %w", *out, err)
+	}
+	fmt.Printf("\nJSON: %s\n", *out)
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func intEnv(key string, def int) (int, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("%s=%q: want a positive integer", key, v)
+	}
+	return n, nil
+}
+
+func durationEnv(key string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(key)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q: want a duration such as 60s", key, v)
+	}
+	return d, nil
+}
