@@ -115,7 +115,7 @@ const (
 // Run starts a control plane and the operator, measures, and stops everything.
 func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.N <= 0 || o.Concurrency <= 0 {
-		return nil, fmt.Errorf("N (%d) and Concurrency (%d) must be positive", o.N, o.Concurrency)
+		return nil, fmt.Errorf("bench options: N (%d) and Concurrency (%d) must be positive", o.N, o.Concurrency)
 	}
 	logf := func(format string, args ...any) {
 		if o.Log != nil {
