@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +31,9 @@ func stuckReconciles(metrics prometheus.Gatherer, after time.Duration) healthz.C
 		if err != nil {
 			return nil // metrics that cannot be read say nothing about the workers
 		}
+		// Every stuck controller is named, not only the first: the message is what an operator
+		// reads in the probe's failure event.
+		var stuck []string
 		for _, f := range families {
 			if f.GetName() != longestRunningMetric {
 				continue
@@ -43,8 +49,12 @@ func stuckReconciles(metrics prometheus.Gatherer, after time.Duration) healthz.C
 						name = l.GetValue()
 					}
 				}
-				return fmt.Errorf("controller %s: a reconcile has been running for %s, longer than %s", name, running.Round(time.Second), after)
+				stuck = append(stuck, fmt.Sprintf("controller %s: a reconcile has been running for %s, longer than %s", name, running.Round(time.Second), after))
 			}
+		}
+		if len(stuck) > 0 {
+			sort.Strings(stuck)
+			return errors.New(strings.Join(stuck, "; "))
 		}
 		return nil
 	}

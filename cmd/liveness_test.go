@@ -46,4 +46,7 @@ func TestStuckReconcilesBound(t *testing.T) {
 	assert.NoError(t, check(nil), "a long reconcile within the bound")
 	g.WithLabelValues("flinksessionjob", "flinksessionjob").Set((11 * time.Minute).Seconds())
 	assert.EqualError(t, check(nil), "controller flinksessionjob: a reconcile has been running for 11m0s, longer than 10m0s")
+	g.WithLabelValues("flinkdeployment", "flinkdeployment").Set((12 * time.Minute).Seconds())
+	assert.EqualError(t, check(nil), "controller flinkdeployment: a reconcile has been running for 12m0s, longer than 10m0s; "+
+		"controller flinksessionjob: a reconcile has been running for 11m0s, longer than 10m0s", "every stuck controller is named")
 }
