@@ -122,10 +122,6 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			fmt.Fprintf(o.Log, "bench: "+format+"\n", args...)
 		}
 	}
-	root, err := kubeenv.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
 	if err := os.MkdirAll(o.Dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -134,10 +130,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	bin := filepath.Join(dir, "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build operator: %w: %s", err, out)
+	if err := kubeenv.BuildOperator(ctx, bin); err != nil {
+		return nil, err
 	}
 	logf("operator built; starting kube-apiserver and etcd")
 	// Every FlinkDeployment gets a ClusterIP Service: the default /24 would run out at ~250.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,21 @@ func RepoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// BuildOperator builds the operator (./cmd of this repository) into the file out, as the
+// suites that run it as a process of its own (e2e, OLM, bench) do.
+func BuildOperator(ctx context.Context, out string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd")
+	build.Dir = root
+	if output, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build operator: %w: %s", err, output)
+	}
+	return nil
 }
 
 // Scheme returns a scheme with the built-in types and the flink.apache.org types.

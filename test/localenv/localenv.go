@@ -177,10 +177,8 @@ func (e *Env) OperatorLog() string { return filepath.Join(e.Dir, "operator.log")
 
 func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, extra []string) error {
 	bin := filepath.Join(e.Dir, "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build operator: %v: %s", err, out)
+	if err := kubeenv.BuildOperator(ctx, bin); err != nil {
+		return err
 	}
 	ports, err := localcluster.FreePorts(2)
 	if err != nil {

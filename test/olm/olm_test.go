@@ -107,10 +107,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 
 	// Both CSV versions run the operator built from this tree.
 	manager := filepath.Join(dir, "manager")
-	build := exec.CommandContext(ctx, "go", "build", "-o", manager, "./cmd")
-	build.Dir = root
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the operator: %s", out)
+	require.NoError(t, kubeenv.BuildOperator(ctx, manager))
 
 	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true, Pods: podnet.Current(),
 		ProcessImages: map[string]nodeagent.ProcessImage{operatorImage: {Binary: manager,
