@@ -51,6 +51,7 @@ type options struct {
 	metricsAddr          string
 	metricsSecure        bool
 	probeAddr            string
+	pprofAddr            string
 	enableLeaderElection bool
 	leaderElectionID     string
 	leaderElectionNS     string
@@ -89,6 +90,8 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
 		"Serve metrics over HTTPS with authentication and authorization through the API server.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
+		"Address of Go's /debug/pprof profiles (e.g. 127.0.0.1:8082); empty (the default) serves none. Unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.enableLeaderElection, "leader-elect", false,
 		"Elect a leader through a Lease so that only one replica reconciles at a time.")
 	fs.StringVar(&o.leaderElectionID, "leader-election-id", "flink-operator.flink.apache.org",
@@ -269,6 +272,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
 		}),
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.enableLeaderElection,
 		LeaderElectionID:        o.leaderElectionID,
 		LeaderElectionNamespace: o.leaderElectionNS,

@@ -103,9 +103,14 @@ const (
 	attemptComplete                      // this attempt's, every object applied
 )
 
-// deployAttemptOf compares the JobManager's attempt annotations with the recorded attempt (the
-// reconciliation timestamp of the recorded target). A JobManager applied before these
-// annotations existed is matched by generation, as then.
+// deployAttemptOf compares the JobManager's attempt annotation with the recorded attempt (the
+// reconciliation timestamp of the recorded target). Whether that attempt's cluster was applied
+// whole is what the status says: deploy records UPGRADING before it applies and DEPLOYED only
+// once every object is applied, so the JobManager of the recorded attempt under a status still
+// UPGRADING may be partly applied (the operator stopped or a write failed midway) and is applied
+// again, which costs nothing where it was whole. JobManagers stamped complete by earlier versions
+// (AnnotationDeployComplete) are complete; one applied before the attempt annotations existed is
+// matched by generation.
 func (s *scope) deployAttemptOf(jm *appsv1.Deployment) deployAttempt {
 	st := s.status()
 	if !jm.DeletionTimestamp.IsZero() {
@@ -122,10 +127,11 @@ func (s *scope) deployAttemptOf(jm *appsv1.Deployment) deployAttempt {
 	switch {
 	case attempt != current:
 		return attemptOther
-	case jm.Annotations[native.AnnotationDeployComplete] != current:
-		return attemptPartial
-	default:
+	case st.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading,
+		jm.Annotations[native.AnnotationDeployComplete] == current:
 		return attemptComplete
+	default:
+		return attemptPartial
 	}
 }
 

@@ -31,10 +31,11 @@ const (
 // was deployed for; the reconciler uses it to tell whether an upgrade already went through.
 const AnnotationGeneration = "flinkdeployment.flink.apache.org/generation"
 
-// The deployment attempt a JobManager Deployment belongs to (BuildOptions.Attempt), stamped
-// twice: AnnotationDeployAttempt with its first apply, AnnotationDeployComplete only once every
-// object of the cluster is applied. A JobManager carrying the first but not the second is a
-// partly applied cluster, which the reconciler applies again rather than taking for deployed.
+// AnnotationDeployAttempt stamps a JobManager Deployment with the deployment attempt it belongs
+// to (BuildOptions.Attempt). The reconciler's status records whether that attempt was applied
+// whole. AnnotationDeployComplete is what earlier versions wrote, with a second apply of the
+// Deployment, once every object was applied; it is only read now, so that their clusters are
+// not applied again.
 const (
 	AnnotationDeployAttempt  = "flinkdeployment.flink.apache.org/deploy-attempt"
 	AnnotationDeployComplete = "flinkdeployment.flink.apache.org/deploy-complete"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -115,34 +116,34 @@ func kindOf(obj client.Object) string {
 }
 
 // claim checks, before anything is written, that none of the cluster's objects exists as
-// someone else's. It returns the live JobManager Deployment's UID (empty when none exists).
+// someone else's. It returns the live JobManager Deployment's UID (empty when none exists). The
+// objects are read together; they are judged in a fixed order (the JobManager first, whose UID
+// the others' ownerReferences name), so the error reported is always the same one.
 func claim(ctx context.Context, r client.Reader, cluster *Cluster) (types.UID, error) {
-	o := owners{cluster: clusterName(cluster.JobManager), resource: cluster.Owner}
-	jm, err := readLive(ctx, r, cluster.JobManager)
-	if err != nil {
+	wanted := cluster.Objects() // the JobManager Deployment first
+	found := make([]client.Object, len(wanted))
+	g, gctx := errgroup.WithContext(ctx)
+	for i, obj := range wanted {
+		g.Go(func() error {
+			live, err := readLive(gctx, r, obj)
+			found[i] = live
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return "", err
 	}
-	if jm != nil {
-		if why := o.foreignReason(jm); why != "" {
-			return "", &ForeignObjectError{Kind: "Deployment", Namespace: jm.GetNamespace(), Name: jm.GetName(), Why: why}
-		}
-		o.jobManager = jm.GetUID()
-	}
-	o.dependent = true
-	rest := cluster.Dependents()
-	if cluster.Ingress != nil {
-		rest = append(rest, cluster.Ingress)
-	}
-	for _, obj := range rest {
-		live, err := readLive(ctx, r, obj)
-		if err != nil {
-			return "", err
-		}
+	o := owners{cluster: clusterName(cluster.JobManager), resource: cluster.Owner}
+	for i, live := range found {
+		o.dependent = i > 0 // every object but the JobManager Deployment is owned by it
 		if live == nil {
 			continue
 		}
 		if why := o.foreignReason(live); why != "" {
-			return "", &ForeignObjectError{Kind: kindOf(obj), Namespace: live.GetNamespace(), Name: live.GetName(), Why: why}
+			return "", &ForeignObjectError{Kind: kindOf(wanted[i]), Namespace: live.GetNamespace(), Name: live.GetName(), Why: why}
+		}
+		if i == 0 {
+			o.jobManager = live.GetUID()
 		}
 	}
 	return o.jobManager, nil

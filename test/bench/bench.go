@@ -54,6 +54,9 @@ type Options struct {
 	Dir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// OperatorArgs are passed to the operator after the bench's own flags (e.g.
+	// --reconcile-parallelism=50), to measure its settings.
+	OperatorArgs []string
 }
 
 // Requests counts the operator's API requests in one phase, from its own client-go metric
@@ -92,6 +95,13 @@ type Result struct {
 	CPUCreateSeconds float64 `json:"cpuCreateSeconds"`
 	// CPUSteadySeconds is its CPU in the steady window.
 	CPUSteadySeconds float64 `json:"cpuSteadySeconds"`
+	// ControlPlaneCPUCreateSeconds and ControlPlaneCPULimitSeconds are the CPU of kube-apiserver
+	// and etcd in the operator's create phase and in the limit run: with the operator's, they
+	// say how much of the machine's two cores each phase used.
+	ControlPlaneCPUCreateSeconds float64 `json:"controlPlaneCpuCreateSeconds"`
+	ControlPlaneCPULimitSeconds  float64 `json:"controlPlaneCpuLimitSeconds"`
+	// OperatorArgs are the operator flags the bench added.
+	OperatorArgs []string `json:"operatorArgs,omitempty"`
 	// Goroutines at the end of the create phase and of the steady window (go_goroutines).
 	GoroutinesCreate int `json:"goroutinesCreate"`
 	GoroutinesSteady int `json:"goroutinesSteady"`
@@ -162,19 +172,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	op, err := startOperator(ctx, env, bin, dir)
+	op, err := startOperator(ctx, env, bin, dir, o.OperatorArgs)
 	if err != nil {
 		return nil, err
 	}
 	defer op.stop()
 	logf("operator ready (pid %d); creating %d FlinkDeployments with %d goroutines", op.cmd.Process.Pid, o.N, o.Concurrency)
 
-	res := &Result{Date: time.Now().UTC(), N: o.N, Concurrency: o.Concurrency}
+	res := &Result{Date: time.Now().UTC(), N: o.N, Concurrency: o.Concurrency, OperatorArgs: o.OperatorArgs}
 	before, err := op.scrape()
 	if err != nil {
 		return nil, err
 	}
 	cpu0, err := cpuSeconds(op.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	cp0, err := controlPlaneCPU()
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +232,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.CPUCreateSeconds = cpu1 - cpu0
+	cp1, err := controlPlaneCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.ControlPlaneCPUCreateSeconds = cp1 - cp0
 	res.Create = settled.requests().minus(before.requests())
 	res.WritesPerNew = float64(res.Create.Writes) / float64(o.N)
 	res.ReadsPerNew = float64(res.Create.Reads) / float64(o.N)
@@ -249,12 +268,21 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	op.stop()
 
 	logf("limit: %d Deployments straight through the API server", o.N)
+	cp2, err := controlPlaneCPU()
+	if err != nil {
+		return nil, err
+	}
 	limit, _, err := timeCreation(ctx, c, cfg, limitNS, o, func(i int) client.Object { return limitDeployment(template, i) },
 		func(d *appsv1.Deployment) (string, bool) { return d.Name, true })
 	if err != nil {
 		return nil, fmt.Errorf("limit run: %w", err)
 	}
 	res.Limit = limit
+	cp3, err := controlPlaneCPU()
+	if err != nil {
+		return nil, err
+	}
+	res.ControlPlaneCPULimitSeconds = cp3 - cp2
 	return res, nil
 }
 
@@ -432,7 +460,7 @@ type operator struct {
 	log     string
 }
 
-func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string) (*operator, error) {
+func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extraArgs []string) (*operator, error) {
 	// Its own user, so its requests are its own; system:masters, as RBAC is not what is measured.
 	user, err := env.Environment.ControlPlane.AddUser(envtest.User{Name: operatorUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -456,8 +484,9 @@ func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string) (*ope
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--enable-webhooks=false", "--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+probe)
+	args := append([]string{"--enable-webhooks=false", "--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extraArgs...)
+	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNS)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

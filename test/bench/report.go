@@ -13,7 +13,11 @@ import (
 // (the plain client through the API server alone) and their ratio.
 func (r *Result) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "N=%d FlinkDeployments, %d client goroutines, %s\n\n", r.N, r.Concurrency, r.Date.Format(time.RFC3339))
+	fmt.Fprintf(&b, "N=%d FlinkDeployments, %d client goroutines, %s", r.N, r.Concurrency, r.Date.Format(time.RFC3339))
+	if len(r.OperatorArgs) > 0 {
+		fmt.Fprintf(&b, ", operator flags %s", strings.Join(r.OperatorArgs, " "))
+	}
+	b.WriteString("\n\n")
 	b.WriteString("| | operator | limit (API server alone) | ratio |\n|---|---|---|---|\n")
 	timing := func(name string, op, limit time.Duration) {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, secs(op), secs(limit), ratio(op, limit))
@@ -26,6 +30,7 @@ func (r *Result) Table() string {
 	row("operator's requests stopped (5 s quiet) after the last one appeared", secs(r.SettledWithin))
 	row("RSS peak / end of steady window", fmt.Sprintf("%.0f / %.0f MiB", r.RSSPeakMiB, r.RSSSteadyMiB))
 	row("CPU, create phase (until settled) / steady window", fmt.Sprintf("%.1f s / %.1f s", r.CPUCreateSeconds, r.CPUSteadySeconds))
+	row("kube-apiserver + etcd CPU, create phase / limit run", fmt.Sprintf("%.1f s / %.1f s", r.ControlPlaneCPUCreateSeconds, r.ControlPlaneCPULimitSeconds))
 	row("goroutines, end of create / end of steady", fmt.Sprintf("%d / %d", r.GoroutinesCreate, r.GoroutinesSteady))
 	row("API writes / reads, create phase", fmt.Sprintf("%d / %d", r.Create.Writes, r.Create.Reads))
 	row("API writes / reads per new resource", fmt.Sprintf("%.2f / %.2f", r.WritesPerNew, r.ReadsPerNew))

@@ -1,6 +1,7 @@
 // Command bench runs the scale benchmark of package test/bench (`make bench`): it prints the
 // table and writes the result as JSON. Environment: BENCH_N (default 1000), BENCH_CONCURRENCY
-// (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json); KUBEBUILDER_ASSETS names the
+// (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json), BENCH_OPERATOR_ARGS (operator
+// flags to measure, e.g. --reconcile-parallelism=50); KUBEBUILDER_ASSETS names the
 // kube-apiserver and etcd binaries.
 package main
 
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -39,12 +41,13 @@ func run() error {
 	}
 	out := flag.String("out", envOr("BENCH_OUT", "bin/bench/result.json"), "where the JSON result is written (env BENCH_OUT)")
 	dir := flag.String("dir", "bin/bench/run", "working directory: operator binary, kubeconfig, log")
+	operatorArgs := flag.String("operator-args", os.Getenv("BENCH_OPERATOR_ARGS"), "operator flags added to the bench's, space-separated (env BENCH_OPERATOR_ARGS)")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Options{N: n, Concurrency: conc, Steady: steady, Settle: 2 * time.Minute,
-		Dir: *dir, Log: os.Stderr})
+		Dir: *dir, Log: os.Stderr, OperatorArgs: strings.Fields(*operatorArgs)})
 	if err != nil {
 		return err
 	}
