@@ -76,6 +76,10 @@ const DefaultReconcileParallelism = 25
 // controller-runtime's deprecated Requeue flag and gives the cache time to see our own write.
 func requeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: 200 * time.Millisecond} }
 
+// staleCopyRetry is when a reconcile skipped for reading a copy older than the reconciler's own
+// write runs again if the watch event of that write did not bring the object back first.
+const staleCopyRetry = time.Second
+
 // withDeadline bounds every reconcile of r by deadline (none when zero).
 func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reconciler {
 	if deadline <= 0 {
@@ -111,6 +115,8 @@ type FlinkDeploymentReconciler struct {
 	SecretKeyPatterns []string
 
 	exceptions *exceptionReporter
+	// writes recognises cached copies older than this reconciler's own writes.
+	writes *ownWrites
 }
 
 // Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -141,6 +147,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Intervals = DefaultIntervals
 	}
 	r.exceptions = newExceptionReporter()
+	r.writes = newOwnWrites()
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -157,6 +164,11 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	dep := &flinkv1beta1.FlinkDeployment{}
 	if err := r.Client.Get(ctx, req.NamespacedName, dep); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.writes.stale(dep) {
+		// The cache has not seen this reconciler's last write yet; its watch event brings the
+		// object back. The requeue is a safety net only.
+		return ctrl.Result{RequeueAfter: staleCopyRetry}, nil
 	}
 	// Secrets of this resource are masked in everything this reconcile logs, records or returns.
 	conf, _ := dep.Spec.FlinkConfiguration.Flatten()
@@ -192,9 +204,11 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 	}
 	if !controllerutil.ContainsFinalizer(dep, DeploymentFinalizer) {
 		controllerutil.AddFinalizer(dep, DeploymentFinalizer)
+		before := dep.ResourceVersion
 		if err := r.Client.Update(ctx, dep); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
 		}
+		r.writes.wrote(dep.UID, before, dep.ResourceVersion)
 		s.original = dep.DeepCopy() // the status is patched against the updated object
 	}
 
@@ -350,6 +364,7 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
 		return err
 	}
+	r.writes.wrote(s.dep.UID, s.original.ResourceVersion, s.dep.ResourceVersion)
 	s.original = s.dep.DeepCopy()
 	return nil
 }

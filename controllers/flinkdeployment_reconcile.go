@@ -590,6 +590,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		r.Lifecycle.Forget(s.dep.UID)
 	}
 	r.exceptions.forget(s.dep.UID)
+	r.writes.forget(s.dep.UID)
 	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
 	if err := r.Client.Update(ctx, s.dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

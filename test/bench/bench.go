@@ -54,6 +54,10 @@ type Options struct {
 	Dir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Unrelated, when positive, is how many Pods and as many ConfigMaps that are not Flink's are
+	// created in another namespace to compare the operator's memory after a restart without
+	// and with them.
+	Unrelated int
 	// OperatorArgs are passed to the operator after the bench's own flags (e.g.
 	// --reconcile-parallelism=50), to measure its settings.
 	OperatorArgs []string
@@ -82,9 +86,19 @@ type Result struct {
 	Date        time.Time `json:"date"`
 	N           int       `json:"n"`
 	Concurrency int       `json:"concurrency"`
-	// Operator is the FlinkDeployment → JobManager Deployment run; Limit the plain-client run.
-	Operator Phase `json:"operator"`
-	Limit    Phase `json:"limit"`
+	// Operator is the FlinkDeployment → JobManager Deployment run; Limit the plain client
+	// creating the same JobManager Deployments; FullLimit the plain client doing every write the
+	// operator does for each new FlinkDeployment, the FlinkDeployment's create included.
+	Operator  Phase `json:"operator"`
+	Limit     Phase `json:"limit"`
+	FullLimit Phase `json:"fullLimit"`
+	// Responsiveness is the spec change made half-way through the operator run.
+	Responsiveness Responsiveness `json:"responsiveness"`
+	// Unrelated is the memory comparison with unrelated objects (Options.Unrelated).
+	Unrelated *UnrelatedMemory `json:"unrelated,omitempty"`
+	// RSSSteadyAnonMiB is the anonymous part of RSSSteadyMiB (the heap, stacks): the rest is
+	// the binary's pages, shared and reclaimable.
+	RSSSteadyAnonMiB float64 `json:"rssSteadyAnonMiB"`
 	// Deployments is how many JobManager Deployments the operator created (must be N).
 	Deployments int `json:"deployments"`
 	// RSSPeakMiB is the operator's peak resident memory (VmHWM); RSSSteadyMiB its RSS at the
@@ -100,6 +114,8 @@ type Result struct {
 	// say how much of the machine's two cores each phase used.
 	ControlPlaneCPUCreateSeconds float64 `json:"controlPlaneCpuCreateSeconds"`
 	ControlPlaneCPULimitSeconds  float64 `json:"controlPlaneCpuLimitSeconds"`
+	// ControlPlaneCPUFullLimitSeconds is their CPU in the full limit run.
+	ControlPlaneCPUFullLimitSeconds float64 `json:"controlPlaneCpuFullLimitSeconds"`
 	// OperatorArgs are the operator flags the bench added.
 	OperatorArgs []string `json:"operatorArgs,omitempty"`
 	// Goroutines at the end of the create phase and of the steady window (go_goroutines).
@@ -195,13 +211,33 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if _, err := flinkDeployment(0); err != nil {
 		return nil, err
 	}
-	phase, template, err := timeCreation(ctx, c, cfg, benchNS, o, func(i int) client.Object {
+	// Half-way through, one resource already deployed gets a spec change: the operator must act
+	// on it while the others are still being deployed.
+	var probe sync.WaitGroup
+	var probeErr error
+	var probeOnce sync.Once
+	phase, template, err := timeCreation(ctx, cfg, benchNS, o, func(ctx context.Context, i int) (string, time.Time, error) {
 		fd, _ := flinkDeployment(i) // checked above: the same YAML every time
-		return fd
-	},
-		isJobManager)
+		err := c.Create(ctx, fd)
+		return fd.Name, time.Now(), err
+	}, isJobManager, func(seen int, last string) {
+		if seen < o.N/2 || o.N < 4 {
+			return
+		}
+		probeOnce.Do(func() {
+			probe.Add(1)
+			go func() {
+				defer probe.Done()
+				res.Responsiveness, probeErr = probeSpecChange(ctx, c, last, seen, time.Minute)
+			}()
+		})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("operator run (log %s): %w", op.log, err)
+	}
+	probe.Wait()
+	if probeErr != nil {
+		return nil, fmt.Errorf("spec change during the run: %w", probeErr)
 	}
 	res.Operator = phase
 	// Counted again from the API server, not from the watch that timed them.
@@ -263,26 +299,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res.RSSPeakMiB, res.RSSSteadyMiB = mem.peakMiB, mem.rssMiB
-	// The limit runs without the operator, so the API server serves only the plain client.
+	res.RSSPeakMiB, res.RSSSteadyMiB, res.RSSSteadyAnonMiB = mem.peakMiB, mem.rssMiB, mem.anonMiB
 	op.stop()
 
-	logf("limit: %d Deployments straight through the API server", o.N)
-	cp2, err := controlPlaneCPU()
+	if o.Unrelated > 0 {
+		if err := measureUnrelated(ctx, c, env, bin, dir, o, res, logf); err != nil {
+			return nil, err
+		}
+	}
+	// The limits run without the operator, so the API server serves only the plain client.
+	sample, err := readSample(ctx, c, "fd-00000")
 	if err != nil {
+		return nil, fmt.Errorf("sample cluster: %w", err)
+	}
+	if err := runLimits(ctx, c, cfg, o, template, sample, res, logf); err != nil {
 		return nil, err
 	}
-	limit, _, err := timeCreation(ctx, c, cfg, limitNS, o, func(i int) client.Object { return limitDeployment(template, i) },
-		func(d *appsv1.Deployment) (string, bool) { return d.Name, true })
-	if err != nil {
-		return nil, fmt.Errorf("limit run: %w", err)
-	}
-	res.Limit = limit
-	cp3, err := controlPlaneCPU()
-	if err != nil {
-		return nil, err
-	}
-	res.ControlPlaneCPULimitSeconds = cp3 - cp2
 	return res, nil
 }
 
@@ -297,11 +329,14 @@ func isJobManager(d *appsv1.Deployment) (string, bool) {
 	return "", false
 }
 
-// timeCreation creates N objects with o.Concurrency goroutines and waits until a Deployment for
-// each was seen by a watch of namespace ns; key maps a Deployment to the name of the object it
-// is for (false: not one of them). It returns the timings and one of the Deployments seen.
-func timeCreation(ctx context.Context, c client.Client, cfg *rest.Config, ns string, o Options,
-	object func(i int) client.Object, key func(*appsv1.Deployment) (string, bool)) (Phase, *appsv1.Deployment, error) {
+// timeCreation runs work for N objects with o.Concurrency goroutines and waits until a
+// Deployment for each was seen by a watch of namespace ns; work returns the object's name and
+// when it was created (its create request returned), key maps a Deployment to the name of the
+// object it is for (false: not one of them), and progress, when set, is told of each new one
+// seen. It returns the timings and one of the Deployments seen.
+func timeCreation(ctx context.Context, cfg *rest.Config, ns string, o Options,
+	work func(ctx context.Context, i int) (string, time.Time, error), key func(*appsv1.Deployment) (string, bool),
+	progress func(seen int, last string)) (Phase, *appsv1.Deployment, error) {
 	// An informer rather than a bare watch: the API server closes a watch that falls behind a
 	// burst of creates, and the informer lists again and reports what it missed.
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -345,13 +380,13 @@ func timeCreation(ctx context.Context, c client.Client, cfg *rest.Config, ns str
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				obj := object(i)
-				if err := c.Create(ctx, obj); err != nil {
-					errs <- fmt.Errorf("create %s: %w", obj.GetName(), err)
+				name, at, err := work(ctx, i)
+				if err != nil {
+					errs <- fmt.Errorf("object %d: %w", i, err)
 					return
 				}
 				mu.Lock()
-				created[obj.GetName()] = time.Now()
+				created[name] = at
 				mu.Unlock()
 			}
 		}()
@@ -375,6 +410,9 @@ func timeCreation(ctx context.Context, c client.Client, cfg *rest.Config, ns str
 				if _, dup := seen[name]; !dup {
 					seen[name] = s.at
 					sample = s.d
+					if progress != nil {
+						progress(len(seen), name)
+					}
 				}
 			}
 		case err := <-errs:
@@ -647,9 +685,9 @@ func cpuSeconds(pid int) (float64, error) {
 	return (utime + stime) / clockTicks, nil
 }
 
-type mem struct{ rssMiB, peakMiB float64 }
+type mem struct{ rssMiB, peakMiB, anonMiB float64 }
 
-// memory reads VmRSS and VmHWM (peak RSS) of process pid.
+// memory reads VmRSS, VmHWM (peak RSS) and RssAnon of process pid.
 func memory(pid int) (mem, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -670,6 +708,8 @@ func memory(pid int) (mem, error) {
 			m.rssMiB = kib / 1024
 		case "VmHWM:":
 			m.peakMiB = kib / 1024
+		case "RssAnon:":
+			m.anonMiB = kib / 1024
 		}
 	}
 	return m, nil
