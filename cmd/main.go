@@ -52,6 +52,7 @@ type options struct {
 	metricsSecure        bool
 	probeAddr            string
 	pprofAddr            string
+	priorityQueue        bool
 	enableLeaderElection bool
 	leaderElectionID     string
 	leaderElectionNS     string
@@ -90,6 +91,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.metricsSecure, "metrics-secure", false,
 		"Serve metrics over HTTPS with authentication and authorization through the API server.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
+	fs.BoolVar(&o.priorityQueue, "reconcile-priority-queue", true,
+		"Queue reconciles by priority: a resource whose spec, annotations or deletion changed goes before new resources and "+
+			"the operator's routine observations, and the initial list after a start goes last, so a user's change is acted "+
+			"on promptly while thousands of resources are queued (controller-runtime's priority queue).")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address of Go's /debug/pprof profiles (e.g. 127.0.0.1:8082); empty (the default) serves none. Unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.enableLeaderElection, "leader-elect", false,
@@ -289,7 +294,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		NewClient: cachescope.NewClient,
 		// run rebuilds the manager in-process when the watched namespaces change; controller
 		// names are unique per manager, not per process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism,
+			UsePriorityQueue: ptr.To(o.priorityQueue)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)

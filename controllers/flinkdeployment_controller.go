@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -152,9 +153,12 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&flinkv1beta1.FlinkDeployment{}).
-		Owns(&appsv1.Deployment{}).
 		Named("flinkdeployment").
+		// The resource with what users change before routine work (priority.go), rather than
+		// For's handler; the JobManager Deployments as Owns would watch them.
+		Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
+		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+			&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
 		Complete(withDeadline(r, r.Intervals.Deadline))
 }
 

@@ -62,11 +62,12 @@ func startManager(t *testing.T, o managerOptions) (*recordedEvents, func()) {
 		watched[ns] = cache.Config{}
 	}
 	env := testEnv(t)
+	usePriorityQueue := true // as the operator runs (--reconcile-priority-queue)
 	opts := ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		// The operator's cache scope and client (cmd/main.go), so every test here runs with
 		// the caches holding Flink's objects only.
 		Cache: cachescope.Options(watched), NewClient: cachescope.NewClient,
-		Controller: config.Controller{SkipNameValidation: &skip}}
+		Controller: config.Controller{SkipNameValidation: &skip, UsePriorityQueue: &usePriorityQueue}}
 	if o.logger.GetSink() != nil {
 		opts.Logger = o.logger
 	}

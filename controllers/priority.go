@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// Priorities of the reconcile requests of a resource, when the controller's queue is a priority
+// queue (--reconcile-priority-queue). With thousands of resources queued at once (a restart, a
+// migration, a tenant creating many), a change a user just made must not wait for all of them.
+const (
+	// priorityUserChange: the spec (generation), the deletion or the annotations changed, which
+	// is what users do.
+	priorityUserChange = 10
+	// priorityRoutine: a new resource, the operator's own status writes, other changes.
+	priorityRoutine = 0
+	// priorityBackground: the initial list after a (re)start and resyncs, which change nothing.
+	priorityBackground = handler.LowPriority
+)
+
+// updatePriority is the priority of the request an update of a resource from old to new makes.
+func updatePriority(old, new client.Object) int {
+	switch {
+	case old.GetResourceVersion() == new.GetResourceVersion():
+		return priorityBackground
+	case old.GetGeneration() != new.GetGeneration(),
+		old.GetDeletionTimestamp().IsZero() != new.GetDeletionTimestamp().IsZero(),
+		!equalAnnotations(old.GetAnnotations(), new.GetAnnotations()):
+		return priorityUserChange
+	default:
+		return priorityRoutine
+	}
+}
+
+// createPriority is the priority of the request a resource's create event makes.
+func createPriority(inInitialList bool) int {
+	if inInitialList {
+		return priorityBackground
+	}
+	return priorityRoutine
+}
+
+func equalAnnotations(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// byIntent enqueues a resource itself (as handler.EnqueueRequestForObject does) with the
+// priorities above. controller-runtime's own handlers only tell the initial list from the rest.
+type byIntent struct{}
+
+var _ handler.EventHandler = byIntent{}
+
+func (byIntent) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.Object, createPriority(e.IsInInitialList))
+}
+
+func (byIntent) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.ObjectNew, updatePriority(e.ObjectOld, e.ObjectNew))
+}
+
+func (byIntent) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.Object, priorityUserChange)
+}
+
+func (byIntent) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	enqueue(q, e.Object, priorityRoutine)
+}
+
+func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj client.Object, priority int) {
+	if obj == nil {
+		return
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, req)
+		return
+	}
+	q.Add(req)
+}

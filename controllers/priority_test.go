@@ -1,0 +1,44 @@
+package controllers
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+func TestUpdatePriority(t *testing.T) {
+	now := metav1.Now()
+	base := flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "5", Generation: 2,
+		Annotations: map[string]string{"team": "a"}}}
+	cases := []struct {
+		name   string
+		change func(*flinkv1beta1.FlinkDeployment)
+		want   int
+	}{
+		{"resync: nothing changed", func(*flinkv1beta1.FlinkDeployment) {}, priorityBackground},
+		{"the operator's status write", func(d *flinkv1beta1.FlinkDeployment) {
+			d.ResourceVersion = "6"
+			d.Status.LifecycleState = flinkv1beta1.LifecycleDeployed
+		}, priorityRoutine},
+		{"a label", func(d *flinkv1beta1.FlinkDeployment) { d.ResourceVersion, d.Labels = "6", map[string]string{"x": "y"} }, priorityRoutine},
+		{"the spec", func(d *flinkv1beta1.FlinkDeployment) { d.ResourceVersion, d.Generation = "6", 3 }, priorityUserChange},
+		{"deletion", func(d *flinkv1beta1.FlinkDeployment) { d.ResourceVersion, d.DeletionTimestamp = "6", &now }, priorityUserChange},
+		{"an annotation", func(d *flinkv1beta1.FlinkDeployment) {
+			d.ResourceVersion, d.Annotations = "6", map[string]string{"team": "b"}
+		}, priorityUserChange},
+		{"an annotation removed", func(d *flinkv1beta1.FlinkDeployment) { d.ResourceVersion, d.Annotations = "6", nil }, priorityUserChange},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := base.DeepCopy()
+			updated := base.DeepCopy()
+			tc.change(updated)
+			assert.Equal(t, tc.want, updatePriority(old, updated))
+		})
+	}
+	assert.Equal(t, priorityBackground, createPriority(true), "the initial list after a restart")
+	assert.Equal(t, priorityRoutine, createPriority(false), "a new resource")
+}
