@@ -272,3 +272,43 @@ func TestNeedsRestart(t *testing.T) {
 		assert.True(t, needsRestart(base, now), "%+v", now)
 	}
 }
+
+// TestSessionClusterWaitsForOtherShardsJobs: a session cluster of shard a is deleted while a
+// session job of shard b (not in instance a's cache) still runs on it. Instance a must wait for
+// that job as for its own (upstream's block-on-session-jobs), not delete the cluster under it.
+func TestSessionClusterWaitsForOtherShardsJobs(t *testing.T) {
+	env := testEnv(t)
+	ctx := context.Background()
+	ns, opNS := env.NewNamespace(t, "shard-block"), env.NewNamespace(t, "shard-block-operator")
+	session := sessionCluster(t, ns, "session", map[string]string{"shard": "a"})
+	require.NoError(t, env.Client.Create(ctx, session))
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders", Labels: map[string]string{"shard": "b"}},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session",
+			Job: &flinkv1beta1.JobSpec{JarURI: "https://example.com/orders.jar", UpgradeMode: flinkv1beta1.UpgradeModeStateless}}}
+	require.NoError(t, env.Client.Create(ctx, job))
+
+	o := shardOptions(t, ns, opNS)
+	o.labelSelector, o.leaderElectionID = "shard=a", "flink-operator-shard-a"
+	shardInstance(t, o)
+	jmKey := client.ObjectKey{Namespace: ns, Name: native.JobManagerDeploymentName(session.Name)}
+	wait.For(t, 60*time.Second, "instance a deploys its session cluster", func() bool {
+		return env.Client.Get(ctx, jmKey, &appsv1.Deployment{}) == nil
+	})
+	require.NoError(t, env.Client.Delete(ctx, session))
+	wait.For(t, 30*time.Second, "a Warning that deletion waits for the session job", func() bool {
+		var events corev1.EventList
+		if env.Client.List(ctx, &events, client.InNamespace(ns)) != nil {
+			return false
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == session.Name && strings.Contains(e.Message, "Waiting for the session jobs of this session cluster to be deleted: orders") {
+				return true
+			}
+		}
+		return false
+	})
+	wait.Never(t, 2*time.Second, "the session cluster was deleted under another shard's session job", func() bool {
+		jm := &appsv1.Deployment{}
+		return env.Client.Get(ctx, jmKey, jm) != nil || jm.DeletionTimestamp != nil
+	})
+}
