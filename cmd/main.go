@@ -358,7 +358,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
 	if err := (&controllers.FlinkStateSnapshotReconciler{
-		Client:    mgr.GetClient(),
+		// A snapshot's job (and a session job's cluster) may be in another shard: followed
+		// through to the API server, not abandoned as missing (shard.ReadThrough).
+		Client:    shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
 		Flink:     flinkClients,

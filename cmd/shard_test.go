@@ -312,3 +312,28 @@ func TestSessionClusterWaitsForOtherShardsJobs(t *testing.T) {
 		return env.Client.Get(ctx, jmKey, jm) != nil || jm.DeletionTimestamp != nil
 	})
 }
+
+// TestSnapshotOfAnotherShardsJob: a FlinkStateSnapshot in shard a whose job is a FlinkDeployment
+// of shard b. Instance a follows the reference to the API server and judges the job as it is
+// (here: not running), instead of abandoning the snapshot for a FlinkDeployment "not found".
+func TestSnapshotOfAnotherShardsJob(t *testing.T) {
+	env := testEnv(t)
+	ctx := context.Background()
+	ns, opNS := env.NewNamespace(t, "shard-snapshot"), env.NewNamespace(t, "shard-snapshot-operator")
+	app := sessionCluster(t, ns, "orders", map[string]string{"shard": "b"})
+	app.Spec.Job = &flinkv1beta1.JobSpec{JarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", UpgradeMode: flinkv1beta1.UpgradeModeStateless}
+	require.NoError(t, env.Client.Create(ctx, app))
+	snap := &flinkv1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders-manual", Labels: map[string]string{"shard": "a"}},
+		Spec: flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: flinkv1beta1.JobKindFlinkDeployment, Name: app.Name},
+			Savepoint: &flinkv1beta1.SavepointSpec{}}}
+	require.NoError(t, env.Client.Create(ctx, snap))
+
+	o := shardOptions(t, ns, opNS)
+	o.labelSelector, o.leaderElectionID = "shard=a", "flink-operator-shard-a"
+	shardInstance(t, o)
+	got := &flinkv1beta1.FlinkStateSnapshot{}
+	wait.For(t, 30*time.Second, "instance a judges the snapshot", func() bool {
+		return env.Client.Get(ctx, client.ObjectKeyFromObject(snap), got) == nil && got.Status.Error != ""
+	}, func() string { return fmt.Sprintf("status %+v", got.Status) })
+	assert.Equal(t, "the job of FlinkDeployment orders is not running", got.Status.Error)
+}

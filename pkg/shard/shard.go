@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
 // Option is upstream's key of the selector; errors name it.
@@ -84,4 +86,29 @@ func GetByName(ctx context.Context, r client.Reader, key client.ObjectKey, obj c
 		}
 	}
 	return apierrors.NewNotFound(schema.GroupResource{Resource: strings.ToLower(reflect.TypeOf(obj).Elem().Name())}, key.Name)
+}
+
+// ReadThrough is a client whose Gets of FlinkDeployments and FlinkSessionJobs that its cache
+// does not hold are asked of the API server (Live, through GetByName). It is for code that
+// follows a reference to a resource of possibly another shard (a snapshot's job, a session
+// job's cluster, admission), never for a reconciler's read of its own request: that one must
+// find nothing outside the shard, so that the request is a no-op there.
+type ReadThrough struct {
+	client.Client
+	Live client.Reader
+}
+
+// Get reads from the cache, then, for a Flink resource it does not hold, from the API server.
+func (r ReadThrough) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Client.Get(ctx, key, obj, opts...)
+	if !apierrors.IsNotFound(err) || r.Live == nil {
+		return err
+	}
+	switch obj.(type) {
+	case *flinkv1beta1.FlinkDeployment:
+		return GetByName(ctx, r.Live, key, obj, &flinkv1beta1.FlinkDeploymentList{})
+	case *flinkv1beta1.FlinkSessionJob:
+		return GetByName(ctx, r.Live, key, obj, &flinkv1beta1.FlinkSessionJobList{})
+	}
+	return err
 }

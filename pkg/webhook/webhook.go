@@ -34,7 +34,10 @@ const LabelTargetSession = "target.session"
 // Setup registers the webhooks with the manager's webhook server. reader looks up the
 // FlinkDeployments and session jobs that other resources refer to.
 func Setup(mgr ctrl.Manager, v *validation.Validator) error {
-	reader := referenceReader{Reader: mgr.GetClient(), live: mgr.GetAPIReader()}
+	// An operator instance serving one shard (kubernetes.operator.label.selector) caches its
+	// own resources only, but admission is asked of whichever instance, for every shard's
+	// resources: a reference to another shard's FlinkDeployment is found all the same.
+	reader := shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkDeployment{}).
 		WithValidator(&deploymentValidator{v: v}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkDeployment webhook: %w", err)
@@ -49,30 +52,6 @@ func Setup(mgr ctrl.Manager, v *validation.Validator) error {
 		return fmt.Errorf("set up FlinkStateSnapshot webhook: %w", err)
 	}
 	return nil
-}
-
-// referenceReader reads the resources a session job or snapshot refers to: from the cache, and
-// from the API server when the cache does not hold them. An operator instance serving one shard
-// (kubernetes.operator.label.selector) caches its own resources only, but admission is asked
-// by the API server of whichever instance, for every shard's resources: a reference to another
-// shard's FlinkDeployment must be found all the same.
-type referenceReader struct {
-	client.Reader
-	live client.Reader
-}
-
-func (r referenceReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	err := r.Reader.Get(ctx, key, obj, opts...)
-	if !apierrors.IsNotFound(err) || r.live == nil {
-		return err
-	}
-	switch obj.(type) {
-	case *flinkv1beta1.FlinkDeployment:
-		return shard.GetByName(ctx, r.live, key, obj, &flinkv1beta1.FlinkDeploymentList{})
-	case *flinkv1beta1.FlinkSessionJob:
-		return shard.GetByName(ctx, r.live, key, obj, &flinkv1beta1.FlinkSessionJobList{})
-	}
-	return err
 }
 
 // invalid turns violations into the API's Invalid error: one response listing all of them.
