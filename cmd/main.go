@@ -42,6 +42,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/resttls"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
 )
@@ -83,6 +84,8 @@ type options struct {
 	reconcileDeadline    time.Duration
 	// restTLS is the operator's trust for JobManagers with REST SSL (plus upstream's env).
 	restTLS resttls.Settings
+	// labelSelector limits the Flink resources served to those it selects (sharding, shard.go).
+	labelSelector string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -108,8 +111,11 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "Interval of leader election attempts.")
 	fs.StringVar(&o.leaderElectionNS, "leader-election-namespace", "",
 		"Namespace of the Lease; defaults to the operator's own namespace.")
-	fs.StringVar(&o.watchNamespaces, "watch-namespaces", os.Getenv("WATCH_NAMESPACE"),
-		"Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE, as set by OLM).")
+	fs.StringVar(&o.watchNamespaces, "watch-namespaces", watchNamespacesEnv(os.Getenv),
+		"Comma-separated namespaces to watch; empty watches all (env WATCH_NAMESPACE, as set by OLM, else upstream's WATCH_NAMESPACES).")
+	fs.StringVar(&o.labelSelector, "label-selector", "",
+		"Serve only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector selects, e.g. shard=a "+
+			"(kubernetes.operator.label.selector); empty serves all. Instances with disjoint selectors split the resources.")
 	fs.BoolVar(&o.enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the metrics and webhook servers (off by default: CVE-2023-44487, CVE-2023-39325).")
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
@@ -257,6 +263,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	selector, err := shard.Parse(o.labelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("--label-selector: %w", err)
+	}
 	if o.restAddress != "" && o.restAddress != controllers.RESTAddressService && o.restAddress != controllers.RESTAddressPodIP {
 		return nil, fmt.Errorf("--flink-rest-address %q: allowed: %s, %s", o.restAddress, controllers.RESTAddressService, controllers.RESTAddressPodIP)
 	}
@@ -290,7 +300,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// The caches hold Flink's objects only, not every Pod, ConfigMap, Service, Deployment
 		// and Ingress of the watched namespaces; the client confirms with the API server what
 		// they do not hold (pkg/cachescope).
-		Cache:     cachescope.Options(namespaces),
+		Cache:     shardCache(cachescope.Options(namespaces), selector),
 		NewClient: cachescope.NewClient,
 		// run rebuilds the manager in-process when the watched namespaces change; controller
 		// names are unique per manager, not per process.
@@ -338,6 +348,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Live:              o.live,
 		Validator:         validator,
 		Intervals:         o.intervals(),
+		Shard:             selector,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}
@@ -352,11 +363,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Artifacts:         artifacts,
 		Validator:         validator,
 		Intervals:         o.intervals(),
+		Shard:             selector,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
 	}
 	if err := (&controllers.FlinkStateSnapshotReconciler{
-		Client:    mgr.GetClient(),
+		// A snapshot's job (and a session job's cluster) may be in another shard: followed
+		// through to the API server, not abandoned as missing (shard.ReadThrough).
+		Client:    shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
 		Flink:     flinkClients,
@@ -403,7 +417,7 @@ func main() {
 
 	explicit := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
-	if os.Getenv("WATCH_NAMESPACE") != "" { // OLM's install modes set it; it wins, as upstream's env does
+	if watchNamespacesEnv(os.Getenv) != "" { // OLM's install modes set it; it wins, as upstream's env does
 		explicit["watch-namespaces"] = true
 	}
 	cfg, err := ctrl.GetConfig()
@@ -420,12 +434,13 @@ func main() {
 // run runs the manager until ctx ends. With --config-map, the ConfigMap is loaded first (a
 // configuration that does not parse stops the start) and then watched: intervals, the REST
 // timeout and default Flink configuration apply from the next reconcile; a change of the
-// watched namespaces restarts the controllers in-process (the caches are per namespace).
+// watched namespaces, label selector, lease or parallelism restarts the controllers in-process
+// (the caches are per namespace and selector).
 func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]bool) error {
 	log := ctrl.Log.WithName("setup")
 	store := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: o.reconcileInterval,
 		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces,
-		ReconcileParallelism: o.reconcileParallelism})
+		ReconcileParallelism: o.reconcileParallelism, LabelSelector: o.labelSelector, LeaseName: o.leaderElectionID})
 	if o.configMap != "" {
 		if o.configMapNamespace == "" {
 			return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
@@ -447,6 +462,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		changed := store.Changed()
 		settings := store.Get()
 		o.watchNamespaces, o.reconcileParallelism = settings.WatchNamespaces, settings.ReconcileParallelism
+		o.labelSelector, o.leaderElectionID = settings.LabelSelector, settings.LeaseName
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err
@@ -460,7 +476,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 					return
 				case <-changed:
 					changed = store.Changed()
-					if now := store.Get(); now.WatchNamespaces != settings.WatchNamespaces || now.ReconcileParallelism != settings.ReconcileParallelism {
+					if needsRestart(settings, store.Get()) {
 						close(restart)
 						cancel()
 						return
@@ -468,12 +484,16 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 				}
 			}
 		}()
-		log.Info("starting manager", "watchNamespaces", settings.WatchNamespaces, "leaderElection", o.enableLeaderElection)
+		log.Info("starting manager", "watchNamespaces", settings.WatchNamespaces, "labelSelector", settings.LabelSelector,
+			"leaderElection", o.enableLeaderElection, "lease", o.leaderElectionID)
 		err = mgr.Start(mctx)
 		cancel()
 		select {
 		case <-restart:
-			log.Info("watched namespaces or reconcile parallelism changed; restarting the controllers", "watchNamespaces", store.Get().WatchNamespaces, "reconcileParallelism", store.Get().ReconcileParallelism)
+			now := store.Get()
+			log.Info("watched namespaces, label selector, lease or reconcile parallelism changed; restarting the controllers",
+				"watchNamespaces", now.WatchNamespaces, "labelSelector", now.LabelSelector, "lease", now.LeaseName,
+				"reconcileParallelism", now.ReconcileParallelism)
 			continue
 		default:
 		}

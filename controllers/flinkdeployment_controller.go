@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -114,6 +115,10 @@ type FlinkDeploymentReconciler struct {
 	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
 	// status messages; redact.DefaultKeyPatterns when nil.
 	SecretKeyPatterns []string
+	// Shard is the label selector of the resources this operator instance serves (nil: all;
+	// the manager's cache applies it). Snapshot resources the reconciler creates carry the
+	// deployment's labels it names, so they land in the same shard.
+	Shard labels.Selector
 
 	exceptions *exceptionReporter
 	// writes recognises cached copies older than this reconciler's own writes.

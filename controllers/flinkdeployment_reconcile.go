@@ -563,7 +563,11 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		// kubernetes.operator.session.deletion.block-on-session-jobs, default true): deleting it
 		// first would strand their state. Delete the FlinkSessionJobs, then the session goes.
 		var jobs flinkv1beta1.FlinkSessionJobList
-		if err := r.Client.List(ctx, &jobs, client.InNamespace(s.dep.Namespace)); err != nil {
+		var reader client.Reader = r.Client
+		if r.Shard != nil {
+			reader = r.liveReader() // the cache holds this shard's session jobs, not all of this session's
+		}
+		if err := reader.List(ctx, &jobs, client.InNamespace(s.dep.Namespace)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("list session jobs: %w", err)
 		}
 		var waiting []string

@@ -16,6 +16,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/schedule"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
 // Operator options of snapshots, with upstream's names and defaults.
@@ -72,6 +73,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) jobSnapshots {
 	j := jobSnapshots{owner: s.dep, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: s.deployed.Job, desired: desired.Job,
 		status: &s.status().JobStatus, conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals),
+		shardLabels:  shard.Labels(r.Shard, s.dep.Labels),
 		recordNonces: func() error { return s.recordNonces(desired) },
 		persist:      func() error { return r.persist(ctx, s) }}
 	if j.deployed == nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -48,6 +50,12 @@ type FlinkSessionJobReconciler struct {
 	Live *operatorconfig.Store
 	// SecretKeyPatterns mark configuration keys whose values are masked (see FlinkDeploymentReconciler).
 	SecretKeyPatterns []string
+	// Shard is the label selector of the resources this operator instance serves (see
+	// FlinkDeploymentReconciler).
+	Shard labels.Selector
+	// APIReader reads from the API server: a session cluster the cache does not hold (another
+	// shard's) is looked up there. The manager's API reader when nil.
+	APIReader client.Reader
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -59,6 +67,9 @@ type FlinkSessionJobReconciler struct {
 func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Intervals == (Intervals{}) {
 		r.Intervals = DefaultIntervals
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
@@ -161,7 +172,16 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 		name = s.deployed.DeploymentName
 	}
 	session := &flinkv1beta1.FlinkDeployment{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.job.Namespace, Name: name}, session)
+	key := client.ObjectKey{Namespace: s.job.Namespace, Name: name}
+	err := r.Client.Get(ctx, key, session)
+	if apierrors.IsNotFound(err) && r.Shard != nil && r.APIReader != nil {
+		// With sharding the cache holds this instance's FlinkDeployments only. A job whose
+		// session is in another shard still runs there: taking the session for gone would
+		// report the job lost and, on deletion, drop its finalizer with the job still running.
+		// One read per reconcile, only for such jobs (and jobs whose session is really gone);
+		// the job is not woken by its session's changes, only by its own reconcile interval.
+		err = shard.GetByName(ctx, r.APIReader, key, session, &flinkv1beta1.FlinkDeploymentList{})
+	}
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
 // Options of session jobs, with upstream's names.
@@ -468,7 +469,7 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 	conf := s.jobConfig()
 	j := jobSnapshots{owner: s.job, kind: flinkv1beta1.JobKindFlinkSessionJob, deployed: s.deployed.Job, desired: desired.Job,
 		minPeriodic: MinPeriodicInterval(r.Intervals),
-		status:      &s.status().JobStatus, conf: conf,
+		status:      &s.status().JobStatus, conf: conf, shardLabels: shard.Labels(r.Shard, s.job.Labels),
 		recordNonces: func() error {
 			spec := s.deployed.DeepCopy()
 			spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -46,6 +47,10 @@ type jobSnapshots struct {
 	operatorConf native.Config
 	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
 	minPeriodic time.Duration
+	// shardLabels are the owner's labels the operator instance's selector looks at
+	// (shard.Labels): a snapshot carrying them lands in the same shard as its owner, so the
+	// instance that requested it also takes and trims it.
+	shardLabels map[string]string
 	// recordNonces writes desired's trigger nonces into the last reconciled spec.
 	recordNonces func() error
 	// persist writes the status.
@@ -147,11 +152,15 @@ func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotT
 	}
 	// Upstream's naming; no owner reference, so snapshots outlive the job's resource.
 	name := fmt.Sprintf("%s-%s-%s-%s", j.owner.GetName(), kind, strings.ToLower(string(trigger)), id)
+	labels := map[string]string{}
+	maps.Copy(labels, j.shardLabels)
+	// The snapshot labels upstream maintains win over a selector naming them.
+	maps.Copy(labels, map[string]string{
+		LabelSnapshotTrigger: string(trigger), LabelJobReferenceKind: string(j.kind), LabelJobReferenceName: j.owner.GetName(),
+	})
 	snap := &flinkv1beta1.FlinkStateSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Namespace: j.owner.GetNamespace(), Name: name, Labels: map[string]string{
-			LabelSnapshotTrigger: string(trigger), LabelJobReferenceKind: string(j.kind), LabelJobReferenceName: j.owner.GetName(),
-		}},
-		Spec: flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: j.kind, Name: j.owner.GetName()}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: j.owner.GetNamespace(), Name: name, Labels: labels},
+		Spec:       flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: j.kind, Name: j.owner.GetName()}},
 	}
 	if checkpoint {
 		snap.Spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}

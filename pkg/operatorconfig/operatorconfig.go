@@ -27,6 +27,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
 // Operator option keys (upstream's names).
@@ -35,6 +36,8 @@ const (
 	KeyProgressCheck     = "kubernetes.operator.observer.progress-check.interval"
 	KeyRESTTimeout       = "kubernetes.operator.flink.client.timeout"
 	KeyWatchedNamespaces = "kubernetes.operator.watched.namespaces"
+	KeyLabelSelector     = shard.Option
+	KeyLeaseName         = "kubernetes.operator.leader-election.lease-name"
 )
 
 // KeyReconcileParallelism is the operator-wide number of workers per controller.
@@ -53,6 +56,11 @@ type Settings struct {
 	WatchNamespaces string
 	// ReconcileParallelism is the number of workers of each controller.
 	ReconcileParallelism int
+	// LabelSelector limits the Flink resources served to those it selects (pkg/shard syntax);
+	// empty serves all. Several instances with disjoint selectors split the resources.
+	LabelSelector string
+	// LeaseName is the leader election Lease; instances serving different shards need their own.
+	LeaseName string
 	// Defaults are the default Flink configuration of managed clusters.
 	Defaults native.Defaults
 }
@@ -137,6 +145,15 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 			out.WatchNamespaces = ""
 		}
 	}
+	if raw, ok := conf[KeyLabelSelector]; ok && !explicit["label-selector"] {
+		if _, err := shard.Parse(raw); err != nil {
+			return Settings{}, err
+		}
+		out.LabelSelector = strings.TrimSpace(raw)
+	}
+	if raw, ok := conf[KeyLeaseName]; ok && !explicit["leader-election-id"] && strings.TrimSpace(raw) != "" {
+		out.LeaseName = strings.TrimSpace(raw)
+	}
 	defaults, err := native.DefaultsFromOperatorConfig(conf)
 	if err != nil {
 		return Settings{}, err
@@ -219,7 +236,8 @@ func (w *Watcher) apply(data map[string]string) error {
 	if w.Log != nil {
 		w.Log("applied operator configuration", "configMap", w.Namespace+"/"+w.Name,
 			"reconcileInterval", s.ReconcileInterval.String(), "progressCheckInterval", s.ProgressCheckInterval.String(),
-			"restTimeout", s.RESTTimeout.String(), "watchNamespaces", s.WatchNamespaces)
+			"restTimeout", s.RESTTimeout.String(), "watchNamespaces", s.WatchNamespaces, "labelSelector", s.LabelSelector,
+			"leaseName", s.LeaseName)
 	}
 	return nil
 }

@@ -98,3 +98,37 @@ func TestStoreNotifiesChanges(t *testing.T) {
 	}
 	assert.Equal(t, 2*time.Second, s.Get().ReconcileInterval)
 }
+
+// TestBuildLabelSelectorAndLeaseName: the shard options from the ConfigMap, an explicit flag
+// winning, and a selector that does not parse refused by name; at a reload the refused
+// configuration leaves the last good selector in force.
+func TestBuildLabelSelectorAndLeaseName(t *testing.T) {
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second,
+		LeaseName: "flink-operator.flink.apache.org"}
+	s, err := Build(map[string]string{KeyLabelSelector: " shard in (a,b) ", KeyLeaseName: "flink-operator-shard-a"}, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, "shard in (a,b)", s.LabelSelector)
+	assert.Equal(t, "flink-operator-shard-a", s.LeaseName)
+
+	s, err = Build(map[string]string{KeyLabelSelector: "shard=a", KeyLeaseName: "x"},
+		Settings{ReconcileInterval: 1, ProgressCheckInterval: 1, RESTTimeout: 1, LabelSelector: "shard=b", LeaseName: "y"},
+		map[string]bool{"label-selector": true, "leader-election-id": true})
+	require.NoError(t, err)
+	assert.Equal(t, "shard=b", s.LabelSelector, "an explicit --label-selector wins")
+	assert.Equal(t, "y", s.LeaseName, "an explicit --leader-election-id wins")
+
+	s, err = Build(map[string]string{KeyLeaseName: " "}, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, base.LeaseName, s.LeaseName, "an empty lease name keeps the default")
+
+	_, err = Build(map[string]string{KeyLabelSelector: "shard in a"}, base, nil)
+	require.ErrorContains(t, err, `kubernetes.operator.label.selector: "shard in a" is not a label selector`)
+
+	store := NewStore(base)
+	w := &Watcher{Namespace: "ops", Name: "flink-operator-config", Base: base, Store: store}
+	require.NoError(t, w.apply(map[string]string{"config.yaml": "kubernetes.operator.label.selector: shard=a\n"}))
+	assert.Equal(t, "shard=a", store.Get().LabelSelector)
+	err = w.apply(map[string]string{"config.yaml": "kubernetes.operator.label.selector: shard=(a\n"})
+	require.ErrorContains(t, err, "operator ConfigMap ops/flink-operator-config: kubernetes.operator.label.selector")
+	assert.Equal(t, "shard=a", store.Get().LabelSelector, "a selector that does not parse leaves the last good one")
+}

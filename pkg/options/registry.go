@@ -16,6 +16,10 @@ var (
 		Description: "Resources of one kind reconciled at a time (operator configuration only; -1, upstream's unbounded, is 256). Upstream's default is 200 threads; here workers are goroutines bounded by a per-reconcile deadline (--reconcile-timeout, 5 min)."}}
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
+	LabelSelector = StringOption{Option{Key: "kubernetes.operator.label.selector", Type: TypeString,
+		Description: "Operator configuration only (or --label-selector). Only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector (kubectl -l syntax, e.g. shard=a) selects are served; empty serves all. Instances with disjoint selectors split the resources (README: Sharding); a change restarts the controllers in-process."}}
+	LeaseName = StringOption{Option{Key: "kubernetes.operator.leader-election.lease-name", Default: "flink-operator.flink.apache.org", Type: TypeString,
+		Description: "Operator configuration only (or --leader-election-id). The leader election Lease (with --leader-elect); every shard's instances need a Lease of their own. A change restarts the controllers in-process."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
 		Description: "How long deletion waits for a savepoint on deletion, a session job's cancellation or a JobManager's pods before going on."}}
 	DeletionPropagation = StringOption{Option{Key: "kubernetes.operator.resource.deletion.propagation", Default: "Foreground", Type: TypeString,
@@ -115,6 +119,7 @@ var (
 
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
+	LabelSelector.Option, LeaseName.Option,
 	DeletionPropagation.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,

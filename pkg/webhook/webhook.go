@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -33,7 +34,10 @@ const LabelTargetSession = "target.session"
 // Setup registers the webhooks with the manager's webhook server. reader looks up the
 // FlinkDeployments and session jobs that other resources refer to.
 func Setup(mgr ctrl.Manager, v *validation.Validator) error {
-	reader := mgr.GetClient()
+	// An operator instance serving one shard (kubernetes.operator.label.selector) caches its
+	// own resources only, but admission is asked of whichever instance, for every shard's
+	// resources: a reference to another shard's FlinkDeployment is found all the same.
+	reader := shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkDeployment{}).
 		WithValidator(&deploymentValidator{v: v}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkDeployment webhook: %w", err)

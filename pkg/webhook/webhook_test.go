@@ -26,8 +26,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -46,8 +48,14 @@ func startWebhooks(t *testing.T) (*kubeenv.Env, string) {
 	t.Helper()
 	env := kubeenv.Start(t, kubeenv.Options{Webhooks: true})
 	wio := &env.Environment.WebhookInstallOptions
+	// The manager caches what an operator instance serving every shard but shard=b would
+	// (kubernetes.operator.label.selector: shard!=b): admission is for all shards all the same.
+	sel, err := labels.Parse("shard!=b")
+	require.NoError(t, err)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
+		Scheme: env.Scheme,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&flinkv1beta1.FlinkDeployment{}: {Label: sel}, &flinkv1beta1.FlinkSessionJob{}: {Label: sel}}},
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer: webhook.NewServer(webhook.Options{
@@ -223,6 +231,41 @@ spec:
 		assert.Contains(t, err.Error(), `spec.jobReference.name: Not found: "FlinkDeployment nowhere"`)
 		require.NoError(t, unstructured.SetNestedField(snap.Object, "running", "spec", "jobReference", "name"))
 		require.NoError(t, c.Create(ctx, snap))
+	})
+
+	t.Run("references to another shard's resources are found", func(t *testing.T) {
+		dep := &flinkv1beta1.FlinkDeployment{}
+		require.NoError(t, yaml.UnmarshalStrict([]byte(`
+metadata: {name: elsewhere, namespace: webhooks, labels: {shard: b}}
+spec:
+  image: flink:1.20
+  flinkVersion: v1_20
+  serviceAccount: flink
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///job.jar", parallelism: 1}
+`), dep))
+		require.NoError(t, c.Create(ctx, dep))
+		snap := object(t, `
+apiVersion: flink.apache.org/v1beta1
+kind: FlinkStateSnapshot
+metadata: {name: sp-elsewhere, namespace: webhooks}
+spec:
+  jobReference: {kind: FlinkDeployment, name: elsewhere}
+  savepoint: {}
+`)
+		require.NoError(t, c.Create(ctx, snap), "a snapshot of another shard's FlinkDeployment is admitted")
+		onApp := object(t, `
+apiVersion: flink.apache.org/v1beta1
+kind: FlinkSessionJob
+metadata: {name: misplaced-elsewhere, namespace: webhooks}
+spec:
+  deploymentName: elsewhere
+  job: {jarURI: "https://repo.example.com/job.jar", parallelism: 1}
+`)
+		err := c.Create(ctx, onApp)
+		require.Error(t, err, "the session job's cluster is found, and it is an application cluster")
+		assert.Contains(t, err.Error(), `spec.deploymentName: Invalid value: "elsewhere": names an application cluster`)
 	})
 
 	t.Run("upstream examples are all admitted", func(t *testing.T) {

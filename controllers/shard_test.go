@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/shard"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+)
+
+// TestSnapshotsLandInTheOwnersShard: an operator instance serving the shard shard=a (label
+// selector) takes a savepoint of a FlinkDeployment labelled shard=a. The FlinkStateSnapshot it
+// creates carries shard=a, so the same instance's caches hold it (it takes and trims it);
+// without the label it would be in no instance's shard and never be taken. The deployment's
+// other labels (an Argo CD instance label) are not copied.
+func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns := testEnv(t).NewNamespace(t, "shard-snap")
+	flink := fakeflink.New(t)
+	k := &cluster{t: t, c: c, flink: flink}
+	sel, err := shard.Parse("shard=a")
+	require.NoError(t, err)
+	startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
+		return (&FlinkDeploymentReconciler{
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Validator: &validation.Validator{}, Intervals: fastIntervals(), Shard: sel,
+		}).SetupWithManager(mgr)
+	}})
+
+	const name = "orders"
+	dep := newDeployment(t, ns, name)
+	dep.Labels = map[string]string{"shard": "a", "app.kubernetes.io/instance": "argo-orders"}
+	require.NoError(t, c.Create(ctx, dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+	d = get(t, c, ns, name)
+	nonce := int64(1)
+	d.Spec.Job.SavepointTriggerNonce = &nonce
+	require.NoError(t, c.Update(ctx, d))
+	var list flinkv1beta1.FlinkStateSnapshotList
+	require.Eventually(t, func() bool {
+		require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
+		return len(list.Items) == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	snap := list.Items[0]
+	assert.Equal(t, "a", snap.Labels["shard"], "the snapshot is in its deployment's shard")
+	assert.True(t, sel.Matches(labels.Set(snap.Labels)))
+	assert.NotContains(t, snap.Labels, "app.kubernetes.io/instance", "only the labels the selector looks at are copied")
+	assert.Equal(t, "MANUAL", snap.Labels[LabelSnapshotTrigger], "upstream's snapshot labels stay")
+	assert.Equal(t, name, snap.Labels[LabelJobReferenceName])
+}
