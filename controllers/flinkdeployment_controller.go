@@ -208,6 +208,7 @@ func deploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
 func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, red *redact.Redactor) (ctrl.Result, error) {
 	s := newScope(dep)
 	s.redact = red
+	defer func() { s.rest.Close() }() // the REST client this reconcile made, if any
 	if !dep.DeletionTimestamp.IsZero() {
 		return r.cleanup(ctx, s)
 	}
@@ -253,6 +254,8 @@ type scope struct {
 	configs map[string]native.Config
 	// rest is the client of the running cluster's JobManager, built once per reconcile.
 	rest *flink.Client
+	// jobState is the job's state when observe read it to probe the JobManager.
+	jobState *jobStateRead
 	// partlyDeployed: observe found the recorded attempt's JobManager with not every object of
 	// its cluster applied (an apply failed midway); the attempt is applied again.
 	partlyDeployed bool

@@ -699,3 +699,26 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, get(t, base, ns, name).Status.ReconciliationStatus.State)
 }
+
+// TestStableJobObserveAsksFlinkOnce: once a JobManager answered, observing its running job is
+// one REST call for the job's state (with the job's exceptions, reported as events): the
+// version recorded in the status stands in for GET /config, which was asked every observe.
+func TestStableJobObserveAsksFlinkOnce(t *testing.T) {
+	_, flink, _, _, _ := runningDeployment(t, "observe-cost")
+	since := len(flink.Requests())
+	var calls []string
+	wait.For(t, 20*time.Second, "three observes of the stable job", func() bool {
+		calls = flink.Requests()[since:]
+		n := 0
+		for _, c := range calls {
+			if strings.HasSuffix(c, "/status") {
+				n++
+			}
+		}
+		return n >= 3
+	})
+	for _, c := range calls {
+		ok := strings.HasPrefix(c, "GET /jobs/") && (strings.HasSuffix(c, "/status") || strings.HasSuffix(c, "/exceptions"))
+		assert.True(t, ok, "observe of a stable job asked %q; all calls: %v", c, calls)
+	}
+}

@@ -65,8 +65,17 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 		if cl, err = r.restClient(ctx, s); err != nil {
 			return err
 		}
-		cfg, err = cl.Config(ctx)
-		obs.RESTAnswers = err == nil
+		if v, known := s.answeredVersion(); known && s.deployed.Job != nil && st.JobStatus.JobID != "" {
+			// This JobManager answered before: asking for the job's state is the probe, so
+			// that a running job costs one REST call per observe rather than two.
+			cl.AssumeVersion(v)
+			state, err := cl.JobStatus(ctx, st.JobStatus.JobID)
+			s.jobState = &jobStateRead{state: state, err: err}
+			obs.RESTAnswers = err == nil || flink.IsNotFound(err)
+		} else {
+			cfg, err = cl.Config(ctx)
+			obs.RESTAnswers = err == nil
+		}
 	}
 	next := jobManagerStatus(obs)
 	if next == flinkv1beta1.JobManagerError {
@@ -82,10 +91,12 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 	if next != flinkv1beta1.JobManagerReady {
 		return nil
 	}
-	if st.ClusterInfo == nil {
-		st.ClusterInfo = map[string]string{}
+	if cfg != nil {
+		if st.ClusterInfo == nil {
+			st.ClusterInfo = map[string]string{}
+		}
+		st.ClusterInfo["flink-version"], st.ClusterInfo["flink-revision"] = cfg.FlinkVersion, cfg.FlinkRevision
 	}
-	st.ClusterInfo["flink-version"], st.ClusterInfo["flink-revision"] = cfg.FlinkVersion, cfg.FlinkRevision
 
 	if s.deployed.Job != nil {
 		r.observeJob(ctx, s, cl, conf)
@@ -133,6 +144,24 @@ func (s *scope) deployAttemptOf(jm *appsv1.Deployment) deployAttempt {
 	default:
 		return attemptPartial
 	}
+}
+
+// answeredVersion is the Flink version the JobManager reported when it was last observed ready,
+// as recorded in the status; false when it has not been since it was (re)deployed (deploy sets
+// DEPLOYING), so a new image's version is always asked for.
+func (s *scope) answeredVersion() (flink.Version, bool) {
+	st := s.status()
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return flink.Version{}, false
+	}
+	v, err := flink.ParseVersion(st.ClusterInfo["flink-version"])
+	return v, err == nil
+}
+
+// jobStateRead is a job state read from the JobManager in this reconcile, with its error.
+type jobStateRead struct {
+	state flink.JobState
+	err   error
 }
 
 // deployAttemptID names the recorded deployment attempt.
@@ -200,7 +229,13 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 	if st.JobStatus.JobID == "" {
 		return
 	}
-	state, err := cl.JobStatus(ctx, st.JobStatus.JobID)
+	var state flink.JobState
+	var err error
+	if s.jobState != nil { // read already, as the probe of the JobManager
+		state, err = s.jobState.state, s.jobState.err
+	} else {
+		state, err = cl.JobStatus(ctx, st.JobStatus.JobID)
+	}
 	var next flinkv1beta1.JobStatusState
 	switch {
 	case err == nil:

@@ -137,6 +137,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 
 func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) (ctrl.Result, error) {
 	s := &jobScope{job: job, original: job.DeepCopy(), redact: red}
+	defer func() { s.flink.Close() }() // the client observe makes, if any
 	var spec flinkv1beta1.FlinkSessionJobSpec
 	if found, _, err := flinkv1beta1.DecodeReconciledSpec(job.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
 		s.deployed = &spec

@@ -248,6 +248,7 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		tgt, why, err := r.resolveTarget(ctx, snap)
+		defer tgt.flink.Close() // nil-safe
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -262,6 +263,7 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	}
 	// IN_PROGRESS
 	tgt, why, err := r.resolveTarget(ctx, snap)
+	defer tgt.flink.Close() // nil-safe
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -360,6 +362,7 @@ func (r *FlinkStateSnapshotReconciler) dispose(ctx context.Context, snap *flinkv
 	disposeOnDelete := sp != nil && (sp.DisposeOnDelete == nil || *sp.DisposeOnDelete)
 	if disposeOnDelete && snap.Status.State == flinkv1beta1.SnapshotCompleted && snap.Status.Path != "" {
 		tgt, why, err := r.resolveTarget(ctx, snap)
+		defer tgt.flink.Close() // nil-safe
 		if err != nil {
 			return ctrl.Result{}, err
 		}

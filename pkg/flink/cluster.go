@@ -45,7 +45,18 @@ type DashboardConfig struct {
 // submission is served (false on application clusters).
 func (c *Client) Config(ctx context.Context) (*DashboardConfig, error) {
 	out := &DashboardConfig{}
-	return out, c.do(ctx, request{op: "get config", method: http.MethodGet, route: "/config", path: "/config"}, out)
+	if err := c.do(ctx, request{op: "get config", method: http.MethodGet, route: "/config", path: "/config"}, out); err != nil {
+		return out, err
+	}
+	// The answer carries the version, which later calls of this client would ask for again.
+	if v, err := ParseVersion(out.FlinkVersion); err == nil {
+		c.versionMu.Lock()
+		if c.version == nil {
+			c.version = &v
+		}
+		c.versionMu.Unlock()
+	}
+	return out, nil
 }
 
 type keyValue struct {
