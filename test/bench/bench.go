@@ -54,6 +54,9 @@ type Options struct {
 	Dir string
 	// Log receives progress lines; nil discards them.
 	Log io.Writer
+	// Running, when set, backs every JobManager with a fake Flink REST server, so the jobs run
+	// (running.go); nil measures without Flink.
+	Running *RunningOptions
 }
 
 // Requests counts the operator's API requests in one phase, from its own client-go metric
@@ -103,6 +106,8 @@ type Result struct {
 	WritesPerNew  float64       `json:"writesPerNewResource"`
 	ReadsPerNew   float64       `json:"readsPerNewResource"`
 	SettledWithin time.Duration `json:"settledWithinNanos"`
+	// Running is what the running mode measured (nil without it).
+	Running *RunningResult `json:"running,omitempty"`
 }
 
 const (
@@ -162,7 +167,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	op, err := startOperator(ctx, env, bin, dir)
+	var rm *running
+	var operatorArgs []string
+	if o.Running != nil {
+		if rm, err = startRunning(ctx, cfg, env.Scheme, c, o.N, *o.Running, logf); err != nil {
+			return nil, err
+		}
+		defer rm.stop()
+		operatorArgs = rm.operatorArgs()
+	}
+	op, err := startOperator(ctx, env, bin, dir, operatorArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +195,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if _, err := flinkDeployment(0); err != nil {
 		return nil, err
 	}
-	phase, template, err := timeCreation(ctx, c, cfg, benchNS, o, func(i int) client.Object {
+	object := func(i int) client.Object {
 		fd, _ := flinkDeployment(i) // checked above: the same YAML every time
 		return fd
-	},
-		isJobManager)
+	}
+	if rm != nil {
+		object = rm.flinkDeployment
+	}
+	createStart := time.Now()
+	phase, template, err := timeCreation(ctx, c, cfg, benchNS, o, object, isJobManager)
 	if err != nil {
 		return nil, fmt.Errorf("operator run (log %s): %w", op.log, err)
 	}
@@ -206,6 +224,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.GoroutinesCreate = int(afterCreate.gauge("go_goroutines"))
 	logf("all %d JobManager Deployments exist after %s; waiting for the operator to settle", o.N, phase.AllExist.Round(time.Millisecond))
+	if rm != nil {
+		if err := rm.waitRunning(ctx, createStart); err != nil {
+			return nil, fmt.Errorf("running mode (operator log %s): %w", op.log, err)
+		}
+		logf("all %d jobs RUNNING after %s", o.N, rm.result.AllRunning.Round(time.Millisecond))
+	}
 
 	settleStart := time.Now()
 	settled, err := op.waitQuiet(ctx, 5*time.Second, o.Settle)
@@ -223,6 +247,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.ReadsPerNew = float64(res.Create.Reads) / float64(o.N)
 
 	logf("settled; steady window of %s", o.Steady)
+	if rm != nil {
+		rm.steadyStart()
+	}
 	select {
 	case <-time.After(o.Steady):
 	case <-ctx.Done():
@@ -245,6 +272,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.RSSPeakMiB, res.RSSSteadyMiB = mem.peakMiB, mem.rssMiB
+	if rm != nil {
+		rm.steadyEnd(o.Steady, res.CPUSteadySeconds)
+		logf("%d savepoint upgrades at once", o.Running.Upgrades)
+		if err := rm.upgrade(ctx, op, o); err != nil {
+			return nil, fmt.Errorf("running mode (operator log %s): %w", op.log, err)
+		}
+		res.Running = rm.result
+		rm.stop()
+	}
 	// The limit runs without the operator, so the API server serves only the plain client.
 	op.stop()
 
@@ -432,7 +468,7 @@ type operator struct {
 	log     string
 }
 
-func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string) (*operator, error) {
+func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extraArgs ...string) (*operator, error) {
 	// Its own user, so its requests are its own; system:masters, as RBAC is not what is measured.
 	user, err := env.Environment.ControlPlane.AddUser(envtest.User{Name: operatorUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -456,8 +492,8 @@ func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string) (*ope
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--enable-webhooks=false", "--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+probe)
+	cmd := exec.Command(bin, append([]string{"--enable-webhooks=false", "--leader-elect=false",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extraArgs...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNS)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
