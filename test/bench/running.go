@@ -364,7 +364,7 @@ func (r *running) upgrade(ctx context.Context, op *operator, o Options) error {
 		return err
 	default:
 	}
-	if err := r.wait(ctx, w, time.Duration(u)*time.Second+3*time.Minute, "savepoint upgrades completed"); err != nil {
+	if err := r.wait(ctx, w, time.Duration(u)*time.Second+2*time.Minute, "savepoint upgrades completed"); err != nil {
 		return err
 	}
 	res := r.result
