@@ -139,7 +139,7 @@ golden: ## Rewrite pkg/native's golden files (review the diff before committing)
 	go test ./pkg/native -run TestGolden -count=1 -update
 
 .PHONY: bench
-bench: envtest-assets ## Scale benchmark (test/bench): N FlinkDeployments on a local API server, the operator beside the API-server-only limit; BENCH_N (1000), BENCH_CONCURRENCY (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json).
+bench: envtest-assets ## Scale benchmark (test/bench): N FlinkDeployments on a local API server, the operator beside the API-server-only limit; BENCH_N (1000), BENCH_CONCURRENCY (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json); BENCH_RUNNING=1: jobs run on a fake Flink REST server, BENCH_UPGRADES (100) savepoint upgrades at once, BENCH_OBSERVE_INTERVAL / BENCH_PROGRESS_CHECK (operator defaults 60s / 10s).
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 		go run ./test/cmd/bench
 

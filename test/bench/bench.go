@@ -61,6 +61,9 @@ type Options struct {
 	// OperatorArgs are passed to the operator after the bench's own flags (e.g.
 	// --reconcile-parallelism=50), to measure its settings.
 	OperatorArgs []string
+	// Running, when set, backs every JobManager with a fake Flink REST server, so the jobs run
+	// (running.go); nil measures without Flink.
+	Running *RunningOptions
 }
 
 // Requests counts the operator's API requests in one phase, from its own client-go metric
@@ -129,6 +132,8 @@ type Result struct {
 	WritesPerNew  float64       `json:"writesPerNewResource"`
 	ReadsPerNew   float64       `json:"readsPerNewResource"`
 	SettledWithin time.Duration `json:"settledWithinNanos"`
+	// Running is what the running mode measured (nil without it).
+	Running *RunningResult `json:"running,omitempty"`
 }
 
 const (
@@ -188,7 +193,16 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	op, err := startOperator(ctx, env, bin, dir, o.OperatorArgs)
+	var rm *running
+	operatorArgs := o.OperatorArgs
+	if o.Running != nil {
+		if rm, err = startRunning(ctx, cfg, env.Scheme, c, o.N, *o.Running, logf); err != nil {
+			return nil, err
+		}
+		defer rm.stop()
+		operatorArgs = append(rm.operatorArgs(), operatorArgs...)
+	}
+	op, err := startOperator(ctx, env, bin, dir, operatorArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -211,17 +225,26 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if _, err := flinkDeployment(0); err != nil {
 		return nil, err
 	}
+	object := func(i int) client.Object {
+		fd, _ := flinkDeployment(i) // checked above: the same YAML every time
+		return fd
+	}
+	if rm != nil {
+		object = rm.flinkDeployment
+	}
+	createStart := time.Now()
 	// Half-way through, one resource already deployed gets a spec change: the operator must act
-	// on it while the others are still being deployed.
+	// on it while the others are still being deployed (not in the running mode, whose upgrades
+	// are measured on their own).
 	var probe sync.WaitGroup
 	var probeErr error
 	var probeOnce sync.Once
 	phase, template, err := timeCreation(ctx, cfg, benchNS, o, func(ctx context.Context, i int) (string, time.Time, error) {
-		fd, _ := flinkDeployment(i) // checked above: the same YAML every time
-		err := c.Create(ctx, fd)
-		return fd.Name, time.Now(), err
+		obj := object(i)
+		err := c.Create(ctx, obj)
+		return obj.GetName(), time.Now(), err
 	}, isJobManager, func(seen int, last string) {
-		if seen < o.N/2 || o.N < 4 {
+		if seen < o.N/2 || o.N < 4 || rm != nil {
 			return
 		}
 		probeOnce.Do(func() {
@@ -256,6 +279,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.GoroutinesCreate = int(afterCreate.gauge("go_goroutines"))
 	logf("all %d JobManager Deployments exist after %s; waiting for the operator to settle", o.N, phase.AllExist.Round(time.Millisecond))
+	if rm != nil {
+		if err := rm.waitRunning(ctx, createStart); err != nil {
+			return nil, fmt.Errorf("running mode (operator log %s): %w", op.log, err)
+		}
+		logf("all %d jobs RUNNING after %s", o.N, rm.result.AllRunning.Round(time.Millisecond))
+	}
 
 	settleStart := time.Now()
 	settled, err := op.waitQuiet(ctx, 5*time.Second, o.Settle)
@@ -278,6 +307,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.ReadsPerNew = float64(res.Create.Reads) / float64(o.N)
 
 	logf("settled; steady window of %s", o.Steady)
+	if rm != nil {
+		rm.steadyStart()
+	}
 	select {
 	case <-time.After(o.Steady):
 	case <-ctx.Done():
@@ -300,6 +332,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.RSSPeakMiB, res.RSSSteadyMiB, res.RSSSteadyAnonMiB = mem.peakMiB, mem.rssMiB, mem.anonMiB
+	if rm != nil {
+		rm.steadyEnd(o.Steady, res.CPUSteadySeconds)
+		logf("%d savepoint upgrades at once", o.Running.Upgrades)
+		if err := rm.upgrade(ctx, op, o); err != nil {
+			return nil, fmt.Errorf("running mode (operator log %s): %w", op.log, err)
+		}
+		res.Running = rm.result
+		rm.stop()
+	}
 	op.stop()
 
 	if o.Unrelated > 0 {
@@ -498,7 +539,7 @@ type operator struct {
 	log     string
 }
 
-func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extraArgs []string) (*operator, error) {
+func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extraArgs ...string) (*operator, error) {
 	// Its own user, so its requests are its own; system:masters, as RBAC is not what is measured.
 	user, err := env.Environment.ControlPlane.AddUser(envtest.User{Name: operatorUser, Groups: []string{"system:masters"}}, nil)
 	if err != nil {

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // TestBenchSmoke runs the benchmark small (20 FlinkDeployments, a 2 s steady window, 20
@@ -52,6 +55,51 @@ func TestBenchSmoke(t *testing.T) {
 type testWriter struct{ t *testing.T }
 
 func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
+	w.t.Log(time.Now().Format("15:04:05.000"), strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestBenchRunningSmoke runs the running mode small (10 FlinkDeployments whose jobs run on the
+// fake JobManagers, 5 savepoint upgrades at once, short intervals and windows): every job
+// runs, the steady window's REST calls are counted, and every upgrade completes from its
+// savepoint. It checks the mode works and that no measurement is missing, not how fast
+// anything is.
+func TestBenchRunningSmoke(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard()) // the bench's FlinkDeployment cache logs through controller-runtime
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Options{N: 10, Concurrency: 5, Steady: 3 * time.Second, Settle: 20 * time.Second,
+		Dir: t.TempDir(), Log: testWriter{t},
+		Running: &RunningOptions{Upgrades: 5, ObserveInterval: time.Second, ProgressCheck: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.Running
+	if rr == nil {
+		t.Fatal("no running-mode result")
+	}
+	if res.Deployments != 10 || rr.AllRunning <= 0 {
+		t.Errorf("%d JobManager Deployments, all running after %s; want 10 and a time", res.Deployments, rr.AllRunning)
+	}
+	// A 3 s window with a 1 s interval observes each job about three times: at least one status call each.
+	if got := rr.SteadyCalls["GET /jobs/:jobid/status"]; got < 10 {
+		t.Errorf("steady window: %d job status calls for 10 running jobs; the fake did not count them (calls %v)", got, rr.SteadyCalls)
+	}
+	if rr.SteadyCallsPerJobPerInterval <= 0 || rr.SteadyCPUPercent <= 0 {
+		t.Errorf("steady figures missing: %.2f calls per job per interval, CPU %.1f%%", rr.SteadyCallsPerJobPerInterval, rr.SteadyCPUPercent)
+	}
+	if rr.Upgraded != 5 || rr.UpgradeAll <= 0 || rr.UpgradeP50 <= 0 || rr.UpgradeP99 < rr.UpgradeP50 {
+		t.Errorf("upgrades: %d of 5 completed, all after %s, p50 %s, p99 %s", rr.Upgraded, rr.UpgradeAll, rr.UpgradeP50, rr.UpgradeP99)
+	}
+	if rr.UpgradeCalls["POST /jobs/:jobid/stop"] < 5 || rr.UpgradeRequests.Writes < 5 {
+		t.Errorf("upgrades: %d stop-with-savepoint calls, %d API writes; want at least one each per upgrade",
+			rr.UpgradeCalls["POST /jobs/:jobid/stop"], rr.UpgradeRequests.Writes)
+	}
+	table := res.Table()
+	for _, want := range []string{"Flink REST calls per job per observe interval", "5 of 5", "savepoint upgrades", "of one core"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	t.Log("\n" + table)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -46,7 +47,49 @@ func (r *Result) Table() string {
 	row("API writes / reads, create phase", fmt.Sprintf("%d / %d", r.Create.Writes, r.Create.Reads))
 	row("API writes / reads per new resource", fmt.Sprintf("%.2f / %.2f", r.WritesPerNew, r.ReadsPerNew))
 	row(fmt.Sprintf("API writes / reads in a %s steady window", r.SteadyWindow), fmt.Sprintf("%d / %d", r.Steady.Writes, r.Steady.Reads))
+	if r.Running != nil {
+		r.Running.rows(row, r.N, r.SteadyWindow)
+	}
 	return b.String()
+}
+
+// rows adds the running mode's figures to the table.
+func (rr *RunningResult) rows(row func(name, value string), n int, window time.Duration) {
+	interval := "the default --reconcile-interval (60 s)"
+	if rr.ObserveInterval > 0 {
+		interval = "--reconcile-interval " + rr.ObserveInterval.String()
+	}
+	row("running mode: all jobs RUNNING, resources STABLE (from the first create)", secs(rr.AllRunning))
+	row(fmt.Sprintf("Flink REST calls per job per observe interval (%s; %s steady window)", interval, window),
+		fmt.Sprintf("%.2f (%d calls for %d jobs)", rr.SteadyCallsPerJobPerInterval, callCounts(rr.SteadyCalls).total(), n))
+	for _, route := range sortedKeys(rr.SteadyCallsByRoute) {
+		row("  of which "+route, fmt.Sprintf("%.2f", rr.SteadyCallsByRoute[route]))
+	}
+	row(fmt.Sprintf("operator CPU in the steady window, %d running jobs", n), fmt.Sprintf("%.1f%% of one core", rr.SteadyCPUPercent))
+	row("savepoint upgrades at once: completed", fmt.Sprintf("%d of %d", rr.Upgraded, rr.Upgrades))
+	row("all upgrades completed (from the first spec change)", secs(rr.UpgradeAll))
+	row("p50 / p99 spec change → upgraded", fmt.Sprintf("%s / %s", secs(rr.UpgradeP50), secs(rr.UpgradeP99)))
+	row("API writes / reads per upgrade", fmt.Sprintf("%.2f / %.2f (%d / %d in all)", rr.WritesPerUpgrade, rr.ReadsPerUpgrade,
+		rr.UpgradeRequests.Writes, rr.UpgradeRequests.Reads))
+	row("Flink REST calls per upgrade", fmt.Sprintf("%.2f (%s)", rr.CallsPerUpgrade, describeCalls(rr.UpgradeCalls)))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// describeCalls lists calls by route: "GET /config 300, ...".
+func describeCalls(calls map[string]int) string {
+	parts := make([]string, 0, len(calls))
+	for _, route := range sortedKeys(calls) {
+		parts = append(parts, fmt.Sprintf("%s %d", route, calls[route]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func secs(d time.Duration) string { return fmt.Sprintf("%.2f s", d.Seconds()) }

@@ -291,7 +291,7 @@ type UnrelatedMemory struct {
 func measureUnrelated(ctx context.Context, c client.Client, env *kubeenv.Env, bin, dir string, o Options,
 	res *Result, logf func(string, ...any)) error {
 	restartRSS := func() (mem, error) {
-		op, err := startOperator(ctx, env, bin, dir, o.OperatorArgs)
+		op, err := startOperator(ctx, env, bin, dir, o.OperatorArgs...)
 		if err != nil {
 			return mem{}, err
 		}
