@@ -95,7 +95,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Serve metrics over HTTPS with authentication and authorization through the API server.")
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz.")
 	fs.BoolVar(&o.priorityQueue, "reconcile-priority-queue", true,
-		"Queue reconciles by priority: a resource whose spec, annotations or deletion changed goes before new resources and "+
+		"Queue FlinkDeployment reconciles by priority: a resource whose spec, annotations or deletion changed goes before new resources and "+
 			"the operator's routine observations, and the initial list after a start goes last, so a user's change is acted "+
 			"on promptly while thousands of resources are queued (controller-runtime's priority queue).")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
@@ -304,8 +304,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		NewClient: cachescope.NewClient,
 		// run rebuilds the manager in-process when the watched namespaces change; controller
 		// names are unique per manager, not per process.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism,
-			UsePriorityQueue: ptr.To(o.priorityQueue)},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: o.reconcileParallelism},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -339,6 +338,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe, TLS: restTLS}
 	if err := (&controllers.FlinkDeploymentReconciler{
+		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
 		Recorder:          mgr.GetEventRecorderFor("flink-operator"),

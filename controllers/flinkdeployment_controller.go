@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -123,6 +124,9 @@ type FlinkDeploymentReconciler struct {
 	exceptions *exceptionReporter
 	// writes recognises cached copies older than this reconciler's own writes.
 	writes *ownWrites
+	// PriorityQueue queues reconciles by priority (priority.go): a user's change before new
+	// resources and routine work, the initial list after a start last.
+	PriorityQueue bool
 }
 
 // Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -164,7 +168,16 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
+		WithOptions(r.queueOptions()).
 		Complete(withDeadline(r, r.Intervals.Deadline))
+}
+
+// queueOptions are the controller's queue options: the priority queue when asked for.
+func (r *FlinkDeploymentReconciler) queueOptions() controller.Options {
+	if !r.PriorityQueue {
+		return controller.Options{}
+	}
+	return controller.Options{NewQueue: newPriorityQueue}
 }
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then

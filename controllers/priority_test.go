@@ -2,9 +2,14 @@ package controllers
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
@@ -41,4 +46,29 @@ func TestUpdatePriority(t *testing.T) {
 	}
 	assert.Equal(t, priorityBackground, createPriority(true), "the initial list after a restart")
 	assert.Equal(t, priorityRoutine, createPriority(false), "a new resource")
+}
+
+// TestPriorityQueueReleasesWorkersOnShutDown: a worker waiting for work returns when the queue
+// shuts down. controller-runtime v0.21's priority queue keeps it waiting, so every stop of the
+// manager lasted its graceful-shutdown timeout (30 s).
+func TestPriorityQueueReleasesWorkersOnShutDown(t *testing.T) {
+	q := newPriorityQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	returned := make(chan bool, 1)
+	go func() {
+		_, shutdown := q.Get()
+		returned <- shutdown
+	}()
+	time.Sleep(50 * time.Millisecond) // let the worker wait (without it, Get would return at once)
+	q.ShutDown()
+	select {
+	case shutdown := <-returned:
+		assert.True(t, shutdown, "told the queue shut down")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting worker was not released by ShutDown")
+	}
+
+	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+	require.True(t, ok, "the handlers recognise it as a priority queue")
+	_, _, shutdown := pq.GetWithPriority()
+	assert.True(t, shutdown, "a Get after shutdown returns at once")
 }

@@ -62,12 +62,11 @@ func startManager(t *testing.T, o managerOptions) (*recordedEvents, func()) {
 		watched[ns] = cache.Config{}
 	}
 	env := testEnv(t)
-	usePriorityQueue := true // as the operator runs (--reconcile-priority-queue)
 	opts := ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"},
 		// The operator's cache scope and client (cmd/main.go), so every test here runs with
 		// the caches holding Flink's objects only.
 		Cache: cachescope.Options(watched), NewClient: cachescope.NewClient,
-		Controller: config.Controller{SkipNameValidation: &skip, UsePriorityQueue: &usePriorityQueue}}
+		Controller: config.Controller{SkipNameValidation: &skip}}
 	if o.logger.GetSink() != nil {
 		opts.Logger = o.logger
 	}
@@ -93,6 +92,7 @@ func deploymentController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(),
+			PriorityQueue: true, // as the operator runs (--reconcile-priority-queue)
 		}).SetupWithManager(mgr)
 	}
 }
