@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
@@ -61,4 +63,42 @@ func TestStripForeignManagedFields(t *testing.T) {
 	out, err = StripForeignManagedFields("not an object")
 	assert.NoError(t, err)
 	assert.Equal(t, "not an object", out)
+}
+
+// The cache keeps of the operator's own ConfigMaps and of Deployments only what the operator
+// reads; the HA ConfigMaps (checkpoint pointers, job graphs) keep their data.
+func TestTransformsDropWhatIsNeverRead(t *testing.T) {
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{native.LabelApp: "orders"}},
+			Data: map[string]string{"config.yaml": "a: b"}, BinaryData: map[string][]byte{"x": {1}}}
+	}
+	transform := transformOf(&corev1.ConfigMap{})
+	for _, name := range []string{native.ConfigMapName("orders"), native.PodTemplateConfigMapName("orders")} {
+		out, err := transform(cm(name))
+		assert.NoError(t, err)
+		assert.Nil(t, out.(*corev1.ConfigMap).Data, name)
+		assert.Nil(t, out.(*corev1.ConfigMap).BinaryData, name)
+	}
+	for _, name := range []string{"orders-cluster-config-map", "orders-0123-config-map", native.ConfigMapName("payments")} {
+		out, err := transform(cm(name))
+		assert.NoError(t, err)
+		assert.Equal(t, "a: b", out.(*corev1.ConfigMap).Data["config.yaml"], "%s keeps its data", name)
+	}
+
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "orders", Annotations: map[string]string{"a": "b"},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"component": "jobmanager"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "flink-main-container", Image: "flink:1.20"}}}}},
+		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}
+	out, err := transformOf(&appsv1.Deployment{})(d)
+	assert.NoError(t, err)
+	got := out.(*appsv1.Deployment)
+	assert.Empty(t, got.Spec.Template.Spec.Containers, "pod spec dropped")
+	assert.Equal(t, "jobmanager", got.Spec.Template.Labels["component"])
+	assert.Equal(t, int32(1), *got.Spec.Replicas)
+	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
+	assert.Equal(t, "b", got.Annotations["a"])
+	assert.Equal(t, native.FieldManager, got.ManagedFields[0].Manager, "the manager still tells the operator's own")
+	assert.Nil(t, got.ManagedFields[0].FieldsV1)
 }
