@@ -107,6 +107,8 @@ type FlinkDeploymentReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
+	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
+	RateLimits RateLimits
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
 	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
@@ -157,14 +159,19 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	opts, paced, err := r.RateLimits.pace(mgr, "flinkdeployment", r.Intervals.Reconcile, &flinkv1beta1.FlinkDeployment{},
+		withDeadline(r, r.Intervals.Deadline))
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("flinkdeployment").
+		Named("flinkdeployment").WithOptions(opts).
 		// The resource with what users change before routine work (priority.go), rather than
 		// For's handler; the JobManager Deployments as Owns would watch them.
 		Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
-		Complete(withDeadline(r, r.Intervals.Deadline))
+		Complete(paced)
 }
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
