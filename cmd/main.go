@@ -82,6 +82,8 @@ type options struct {
 	// reconcileParallelism is the workers of each controller; reconcileDeadline bounds one reconcile.
 	reconcileParallelism int
 	reconcileDeadline    time.Duration
+	// rateLimits pace each controller's reconciles (rate-limiter.* and retry.* options; set by run).
+	rateLimits controllers.RateLimits
 	// restTLS is the operator's trust for JobManagers with REST SSL (plus upstream's env).
 	restTLS resttls.Settings
 	// labelSelector limits the Flink resources served to those it selects (sharding, shard.go).
@@ -348,6 +350,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Live:              o.live,
 		Validator:         validator,
 		Intervals:         o.intervals(),
+		RateLimits:        o.rateLimits,
 		Shard:             selector,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
@@ -363,6 +366,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Artifacts:         artifacts,
 		Validator:         validator,
 		Intervals:         o.intervals(),
+		RateLimits:        o.rateLimits,
 		Shard:             selector,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
@@ -370,11 +374,12 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := (&controllers.FlinkStateSnapshotReconciler{
 		// A snapshot's job (and a session job's cluster) may be in another shard: followed
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
-		Client:    shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorderFor("flink-operator"),
-		Flink:     flinkClients,
-		Intervals: o.intervals(),
+		Client:     shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		Scheme:     mgr.GetScheme(),
+		Recorder:   mgr.GetEventRecorderFor("flink-operator"),
+		Flink:      flinkClients,
+		Intervals:  o.intervals(),
+		RateLimits: o.rateLimits,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
@@ -438,9 +443,14 @@ func main() {
 // (the caches are per namespace and selector).
 func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]bool) error {
 	log := ctrl.Log.WithName("setup")
+	limit, retry, err := operatorconfig.RateLimits(nil) // upstream's defaults; no flags
+	if err != nil {
+		return err
+	}
 	store := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: o.reconcileInterval,
 		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces,
-		ReconcileParallelism: o.reconcileParallelism, LabelSelector: o.labelSelector, LeaseName: o.leaderElectionID})
+		ReconcileParallelism: o.reconcileParallelism, LabelSelector: o.labelSelector, LeaseName: o.leaderElectionID,
+		RateLimit: limit, Retry: retry})
 	if o.configMap != "" {
 		if o.configMapNamespace == "" {
 			return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
@@ -463,6 +473,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		settings := store.Get()
 		o.watchNamespaces, o.reconcileParallelism = settings.WatchNamespaces, settings.ReconcileParallelism
 		o.labelSelector, o.leaderElectionID = settings.LabelSelector, settings.LeaseName
+		o.rateLimits = controllers.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit}
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err
@@ -491,7 +502,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		select {
 		case <-restart:
 			now := store.Get()
-			log.Info("watched namespaces, label selector, lease or reconcile parallelism changed; restarting the controllers",
+			log.Info("watched namespaces, label selector, lease, reconcile parallelism, rate limits or retries changed; restarting the controllers",
 				"watchNamespaces", now.WatchNamespaces, "labelSelector", now.LabelSelector, "lease", now.LeaseName,
 				"reconcileParallelism", now.ReconcileParallelism)
 			continue

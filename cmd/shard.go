@@ -34,10 +34,11 @@ func shardCache(opts cache.Options, sel labels.Selector) cache.Options {
 
 // needsRestart says a configuration change needs new caches or a new election: the watched
 // namespaces and the label selector shape the caches, the Lease is held from the start, and
-// the worker count is fixed when a controller is built.
+// the worker count, rate limits and retry back-off are fixed when a controller is built.
 func needsRestart(was, now operatorconfig.Settings) bool {
 	return was.WatchNamespaces != now.WatchNamespaces || was.LabelSelector != now.LabelSelector ||
-		was.LeaseName != now.LeaseName || was.ReconcileParallelism != now.ReconcileParallelism
+		was.LeaseName != now.LeaseName || was.ReconcileParallelism != now.ReconcileParallelism ||
+		was.RateLimit != now.RateLimit || was.Retry != now.Retry
 }
 
 // watchNamespacesEnv is the watched namespaces the environment sets: OLM's WATCH_NAMESPACE

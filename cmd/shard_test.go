@@ -266,6 +266,8 @@ func TestNeedsRestart(t *testing.T) {
 		func(s *operatorconfig.Settings) { s.LabelSelector = "shard=b" },
 		func(s *operatorconfig.Settings) { s.LeaseName = "m" },
 		func(s *operatorconfig.Settings) { s.ReconcileParallelism = 8 },
+		func(s *operatorconfig.Settings) { s.RateLimit.Max = 10 },
+		func(s *operatorconfig.Settings) { s.Retry.MaxAttempts = 3 },
 	} {
 		now := base
 		change(&now)

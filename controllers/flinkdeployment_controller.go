@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -108,6 +107,8 @@ type FlinkDeploymentReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
+	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
+	RateLimits RateLimits
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
 	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
@@ -161,24 +162,24 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	opts, paced, err := r.RateLimits.pace(mgr, "flinkdeployment", r.Intervals.Reconcile, &flinkv1beta1.FlinkDeployment{},
+		withDeadline(r, r.Intervals.Deadline))
+	if err != nil {
+		return err
+	}
+	if r.PriorityQueue {
+		opts.NewQueue = newPriorityQueue
+	}
 	return ctrl.NewControllerManagedBy(mgr).
-		Named("flinkdeployment").
+		Named("flinkdeployment").WithOptions(opts).
 		// The resource with what users change before routine work (priority.go), rather than
 		// For's handler; the JobManager Deployments as Owns would watch them.
 		Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
 		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
-		WithOptions(r.queueOptions()).
-		Complete(withDeadline(r, r.Intervals.Deadline))
+		Complete(paced)
 }
 
-// queueOptions are the controller's queue options: the priority queue when asked for.
-func (r *FlinkDeploymentReconciler) queueOptions() controller.Options {
-	if !r.PriorityQueue {
-		return controller.Options{}
-	}
-	return controller.Options{NewQueue: newPriorityQueue}
-}
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
 // writes the status (lifecycle state and conditions computed once, at the end).

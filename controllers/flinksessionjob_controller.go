@@ -43,6 +43,8 @@ type FlinkSessionJobReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
+	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
+	RateLimits RateLimits
 	// Lifecycle, when set, records lifecycle transition durations.
 	Lifecycle *metrics.LifecycleTracker
 	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
@@ -75,11 +77,16 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
 	}
+	opts, paced, err := r.RateLimits.pace(mgr, "flinksessionjob", r.Intervals.Reconcile, &flinkv1beta1.FlinkSessionJob{},
+		withDeadline(r, r.Intervals.Deadline))
+	if err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&flinkv1beta1.FlinkSessionJob{}).
 		Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession)).
-		Named("flinksessionjob").
-		Complete(withDeadline(r, r.Intervals.Deadline))
+		Named("flinksessionjob").WithOptions(opts).
+		Complete(paced)
 }
 
 // sessionJobDeploymentField indexes session jobs by spec.deploymentName.

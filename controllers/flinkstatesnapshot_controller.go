@@ -48,6 +48,8 @@ type FlinkStateSnapshotReconciler struct {
 	Flink     *FlinkClients
 	Defaults  native.Defaults
 	Intervals Intervals
+	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
+	RateLimits RateLimits
 	// BaseBackoff is the first retry delay after a failure (doubling after each); 10 s when 0.
 	BaseBackoff time.Duration
 }
@@ -61,7 +63,12 @@ func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if r.Intervals == (Intervals{}) {
 		r.Intervals = DefaultIntervals
 	}
-	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").Complete(withDeadline(r, r.Intervals.Deadline))
+	opts, paced, err := r.RateLimits.pace(mgr, "flinkstatesnapshot", r.Intervals.Reconcile, &flinkv1beta1.FlinkStateSnapshot{},
+		withDeadline(r, r.Intervals.Deadline))
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").WithOptions(opts).Complete(paced)
 }
 
 // The snapshot state machine:

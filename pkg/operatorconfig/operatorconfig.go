@@ -27,6 +27,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
@@ -61,6 +62,10 @@ type Settings struct {
 	LabelSelector string
 	// LeaseName is the leader election Lease; instances serving different shards need their own.
 	LeaseName string
+	// RateLimit and Retry pace each controller's reconciles (kubernetes.operator.rate-limiter.*
+	// and retry.*); the controllers take them when they start.
+	RateLimit ratelimit.Limit
+	Retry     ratelimit.Retry
 	// Defaults are the default Flink configuration of managed clusters.
 	Defaults native.Defaults
 }
@@ -154,12 +159,50 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 	if raw, ok := conf[KeyLeaseName]; ok && !explicit["leader-election-id"] && strings.TrimSpace(raw) != "" {
 		out.LeaseName = strings.TrimSpace(raw)
 	}
+	var err error
+	if out.RateLimit, out.Retry, err = RateLimits(conf); err != nil {
+		return Settings{}, err
+	}
 	defaults, err := native.DefaultsFromOperatorConfig(conf)
 	if err != nil {
 		return Settings{}, err
 	}
 	out.Defaults = defaults
 	return out, nil
+}
+
+// RateLimits reads upstream's rate-limiter and retry options from conf, their defaults where
+// unset (RateLimits(nil) is the defaults). A value out of range is an error naming the option.
+func RateLimits(conf map[string]string) (ratelimit.Limit, ratelimit.Retry, error) {
+	for _, o := range []options.Option{options.RateLimiterLimit.Option, options.RateLimiterRefreshPeriod.Option,
+		options.RetryInitialInterval.Option, options.RetryIntervalMultiplier.Option, options.RetryMaxAttempts.Option,
+		options.RetryMaxInterval.Option} {
+		if err := o.Check(conf); err != nil {
+			return ratelimit.Limit{}, ratelimit.Retry{}, fmt.Errorf("%s: %w", o.Key, err)
+		}
+	}
+	limit := ratelimit.Limit{Max: options.RateLimiterLimit.Get(conf), Period: options.RateLimiterRefreshPeriod.Get(conf)}
+	if limit.Enabled() && limit.Period <= 0 {
+		return ratelimit.Limit{}, ratelimit.Retry{}, fmt.Errorf("%s: must be positive while %s is above 0, got %q",
+			options.RateLimiterRefreshPeriod.Key, options.RateLimiterLimit.Key, conf[options.RateLimiterRefreshPeriod.Key])
+	}
+	retry := ratelimit.Retry{InitialInterval: options.RetryInitialInterval.Get(conf), Multiplier: options.RetryIntervalMultiplier.Get(conf),
+		MaxAttempts: options.RetryMaxAttempts.Get(conf), MaxInterval: options.RetryMaxInterval.Get(conf)}
+	for _, c := range []struct {
+		key  string
+		bad  bool
+		want string
+	}{
+		{options.RetryInitialInterval.Key, retry.InitialInterval <= 0, "a positive duration"},
+		{options.RetryIntervalMultiplier.Key, retry.Multiplier < 1, "a number of at least 1"},
+		{options.RetryMaxAttempts.Key, retry.MaxAttempts < 0, "0 or more"},
+		{options.RetryMaxInterval.Key, options.RetryMaxInterval.IsSet(conf) && retry.MaxInterval <= 0, "a positive duration, or unset (none)"},
+	} {
+		if c.bad {
+			return ratelimit.Limit{}, ratelimit.Retry{}, fmt.Errorf("%s: must be %s, got %q", c.key, c.want, conf[c.key])
+		}
+	}
+	return limit, retry, retry.Validate()
 }
 
 // Store holds the current settings and tells subscribers when they change.

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 )
 
 func TestParse(t *testing.T) {
@@ -131,4 +133,35 @@ func TestBuildLabelSelectorAndLeaseName(t *testing.T) {
 	err = w.apply(map[string]string{"config.yaml": "kubernetes.operator.label.selector: shard=(a\n"})
 	require.ErrorContains(t, err, "operator ConfigMap ops/flink-operator-config: kubernetes.operator.label.selector")
 	assert.Equal(t, "shard=a", store.Get().LabelSelector, "a selector that does not parse leaves the last good one")
+}
+
+func TestRateLimits(t *testing.T) {
+	limit, retry, err := RateLimits(nil)
+	require.NoError(t, err)
+	assert.Equal(t, ratelimit.Limit{Max: 5, Period: 15 * time.Second}, limit, "upstream's defaults")
+	assert.Equal(t, ratelimit.Retry{InitialInterval: 5 * time.Second, Multiplier: 1.5, MaxAttempts: 15}, retry, "upstream's defaults; no max interval")
+
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
+	s, err := Build(map[string]string{"kubernetes.operator.rate-limiter.limit": "0", "kubernetes.operator.retry.initial.interval": "100 ms",
+		"kubernetes.operator.retry.interval.multiplier": "2", "kubernetes.operator.retry.max.attempts": "3",
+		"kubernetes.operator.retry.max.interval": "1 min"}, base, nil)
+	require.NoError(t, err)
+	assert.False(t, s.RateLimit.Enabled(), "upstream: a limit <= 0 disables the limiter")
+	assert.Equal(t, ratelimit.Retry{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxAttempts: 3, MaxInterval: time.Minute}, s.Retry)
+
+	for key, raw := range map[string]string{
+		"kubernetes.operator.rate-limiter.limit":          "five",
+		"kubernetes.operator.rate-limiter.refresh-period": "0 s",
+		"kubernetes.operator.retry.initial.interval":      "0",
+		"kubernetes.operator.retry.interval.multiplier":   "0.5",
+		"kubernetes.operator.retry.max.attempts":          "-1",
+		"kubernetes.operator.retry.max.interval":          "0 s",
+	} {
+		_, err := Build(map[string]string{key: raw}, base, nil)
+		require.Error(t, err, key)
+		assert.Contains(t, err.Error(), key, "the error names the option")
+		assert.Contains(t, err.Error(), raw, "and the value")
+	}
+	_, err = Build(map[string]string{"kubernetes.operator.retry.interval.multiplier": "NaN"}, base, nil)
+	assert.ErrorContains(t, err, "kubernetes.operator.retry.interval.multiplier")
 }

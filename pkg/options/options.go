@@ -23,6 +23,7 @@ type Type string
 const (
 	TypeBool     Type = "boolean"
 	TypeInt      Type = "integer"
+	TypeDouble   Type = "double"
 	TypeDuration Type = "duration"
 	// TypeSchedule is a duration or a Quartz cron expression (periodic snapshots).
 	TypeSchedule Type = "duration or cron"
@@ -67,6 +68,8 @@ func (o Option) Check(conf Conf) error {
 		if err != nil {
 			err = fmt.Errorf("%q is not an integer", v)
 		}
+	case TypeDouble:
+		_, err = parseDouble(v)
 	case TypeDuration:
 		_, err = ParseDuration(v)
 	}
@@ -108,6 +111,29 @@ func (o IntOption) Get(conf Conf) int {
 	}
 	n, _ := strconv.Atoi(o.Default)
 	return n
+}
+
+// DoubleOption is an option holding a floating-point number (Java's Double).
+type DoubleOption struct{ Option }
+
+// Get is the option's value in conf, or its default when unset or invalid.
+func (o DoubleOption) Get(conf Conf) float64 {
+	if v, set := o.raw(conf); set {
+		if f, err := parseDouble(v); err == nil {
+			return f
+		}
+	}
+	f, _ := parseDouble(o.Default)
+	return f
+}
+
+// parseDouble accepts a finite decimal number ("1.5", "2", "1e1").
+func parseDouble(s string) (float64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return f, nil
 }
 
 // DurationOption is an option holding a duration in Flink's syntax.

@@ -59,3 +59,14 @@ func TestDurationOverflow(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 106751*24*time.Hour, d)
 }
+
+func TestDoubles(t *testing.T) {
+	f := DoubleOption{Option{Key: "f", Default: "1.5", Type: TypeDouble}}
+	assert.Equal(t, 1.5, f.Get(Conf{}))
+	assert.Equal(t, 2.0, f.Get(Conf{"f": " 2 "}))
+	assert.Equal(t, 1.5, f.Get(Conf{"f": "NaN"}), "not a number: the default")
+	for _, bad := range []string{"x", "NaN", "Inf", "1,5"} {
+		assert.Error(t, f.Check(Conf{"f": bad}), bad)
+	}
+	assert.NoError(t, f.Check(Conf{"f": "1e1"}))
+}

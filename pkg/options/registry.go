@@ -14,6 +14,18 @@ var (
 		Description: "Timeout of one call to a JobManager's REST API."}}
 	ReconcileParallelism = IntOption{Option{Key: "kubernetes.operator.reconcile.parallelism", Default: "25", Type: TypeInt,
 		Description: "Resources of one kind reconciled at a time (operator configuration only; -1, upstream's unbounded, is 256). Upstream's default is 200 threads; here workers are goroutines bounded by a per-reconcile deadline (--reconcile-timeout, 5 min)."}}
+	RateLimiterLimit = IntOption{Option{Key: "kubernetes.operator.rate-limiter.limit", Default: "0", Type: TypeInt,
+		Description: "Operator configuration only. Reconciles of one resource per refresh period at most; more are postponed to the end of the period, not dropped (a resource being deleted is never postponed). 0 or less is no limit. A change restarts the controllers in-process. Upstream's default is 5: here none, because the operator's own next steps of an upgrade are reconciles too and a budget postpones them (with 5 per 15 s, the savepoint upgrade of the controller tests took 60 s instead of 31 s); set 5 for upstream's pacing."}}
+	RateLimiterRefreshPeriod = DurationOption{Option{Key: "kubernetes.operator.rate-limiter.refresh-period", Default: "15 s", Type: TypeDuration,
+		Description: "Operator configuration only. The period of rate-limiter.limit, starting at a resource's first reconcile in it."}}
+	RetryInitialInterval = DurationOption{Option{Key: "kubernetes.operator.retry.initial.interval", Default: "5 s", Type: TypeDuration,
+		Description: "Operator configuration only. Wait before retrying a reconcile that failed with an error. A change of any retry option restarts the controllers in-process."}}
+	RetryIntervalMultiplier = DoubleOption{Option{Key: "kubernetes.operator.retry.interval.multiplier", Default: "1.5", Type: TypeDouble,
+		Description: "Operator configuration only. Factor of the wait after each further failure in a row (at least 1)."}}
+	RetryMaxAttempts = IntOption{Option{Key: "kubernetes.operator.retry.max.attempts", Default: "15", Type: TypeInt,
+		Description: "Operator configuration only. Retries on the back-off; after as many failures in a row the resource is retried every reconcile.interval (or max.interval if longer) with a log line saying so, where upstream stops retrying until the next event."}}
+	RetryMaxInterval = DurationOption{Option{Key: "kubernetes.operator.retry.max.interval", Type: TypeDuration,
+		Description: "Operator configuration only. Longest wait between retries; none caps it at reconcile.interval, so a failing resource is looked at at least as often as a settled one."}}
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	LabelSelector = StringOption{Option{Key: "kubernetes.operator.label.selector", Type: TypeString,
@@ -120,6 +132,8 @@ var (
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
 	LabelSelector.Option, LeaseName.Option,
+	RateLimiterLimit.Option, RateLimiterRefreshPeriod.Option, RetryInitialInterval.Option, RetryIntervalMultiplier.Option,
+	RetryMaxAttempts.Option, RetryMaxInterval.Option,
 	DeletionPropagation.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
