@@ -180,7 +180,6 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(paced)
 }
 
-
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
 // writes the status (lifecycle state and conditions computed once, at the end).
 func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -138,11 +138,14 @@ func TestBuildLabelSelectorAndLeaseName(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	limit, retry, err := RateLimits(nil)
 	require.NoError(t, err)
-	assert.Equal(t, ratelimit.Limit{Max: 5, Period: 15 * time.Second}, limit, "upstream's defaults")
+	assert.Equal(t, ratelimit.Limit{Max: 0, Period: 15 * time.Second}, limit, "no limit by default (upstream: 5), upstream's period")
 	assert.Equal(t, ratelimit.Retry{InitialInterval: 5 * time.Second, Multiplier: 1.5, MaxAttempts: 15}, retry, "upstream's defaults; no max interval")
 
 	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
-	s, err := Build(map[string]string{"kubernetes.operator.rate-limiter.limit": "0", "kubernetes.operator.retry.initial.interval": "100 ms",
+	s, err := Build(map[string]string{"kubernetes.operator.rate-limiter.limit": "5"}, base, nil)
+	require.NoError(t, err)
+	assert.Equal(t, ratelimit.Limit{Max: 5, Period: 15 * time.Second}, s.RateLimit, "upstream's pacing when asked for")
+	s, err = Build(map[string]string{"kubernetes.operator.rate-limiter.limit": "0", "kubernetes.operator.retry.initial.interval": "100 ms",
 		"kubernetes.operator.retry.interval.multiplier": "2", "kubernetes.operator.retry.max.attempts": "3",
 		"kubernetes.operator.retry.max.interval": "1 min"}, base, nil)
 	require.NoError(t, err)
