@@ -160,7 +160,11 @@ func TestRateLimits(t *testing.T) {
 		"kubernetes.operator.retry.max.attempts":          "-1",
 		"kubernetes.operator.retry.max.interval":          "0 s",
 	} {
-		_, err := Build(map[string]string{key: raw}, base, nil)
+		conf := map[string]string{key: raw}
+		if key == "kubernetes.operator.rate-limiter.refresh-period" {
+			conf["kubernetes.operator.rate-limiter.limit"] = "5" // a period matters only with a limit
+		}
+		_, err := Build(conf, base, nil)
 		require.Error(t, err, key)
 		assert.Contains(t, err.Error(), key, "the error names the option")
 		assert.Contains(t, err.Error(), raw, "and the value")
