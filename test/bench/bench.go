@@ -61,6 +61,8 @@ type Options struct {
 	// OperatorArgs are passed to the operator after the bench's own flags (e.g.
 	// --reconcile-parallelism=50), to measure its settings.
 	OperatorArgs []string
+	// SkipLimits leaves out both limit runs (a long run whose limits were measured before).
+	SkipLimits bool
 	// Running, when set, backs every JobManager with a fake Flink REST server, so the jobs run
 	// (running.go); nil measures without Flink.
 	Running *RunningOptions
@@ -347,6 +349,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := measureUnrelated(ctx, c, env, bin, dir, o, res, logf); err != nil {
 			return nil, err
 		}
+	}
+	if o.SkipLimits {
+		return res, nil
 	}
 	// The limits run without the operator, so the API server serves only the plain client.
 	sample, err := readSample(ctx, c, "fd-00000")

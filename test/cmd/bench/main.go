@@ -3,7 +3,7 @@
 // (50), BENCH_STEADY (60s), BENCH_OUT (bin/bench/result.json), BENCH_OPERATOR_ARGS (operator
 // flags to measure, e.g. --reconcile-parallelism=50), BENCH_UNRELATED (Pods and as many
 // ConfigMaps not of Flink's, to compare the operator's memory without and with them; 0: not
-// measured); KUBEBUILDER_ASSETS names the kube-apiserver and etcd binaries. BENCH_RUNNING=1 (or -running) backs every JobManager with
+// measured), BENCH_LIMITS=0 (leave out the limit runs); KUBEBUILDER_ASSETS names the kube-apiserver and etcd binaries. BENCH_RUNNING=1 (or -running) backs every JobManager with
 // the fake Flink REST server: jobs run, and BENCH_UPGRADES (100) of them are upgraded with a
 // savepoint at once; BENCH_OBSERVE_INTERVAL and BENCH_PROGRESS_CHECK set the operator's
 // --reconcile-interval and --progress-check-interval (default: the operator's, 60s and 10s).
@@ -82,7 +82,8 @@ func run() error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := bench.Run(ctx, bench.Options{N: n, Concurrency: conc, Steady: steady, Settle: 2 * time.Minute,
-		Dir: *dir, Log: os.Stderr, OperatorArgs: strings.Fields(*operatorArgs), Running: runningOpts, Unrelated: unrelated})
+		Dir: *dir, Log: os.Stderr, OperatorArgs: strings.Fields(*operatorArgs), Running: runningOpts, Unrelated: unrelated,
+		SkipLimits: os.Getenv("BENCH_LIMITS") == "0"})
 	if err != nil {
 		return err
 	}
