@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -10,9 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -25,7 +22,6 @@ import (
 // other labels (an Argo CD instance label) are not copied.
 func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
 	c := testEnv(t).Client
-	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "shard-snap")
 	flink := fakeflink.New(t)
 	k := &cluster{t: t, c: c, flink: flink}
@@ -42,21 +38,8 @@ func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
 	const name = "orders"
 	dep := newDeployment(t, ns, name)
 	dep.Labels = map[string]string{"shard": "a", "app.kubernetes.io/instance": "argo-orders"}
-	require.NoError(t, c.Create(ctx, dep))
-	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
-	k.run(ns, name, d.Status.JobStatus.JobID)
-	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
-
-	d = get(t, c, ns, name)
-	nonce := int64(1)
-	d.Spec.Job.SavepointTriggerNonce = &nonce
-	require.NoError(t, c.Update(ctx, d))
-	var list flinkv1beta1.FlinkStateSnapshotList
-	require.Eventually(t, func() bool {
-		require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
-		return len(list.Items) == 1
-	}, 10*time.Second, 50*time.Millisecond)
-	snap := list.Items[0]
+	stableDeployment(t, c, k, dep)
+	snap := requestSavepoint(t, c, ns, name, 1)
 	assert.Equal(t, "a", snap.Labels["shard"], "the snapshot is in its deployment's shard")
 	assert.True(t, sel.Matches(labels.Set(snap.Labels)))
 	assert.NotContains(t, snap.Labels, "app.kubernetes.io/instance", "only the labels the selector looks at are copied")

@@ -25,21 +25,8 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 	ctx := context.Background()
 	ns, _, k, events := newScenario(t, "nonce")
 	const name = "orders"
-	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
-	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
-	k.run(ns, name, d.Status.JobStatus.JobID)
-	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
-
-	d = get(t, c, ns, name)
-	nonce := int64(7)
-	d.Spec.Job.SavepointTriggerNonce = &nonce
-	require.NoError(t, c.Update(ctx, d))
-	var list flinkv1beta1.FlinkStateSnapshotList
-	require.Eventually(t, func() bool {
-		require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
-		return len(list.Items) == 1
-	}, 10*time.Second, 50*time.Millisecond)
-	snap := list.Items[0]
+	stableDeployment(t, c, k, newDeployment(t, ns, name))
+	snap := requestSavepoint(t, c, ns, name, 7)
 	assert.Regexp(t, `^orders-savepoint-manual-\d+$`, snap.Name)
 	assert.Equal(t, "MANUAL", snap.Labels[LabelSnapshotTrigger])
 	assert.Equal(t, "orders", snap.Spec.JobReference.Name)
@@ -234,4 +221,19 @@ func TestManualSnapshotRequestedOnce(t *testing.T) {
 	var list flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
 	assert.Len(t, list.Items, 1, "one nonce change, one savepoint")
+}
+
+// requestSavepoint sets the savepoint trigger nonce of FlinkDeployment name and returns the one
+// FlinkStateSnapshot the operator creates for it.
+func requestSavepoint(t *testing.T, c client.Client, ns, name string, nonce int64) flinkv1beta1.FlinkStateSnapshot {
+	t.Helper()
+	d := get(t, c, ns, name)
+	d.Spec.Job.SavepointTriggerNonce = &nonce
+	require.NoError(t, c.Update(context.Background(), d))
+	var list flinkv1beta1.FlinkStateSnapshotList
+	require.Eventually(t, func() bool {
+		require.NoError(t, c.List(context.Background(), &list, client.InNamespace(ns)))
+		return len(list.Items) == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	return list.Items[0]
 }
