@@ -3,9 +3,10 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -74,14 +75,7 @@ func (rr *RunningResult) rows(row func(name, value string), n int, window time.D
 	row("Flink REST calls per upgrade", fmt.Sprintf("%.2f (%s)", rr.CallsPerUpgrade, describeCalls(rr.UpgradeCalls)))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // describeCalls lists calls by route: "GET /config 300, ...".
 func describeCalls(calls map[string]int) string {
