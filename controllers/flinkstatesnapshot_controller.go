@@ -255,10 +255,10 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		tgt, why, err := r.resolveTarget(ctx, snap)
-		defer tgt.flink.Close() // nil-safe
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		defer tgt.flink.Close() // nil-safe: no client when the job is not found
 		if why != "" {
 			st.State, st.Error = flinkv1beta1.SnapshotAbandoned, why
 			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonSnapshotAbandoned, why)
@@ -270,10 +270,10 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	}
 	// IN_PROGRESS
 	tgt, why, err := r.resolveTarget(ctx, snap)
-	defer tgt.flink.Close() // nil-safe
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	defer tgt.flink.Close() // nil-safe: no client when the job is not found
 	if why != "" {
 		return r.failed(snap, "the job went away while the snapshot was in progress: "+why), nil
 	}
@@ -369,10 +369,10 @@ func (r *FlinkStateSnapshotReconciler) dispose(ctx context.Context, snap *flinkv
 	disposeOnDelete := sp != nil && (sp.DisposeOnDelete == nil || *sp.DisposeOnDelete)
 	if disposeOnDelete && snap.Status.State == flinkv1beta1.SnapshotCompleted && snap.Status.Path != "" {
 		tgt, why, err := r.resolveTarget(ctx, snap)
-		defer tgt.flink.Close() // nil-safe
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		defer tgt.flink.Close() // nil-safe: no client when the job is not found
 		switch {
 		case why != "" && r.targetExists(ctx, snap):
 			r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "Waiting to dispose %s: %s", snap.Status.Path, why)

@@ -39,7 +39,7 @@ func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, o
 		backoff, err = ratelimit.NewBackoff(p.Retry, settled, func(req reconcile.Request, failures int, every time.Duration) {
 			// Upstream gives up here until the next event; a resource must never be stuck.
 			logger.Info("reconcile failed too often in a row: retrying at the reconcile interval from now on, until it succeeds",
-				"resource", req.NamespacedName.String(), "failures", failures, "retryEvery", every.String(),
+				"resource", req.String(), "failures", failures, "retryEvery", every.String(),
 				"option", "kubernetes.operator.retry.max.attempts")
 		})
 		if err != nil {
