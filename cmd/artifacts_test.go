@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestArtifactOptions: the jar fetcher refuses local files and non-public addresses unless
-// the flags say otherwise.
+// TestArtifactOptions: the jar fetcher (and the validator) refuse local files and non-public
+// addresses unless the flags say otherwise.
 func TestArtifactOptions(t *testing.T) {
 	var o options
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
@@ -26,6 +26,9 @@ func TestArtifactOptions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "/jars", f.LocalDir)
 	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")}, f.AllowedNetworks)
+	// The validator accepts jars from the networks the fetcher may download from: a session job
+	// moved over from the Apache operator with disallow-restricted-hosts: false keeps working.
+	assert.Equal(t, f.AllowedNetworks, o.validator().AllowedNetworks)
 
 	o.artifactNetworks = "10.0.0.0"
 	_, err = o.artifacts()

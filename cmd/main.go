@@ -198,7 +198,17 @@ func (o *options) keyPatterns() []string {
 
 // artifacts builds the fetcher of session job jars.
 func (o *options) artifacts() (*artifact.Fetcher, error) {
-	f := &artifact.Fetcher{MaxSize: o.artifactMaxSize, LocalDir: o.artifactLocalDir}
+	networks, err := o.allowedNetworks()
+	if err != nil {
+		return nil, err
+	}
+	return &artifact.Fetcher{MaxSize: o.artifactMaxSize, LocalDir: o.artifactLocalDir, AllowedNetworks: networks}, nil
+}
+
+// allowedNetworks are the non-public ranges session job jars may come from
+// (--artifact-allowed-networks): the fetcher connects to them and the validator accepts them.
+func (o *options) allowedNetworks() ([]netip.Prefix, error) {
+	var out []netip.Prefix
 	for _, s := range strings.Split(o.artifactNetworks, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -207,9 +217,9 @@ func (o *options) artifacts() (*artifact.Fetcher, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--artifact-allowed-networks: %w", err)
 		}
-		f.AllowedNetworks = append(f.AllowedNetworks, p.Masked())
+		out = append(out, p.Masked())
 	}
-	return f, nil
+	return out, nil
 }
 
 // validator builds the validation rules the webhooks (and reconcilers) apply.
@@ -220,7 +230,9 @@ func (o *options) validator() *validation.Validator {
 			schemes = append(schemes, s)
 		}
 	}
-	v := &validation.Validator{AllowedJarSchemes: schemes, Resolver: net.DefaultResolver}
+	// Parse errors are reported where the fetcher is built (artifacts), before anything starts.
+	networks, _ := o.allowedNetworks()
+	v := &validation.Validator{AllowedJarSchemes: schemes, Resolver: net.DefaultResolver, AllowedNetworks: networks}
 	if live := o.live; live != nil {
 		// The webhook applies the operator-wide policy (pod security level, Ingress annotations)
 		// in force now, as the reconcilers do.

@@ -118,11 +118,29 @@ func (v *Validator) validateJarURI(ctx context.Context, path *field.Path, jarURI
 		}
 	}
 	for _, ip := range ips {
+		if v.allowedNetwork(ip) {
+			continue
+		}
 		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsMulticast() {
 			return field.ErrorList{field.Invalid(path, jarURI, fmt.Sprintf("host %s is on a loopback, link-local, private or multicast address (%s); jars are fetched only from public hosts", host, ip))}
 		}
 	}
 	return nil
+}
+
+// allowedNetwork reports whether ip is in one of the operator's AllowedNetworks.
+func (v *Validator) allowedNetwork(ip net.IP) bool {
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return false
+	}
+	addr = addr.Unmap()
+	for _, p := range v.AllowedNetworks {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
 }
 
 func schemeList(schemes []string) []string {

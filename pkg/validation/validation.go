@@ -7,6 +7,7 @@ package validation
 
 import (
 	"fmt"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,6 +33,11 @@ type Validator struct {
 	// addresses (the operator fetches them: server-side request forgery). nil skips lookups of
 	// names; literal IP addresses are always checked.
 	Resolver Resolver
+	// AllowedNetworks are ranges jar hosts may be in although they are not public, as the
+	// operator's fetcher allows them (--artifact-allowed-networks, the counterpart of upstream's
+	// user.artifacts.disallow-restricted-hosts: false): an in-cluster artifact repository.
+	// Without them such jars would pass the fetcher and still be refused here.
+	AllowedNetworks []netip.Prefix
 	// OperatorConfig returns the operator options of the operator configuration in force now
 	// (native.Defaults.Operator of the live configuration), from which the operator-wide Policy
 	// is read at every validation, so a changed operator ConfigMap applies at once. nil reads

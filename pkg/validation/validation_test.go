@@ -3,6 +3,7 @@ package validation
 import (
 	"context"
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -244,6 +245,19 @@ func TestValidateSessionJob(t *testing.T) {
 			assert.Equal(t, tt.want, got)
 		})
 	}
+	t.Run("jar hosts in the allowed networks pass, others are still refused", func(t *testing.T) {
+		// The fetcher downloads from --artifact-allowed-networks (upstream's
+		// disallow-restricted-hosts: false), so the validator must let such jars through too:
+		// an in-cluster repository, or the loopback jar server a migrated session job names.
+		inCluster := &Validator{AllowedJarSchemes: []string{"https", "http"},
+			Resolver:        fakeResolver{"internal.example.com": {"10.1.2.3"}, "other.example.com": {"10.9.9.9"}},
+			AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("127.0.0.0/8")}}
+		for _, uri := range []string{"https://internal.example.com/j.jar", "http://127.0.0.1:34259/TopSpeedWindowing.jar", "https://[::ffff:10.1.2.3]/j.jar"} {
+			assert.Empty(t, inCluster.ValidateSessionJob(context.Background(), job(`{metadata: {name: j}, spec: {deploymentName: s, job: {jarURI: "`+uri+`"}}}`), nil, nil), uri)
+		}
+		assert.Equal(t, []string{`spec.job.jarURI: Invalid value: "https://other.example.com/j.jar": host other.example.com is on a loopback, link-local, private or multicast address (10.9.9.9); jars are fetched only from public hosts`},
+			messages(inCluster.ValidateSessionJob(context.Background(), job(`{metadata: {name: j}, spec: {deploymentName: s, job: {jarURI: "https://other.example.com/j.jar"}}}`), nil, nil)))
+	})
 	t.Run("allowed schemes are configurable", func(t *testing.T) {
 		local := &Validator{AllowedJarSchemes: []string{"https", "file", "local"}}
 		assert.Empty(t, local.ValidateSessionJob(context.Background(), job(`{metadata: {name: j}, spec: {deploymentName: s, job: {jarURI: "file:///jobs/j.jar"}}}`), nil, nil))
