@@ -1,6 +1,7 @@
-// Package metrics holds the operator's Prometheus metrics. Resource counts are computed from
-// the informer cache at scrape time, so a deleted resource leaves no series behind and
-// cardinality is bounded by namespaces × fixed label values (no series per resource name).
+// Package metrics holds the operator's Prometheus metrics. Resource counts and per-resource
+// series are computed from the informer cache at scrape time, so a deleted resource leaves no
+// series behind: counts are bounded by namespaces × fixed label values, per-resource series
+// by one per resource present (perresource.go).
 // Transition durations and Flink REST calls are recorded as they happen.
 package metrics
 
@@ -67,7 +68,7 @@ type ResourceCollector struct {
 
 // Describe implements prometheus.Collector.
 func (c *ResourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{resourcesDesc, lifecycleDesc, jobManagerDesc, versionDesc, snapshotDesc} {
+	for _, d := range append([]*prometheus.Desc{resourcesDesc, lifecycleDesc, jobManagerDesc, versionDesc, snapshotDesc}, perResourceDescs...) {
 		ch <- d
 	}
 }
@@ -140,6 +141,7 @@ func (c *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
+	collectPerResource(ch, deps.Items, jobs.Items, snaps.Items)
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(resourcesDesc, prometheus.GaugeValue, float64(n), k.ns, k.kind)
 	}
