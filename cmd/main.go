@@ -325,7 +325,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	lifecycleMetrics := opmetrics.NewLifecycleTracker()
 	restMetrics := opmetrics.NewRESTMetrics()
 	if err := opmetrics.Register(ctrlmetrics.Registry, append(restMetrics.Collectors(), lifecycleMetrics.Collector(),
-		&opmetrics.ResourceCollector{Reader: mgr.GetCache()})...); err != nil {
+		&opmetrics.ResourceCollector{Reader: mgr.GetCache(), Elected: mgr.Elected()})...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	artifacts, err := o.artifacts()

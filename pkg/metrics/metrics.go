@@ -64,6 +64,10 @@ type ResourceCollector struct {
 	Reader client.Reader
 	// Timeout bounds one scrape's cache reads.
 	Timeout time.Duration
+	// Elected, when set, is closed once this instance leads (manager.Elected()). Until then
+	// nothing is reported: every replica's cache holds the same resources, and a standby
+	// reporting them too would double every sum over instances and every alert.
+	Elected <-chan struct{}
 }
 
 // Describe implements prometheus.Collector.
@@ -75,6 +79,13 @@ func (c *ResourceCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.Elected != nil {
+		select {
+		case <-c.Elected:
+		default:
+			return
+		}
+	}
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second

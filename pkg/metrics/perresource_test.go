@@ -119,3 +119,15 @@ func TestPerResourceSeriesAreBounded(t *testing.T) {
 	assert.Equal(t, n, testutil.CollectAndCount(collector, "flink_operator_resource_lifecycle"))
 	assert.Equal(t, n, testutil.CollectAndCount(collector, "flink_operator_job_status"))
 }
+
+// TestResourceCollectorReportsOnlyOnTheLeader: a standby replica (not elected) reports no
+// resource series, so sums over instances and alerts do not count each resource twice.
+func TestResourceCollectorReportsOnlyOnTheLeader(t *testing.T) {
+	d := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}}
+	elected := make(chan struct{})
+	collector := &ResourceCollector{Reader: fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(d).Build(), Elected: elected}
+	assert.Equal(t, 0, testutil.CollectAndCount(collector), "standby")
+	close(elected)
+	assert.Equal(t, 1, testutil.CollectAndCount(collector, "flink_operator_resources"), "leader")
+	assert.Equal(t, 1, testutil.CollectAndCount(collector, "flink_operator_resource_lifecycle"), "leader")
+}
