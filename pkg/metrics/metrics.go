@@ -328,3 +328,23 @@ func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	}
 	return nil
 }
+
+// Operator is every metric the operator adds to controller-runtime's registry: one place, so
+// that what is registered and what the shipped dashboards and alerts may use are the same set.
+type Operator struct {
+	Lifecycle *LifecycleTracker
+	REST      *RESTMetrics
+	Resources *ResourceCollector
+}
+
+// NewOperator creates the operator's metrics; resources are read from reader (the manager's
+// cache) and reported once elected is closed (nil: always).
+func NewOperator(reader client.Reader, elected <-chan struct{}) *Operator {
+	return &Operator{Lifecycle: NewLifecycleTracker(), REST: NewRESTMetrics(),
+		Resources: &ResourceCollector{Reader: reader, Elected: elected}}
+}
+
+// Collectors are the metrics to register.
+func (o *Operator) Collectors() []prometheus.Collector {
+	return append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources)
+}
