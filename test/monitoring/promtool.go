@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 )
 
 // PromtoolPackage is built at the Makefile's PROMTOOL_VERSION.
@@ -43,4 +44,23 @@ func Promtool(ctx context.Context, root, dir string) (string, error) {
 func fileExists(p string) bool {
 	st, err := os.Stat(p)
 	return err == nil && !st.IsDir()
+}
+
+// MonitoringCRDs returns the directory of the Prometheus Operator CRDs pinned by
+// hack/tools/monitoring: $MONITORING_CRDS (set by make), else the module's, downloaded if needed.
+func MonitoringCRDs(ctx context.Context, root string) (string, error) {
+	if d := os.Getenv("MONITORING_CRDS"); d != "" {
+		return d, nil
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus-operator/prometheus-operator")
+	cmd.Dir = filepath.Join(root, "hack", "tools", "monitoring")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("go list the Prometheus Operator module in %s: %w", cmd.Dir, err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "example", "prometheus-operator-crd")
+	if _, err := os.Stat(dir); err != nil {
+		return "", err
+	}
+	return dir, nil
 }

@@ -82,11 +82,38 @@ func TestEveryAlertIsTestedAndDocumented(t *testing.T) {
 				assert.NotEmpty(t, r.Annotations["summary"])
 				assert.NotEmpty(t, r.Annotations["description"])
 				assert.Equal(t, "https://github.com/flink-operator/flink-operator#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"])
-				assert.Regexp(t, regexp.MustCompile(`(?m)^#+ `+r.Alert+`$`), string(readme), "README runbook section")
+				assert.True(t, regexp.MustCompile(`(?m)^#+ `+r.Alert+`$`).Match(readme), "the README has no runbook section (a heading %q)", r.Alert)
 				fires := regexp.MustCompile(`alertname: ` + r.Alert + `\n\s+exp_alerts:\n\s+- exp_labels`)
-				assert.Regexp(t, fires, tests.String(), "a promtool test in which it fires")
+				assert.True(t, fires.MatchString(tests.String()), "no promtool test in %s in which %s fires", RuleTestsDir, r.Alert)
 			})
 		}
 	}
 	assert.NotZero(t, alerts)
+}
+
+// TestRecordedNamesAreUpstreams: every recording rule provides a name the Apache operator
+// really exposed (testdata: a scrape of its 1.15 release), so dashboards written for it find it.
+func TestRecordedNamesAreUpstreams(t *testing.T) {
+	root, err := kubeenv.RepoRoot()
+	require.NoError(t, err)
+	groups, err := LoadRules(root)
+	require.NoError(t, err)
+	raw, err := os.ReadFile("testdata/upstream-metric-names.txt")
+	require.NoError(t, err)
+	upstream := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			upstream[line] = true
+		}
+	}
+	recorded := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				recorded++
+				assert.True(t, upstream[r.Record], "%s is not a name the Apache operator exposes", r.Record)
+			}
+		}
+	}
+	assert.NotZero(t, recorded)
 }
