@@ -46,6 +46,8 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+# The Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) pinned by hack/tools/monitoring.
+MONITORING_CRDS = $(shell cd hack/tools/monitoring && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd
 
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.
@@ -135,6 +137,7 @@ e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
 	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
+	MONITORING_CRDS="$(MONITORING_CRDS)" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: golden
