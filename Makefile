@@ -30,6 +30,8 @@ K8S_VERSION ?= 1.33.4
 ENVTEST_K8S_VERSION ?= 1.33
 
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# promtool checks and unit-tests config/prometheus (test/monitoring); not a dependency of the operator.
+PROMTOOL_VERSION ?= v0.316.0
 
 OPM_VERSION ?= v1.56.0
 OLM_VERSION ?= v0.33.0
@@ -43,6 +45,9 @@ OLM_CATALOG ?= $(LOCALBIN)/olm/catalog-$(OLM_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+# The Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) pinned by hack/tools/monitoring.
+MONITORING_CRDS = $(shell cd hack/tools/monitoring && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd
 
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.
@@ -119,9 +124,9 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 test: unit e2e olm-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
 
 .PHONY: unit
-unit: manifests generate envtest-assets flink-dist ## Unit, envtest and real-Flink tests (everything but e2e).
+unit: manifests generate envtest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e).
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
-	FLINK_VERSIONS="$(FLINK_VERSIONS)" \
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
 		go test ./... -count=1 -timeout 30m
 
 .PHONY: e2e
@@ -132,6 +137,7 @@ e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
 	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
+	MONITORING_CRDS="$(MONITORING_CRDS)" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: golden
@@ -231,6 +237,17 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: promtool
+promtool: $(PROMTOOL)
+$(PROMTOOL): | $(LOCALBIN)
+	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+
+.PHONY: monitoring-test
+monitoring-test: promtool ## promtool check/test of config/prometheus, and the dashboard and rules against the metrics the operator exposes.
+	PROMTOOL=$(PROMTOOL) go test ./test/monitoring -count=1 -v
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+		go test ./cmd -run TestShippedMonitoringUsesExposedMetrics -count=1 -v
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE)

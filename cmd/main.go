@@ -334,10 +334,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	validator := o.validator()
 	// Metrics go to controller-runtime's registry, served on the metrics endpoint with its own
 	// controller, workqueue and client metrics.
-	lifecycleMetrics := opmetrics.NewLifecycleTracker()
-	restMetrics := opmetrics.NewRESTMetrics()
-	if err := opmetrics.Register(ctrlmetrics.Registry, append(restMetrics.Collectors(), lifecycleMetrics.Collector(),
-		&opmetrics.ResourceCollector{Reader: mgr.GetCache()})...); err != nil {
+	opMetrics := opmetrics.NewOperator(mgr.GetCache(), mgr.Elected())
+	if err := opmetrics.Register(ctrlmetrics.Registry, opMetrics.Collectors()...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	artifacts, err := o.artifacts()
@@ -350,14 +348,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}
 	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe, TLS: restTLS}
+		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS}
 	if err := (&controllers.FlinkDeploymentReconciler{
 		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
 		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
 		Flink:             flinkClients,
-		Lifecycle:         lifecycleMetrics,
+		Lifecycle:         opMetrics.Lifecycle,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
 		Validator:         validator,
@@ -372,7 +370,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Scheme:            mgr.GetScheme(),
 		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
 		Flink:             flinkClients,
-		Lifecycle:         lifecycleMetrics,
+		Lifecycle:         opMetrics.Lifecycle,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
 		Artifacts:         artifacts,

@@ -1,6 +1,7 @@
-// Package metrics holds the operator's Prometheus metrics. Resource counts are computed from
-// the informer cache at scrape time, so a deleted resource leaves no series behind and
-// cardinality is bounded by namespaces × fixed label values (no series per resource name).
+// Package metrics holds the operator's Prometheus metrics. Resource counts and per-resource
+// series are computed from the informer cache at scrape time, so a deleted resource leaves no
+// series behind: counts are bounded by namespaces × fixed label values, per-resource series
+// by one per resource present (perresource.go).
 // Transition durations and Flink REST calls are recorded as they happen.
 package metrics
 
@@ -63,17 +64,28 @@ type ResourceCollector struct {
 	Reader client.Reader
 	// Timeout bounds one scrape's cache reads.
 	Timeout time.Duration
+	// Elected, when set, is closed once this instance leads (manager.Elected()). Until then
+	// nothing is reported: every replica's cache holds the same resources, and a standby
+	// reporting them too would double every sum over instances and every alert.
+	Elected <-chan struct{}
 }
 
 // Describe implements prometheus.Collector.
 func (c *ResourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{resourcesDesc, lifecycleDesc, jobManagerDesc, versionDesc, snapshotDesc} {
+	for _, d := range append([]*prometheus.Desc{resourcesDesc, lifecycleDesc, jobManagerDesc, versionDesc, snapshotDesc}, perResourceDescs...) {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (c *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
+	if c.Elected != nil {
+		select {
+		case <-c.Elected:
+		default:
+			return
+		}
+	}
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = 5 * time.Second
@@ -140,6 +152,7 @@ func (c *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 
+	collectPerResource(ch, deps.Items, jobs.Items, snaps.Items)
 	for k, n := range counts {
 		ch <- prometheus.MustNewConstMetric(resourcesDesc, prometheus.GaugeValue, float64(n), k.ns, k.kind)
 	}
@@ -314,4 +327,24 @@ func Register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 		}
 	}
 	return nil
+}
+
+// Operator is every metric the operator adds to controller-runtime's registry: one place, so
+// that what is registered and what the shipped dashboards and alerts may use are the same set.
+type Operator struct {
+	Lifecycle *LifecycleTracker
+	REST      *RESTMetrics
+	Resources *ResourceCollector
+}
+
+// NewOperator creates the operator's metrics; resources are read from reader (the manager's
+// cache) and reported once elected is closed (nil: always).
+func NewOperator(reader client.Reader, elected <-chan struct{}) *Operator {
+	return &Operator{Lifecycle: NewLifecycleTracker(), REST: NewRESTMetrics(),
+		Resources: &ResourceCollector{Reader: reader, Elected: elected}}
+}
+
+// Collectors are the metrics to register.
+func (o *Operator) Collectors() []prometheus.Collector {
+	return append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources)
 }
