@@ -137,7 +137,6 @@ e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
 	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
-	MONITORING_CRDS="$(MONITORING_CRDS)" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: golden

@@ -22,7 +22,7 @@ import (
 )
 
 // TestShippedObjectsApplyStrictly installs what a user gets with config/default's components
-// line uncommented (and the bundle's extras, and the dashboard ConfigMap) into an API server that
+// line uncommented (and config/manifests/prometheus for OLM installs, and the dashboard ConfigMap) into an API server that
 // has the Prometheus Operator's CRDs: every object must pass their schemas strictly, the
 // ServiceMonitor must select the metrics Service and its port, and Prometheus's ServiceAccount
 // must be bound to the metrics-reader ClusterRole of the same install.
@@ -78,7 +78,7 @@ func TestShippedObjectsApplyStrictly(t *testing.T) {
 		name, _, _ := unstructured.NestedString(binding.Object, "roleRef", "name")
 		assert.Equal(t, reader.GetName(), name)
 	})
-	t.Run("the bundle carries the ServiceMonitor and PrometheusRule, and no binding", func(t *testing.T) {
+	t.Run("the OLM install's set has the ServiceMonitor and PrometheusRule, and no binding", func(t *testing.T) {
 		var kinds []string
 		for _, o := range bundleExtras {
 			kinds = append(kinds, o.GetKind())

@@ -127,10 +127,6 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	// OLM: its CRDs, then the olm and catalog operators, then opm serving our catalog.
 	_, err = envtest.InstallCRDs(env.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{requireEnv(t, "OLM_CRDS")}, ErrorIfPathMissing: true})
 	require.NoError(t, err, "install OLM's CRDs")
-	// The bundle carries a ServiceMonitor and a PrometheusRule, which OLM creates only where
-	// the Prometheus Operator's CRDs exist (else the InstallPlan fails).
-	_, err = envtest.InstallCRDs(env.Cluster.Config, envtest.CRDInstallOptions{Paths: []string{requireEnv(t, "MONITORING_CRDS")}, ErrorIfPathMissing: true})
-	require.NoError(t, err, "install the Prometheus Operator's CRDs")
 	for _, ns := range []string{"olm", operatorNS, watchedNS} {
 		require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
 	}
@@ -198,13 +194,6 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	// OLM passes the target namespaces, which the operator reads as WATCH_NAMESPACE.
 	assert.Equal(t, watchedNS, dep.Spec.Template.Annotations["olm.targetNamespaces"])
 	requireOperatorProcess(t, ctx, c, "0.2.0")
-	// OLM created the bundle's monitoring extras next to the operator.
-	for kind, name := range map[string]string{"ServiceMonitor": "flink-operator-controller-manager-metrics-monitor", "PrometheusRule": "flink-operator-rules"} {
-		obj := &unstructured.Unstructured{}
-		obj.SetAPIVersion("monitoring.coreos.com/v1")
-		obj.SetKind(kind)
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: name}, obj), "the bundle's %s", kind)
-	}
 
 	t.Run("webhook served with OLM's certificate", func(t *testing.T) {
 		// Only the operator's validating webhook knows this rule (the CRD schema allows it), so
