@@ -48,7 +48,7 @@ func startApacheOperator(ctx context.Context, env *localenv.Env, home, dir, host
 		return nil, fmt.Errorf("no Apache operator jars in %s/lib (run `make migration-test`, which installs them)", home)
 	}
 	if err := createAll(ctx, env, "testdata/apache-operator-rbac.yaml"); err != nil {
-		return nil, fmt.Errorf("Apache operator RBAC: %w", err)
+		return nil, fmt.Errorf("install the Apache operator's RBAC: %w", err)
 	}
 	kubeconfig, err := env.ServiceAccountKubeconfig(ctx, apacheNamespace, apacheServiceAccount, filepath.Join(dir, "apache-operator.kubeconfig"))
 	if err != nil {
