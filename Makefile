@@ -72,6 +72,10 @@ FLINK1_EXAMPLES_VERSION ?= 1.20.0
 FLINK2_VERSION ?= 2.3.0
 FLINK2_EXAMPLES_VERSION ?= 2.3.0
 FLINK_VERSIONS ?= $(FLINK1_VERSION) $(FLINK2_VERSION)
+## The migration test: the Apache operator from Maven Central (hack/install-apache-operator.sh)
+## and the Flink release it runs. Keep in step with the constants in test/migration.
+APACHE_OPERATOR_VERSION ?= 1.7.0
+MIGRATION_FLINK_VERSION ?= 1.18.1
 # E2E_TIMEOUT bounds `make e2e`; raise it for longer chaos runs (CHAOS_ROUNDS=20 E2E_TIMEOUT=90m make e2e).
 E2E_TIMEOUT ?= 40m
 
@@ -121,7 +125,7 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 .PHONY: test
-test: unit e2e olm-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
+test: unit e2e olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
 
 .PHONY: unit
 unit: manifests generate envtest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e).
@@ -138,6 +142,21 @@ olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the
 	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
+
+.PHONY: migration-test
+migration-test: manifests generate cluster-assets migration-deps ## The Apache operator 1.7.0 deploys jobs on real Flink 1.18; this operator adopts them without a restart and upgrades them (test/migration).
+	go test -tags migration ./test/migration -count=1 -timeout 15m -v
+
+.PHONY: migration-deps
+migration-deps: $(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)/.installed $(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)/.installed ## Install what the migration test runs: the Apache operator and Flink 1.18.
+
+$(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)/.installed: hack/install-flink.sh
+	hack/install-flink.sh $(MIGRATION_FLINK_VERSION) $(MIGRATION_FLINK_VERSION) $(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)
+	touch $@
+
+$(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)/.installed: hack/install-apache-operator.sh test/migration/testdata/pom.xml
+	hack/install-apache-operator.sh $(APACHE_OPERATOR_VERSION) $(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)
+	touch $@
 
 .PHONY: golden
 golden: ## Rewrite pkg/native's golden files (review the diff before committing).

@@ -279,6 +279,7 @@ func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
 	var spec flinkv1beta1.FlinkDeploymentSpec
 	if found, first, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
 		s.deployed, s.firstDeployment = &spec, first
+		adoptObservedGeneration(&dep.Status.CommonStatus)
 	}
 	if dep.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack {
 		var stable flinkv1beta1.FlinkDeploymentSpec
@@ -287,6 +288,16 @@ func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
 		}
 	}
 	return s
+}
+
+// adoptObservedGeneration fills in status.observedGeneration from the generation an upstream
+// operator recorded in lastReconciledSpec, when the status has none (upstream 1.7 records it
+// only there). Without it an adopted, unchanged resource would never be Ready: Ready needs the
+// observed generation, and only a spec change would write it.
+func adoptObservedGeneration(st *flinkv1beta1.CommonStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = flinkv1beta1.ReconciledGeneration(st.ReconciliationStatus.LastReconciledSpec)
+	}
 }
 
 // running is the spec the cluster runs: the last reconciled one, or after a rollback the

@@ -142,13 +142,20 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	return result, red.Error(err)
 }
 
-func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) (ctrl.Result, error) {
+// newJobScope starts a reconcile of job: what was deployed last, read from its status.
+func newJobScope(job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) *jobScope {
 	s := &jobScope{job: job, original: job.DeepCopy(), redact: red}
-	defer func() { s.flink.Close() }() // the client observe makes, if any
 	var spec flinkv1beta1.FlinkSessionJobSpec
 	if found, _, err := flinkv1beta1.DecodeReconciledSpec(job.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
 		s.deployed = &spec
+		adoptObservedGeneration(&job.Status.CommonStatus)
 	}
+	return s
+}
+
+func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) (ctrl.Result, error) {
+	s := newJobScope(job, red)
+	defer func() { s.flink.Close() }() // the client observe makes, if any
 	if err := r.connect(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -24,12 +24,35 @@ ls "$tmp/x/lib"/flink-dist-*.jar >/dev/null
 
 echo "install-flink: flink-examples-streaming $examples_version from Maven Central"
 mkdir -p "$tmp/x/examples"
+# Releases before 1.19 publish no per-job classifier jars on Central, only the plain module jar
+# (all examples, no Main-Class). For those the job jar is built as the per-job jar is: the plain
+# jar plus the classes of flink-connector-datagen (the examples' source, not in flink-dist),
+# with the job's Main-Class.
+declare -A main_class=(
+  [TopSpeedWindowing]=org.apache.flink.streaming.examples.windowing.TopSpeedWindowing
+  [WordCount]=org.apache.flink.streaming.examples.wordcount.WordCount
+)
 for job in TopSpeedWindowing WordCount; do
-  mvn --batch-mode --quiet dependency:copy \
+  if mvn --batch-mode --quiet dependency:copy \
     -Dartifact="org.apache.flink:flink-examples-streaming:$examples_version:jar:$job" \
-    -DoutputDirectory="$tmp/x/examples" -Dmdep.stripVersion=true -Dmdep.stripClassifier=false
-  mv "$tmp/x/examples/flink-examples-streaming-$job.jar" "$tmp/x/examples/$job.jar" 2>/dev/null ||
-    mv "$tmp/x/examples/"*"$job"*.jar "$tmp/x/examples/$job.jar"
+    -DoutputDirectory="$tmp/x/examples" -Dmdep.stripVersion=true -Dmdep.stripClassifier=false >"$tmp/mvn.log" 2>&1; then
+    mv "$tmp/x/examples/flink-examples-streaming-$job.jar" "$tmp/x/examples/$job.jar" 2>/dev/null ||
+      mv "$tmp/x/examples/"*"$job"*.jar "$tmp/x/examples/$job.jar"
+    continue
+  fi
+  grep -qE "Could not find artifact|was not found in" "$tmp/mvn.log" || { cat "$tmp/mvn.log" >&2; exit 1; }
+  echo "install-flink: no $job classifier for $examples_version; using the module jar with Main-Class ${main_class[$job]}"
+  if [ ! -d "$tmp/datagen" ]; then
+    for artifact in flink-examples-streaming flink-connector-datagen; do
+      mvn --batch-mode --quiet dependency:copy \
+        -Dartifact="org.apache.flink:$artifact:$examples_version:jar" \
+        -DoutputDirectory="$tmp/plain" -Dmdep.stripVersion=true
+    done
+    mkdir -p "$tmp/datagen"
+    (cd "$tmp/datagen" && jar --extract --file "$tmp/plain/flink-connector-datagen.jar" org/apache/flink/connector/datagen)
+  fi
+  cp "$tmp/plain/flink-examples-streaming.jar" "$tmp/x/examples/$job.jar"
+  jar --update --file "$tmp/x/examples/$job.jar" --main-class "${main_class[$job]}" -C "$tmp/datagen" org
 done
 mkdir -p "$tmp/x/examples/streaming"
 for jar in "$tmp/x/examples/"*.jar; do ln -s "../$(basename "$jar")" "$tmp/x/examples/streaming/$(basename "$jar")"; done

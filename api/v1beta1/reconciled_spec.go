@@ -15,6 +15,13 @@ type reconciledSpecEnvelope struct {
 type reconciledSpecMetadata struct {
 	APIVersion      string `json:"apiVersion,omitempty"`
 	FirstDeployment bool   `json:"firstDeployment"`
+	// Metadata is what some upstream releases (1.7 among them) record of the resource they
+	// reconciled: its generation, in place of status.observedGeneration.
+	Metadata *reconciledObjectMeta `json:"metadata,omitempty"`
+}
+
+type reconciledObjectMeta struct {
+	Generation int64 `json:"generation,omitempty"`
 }
 
 // EncodeReconciledSpec writes a spec in upstream's lastReconciledSpec format.
@@ -53,4 +60,19 @@ func DecodeReconciledSpec(raw string, spec any) (found, firstDeployment bool, er
 		return false, false, fmt.Errorf("decode reconciled spec: %w", err)
 	}
 	return true, false, nil
+}
+
+// ReconciledGeneration is the generation an upstream operator recorded in a lastReconciledSpec
+// (resource_metadata.metadata.generation), 0 when it recorded none. Upstream 1.7 writes the
+// reconciled generation only there, not in status.observedGeneration (later releases write
+// both or only the latter), so a status adopted from it has no observedGeneration of its own.
+func ReconciledGeneration(raw string) int64 {
+	if raw == "" {
+		return 0
+	}
+	var env reconciledSpecEnvelope
+	if err := json.Unmarshal([]byte(raw), &env); err != nil || env.Metadata.Metadata == nil {
+		return 0
+	}
+	return env.Metadata.Metadata.Generation
 }

@@ -39,3 +39,13 @@ func TestDecodeReconciledSpecFormats(t *testing.T) {
 	_, _, err = DecodeReconciledSpec(`{not json`, &spec)
 	assert.ErrorContains(t, err, "decode reconciled spec")
 }
+
+// TestReconciledGeneration: upstream 1.7 writes the reconciled generation into the envelope's
+// resource_metadata; other formats carry none.
+func TestReconciledGeneration(t *testing.T) {
+	assert.Equal(t, int64(2), ReconciledGeneration(`{"spec":{},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","metadata":{"generation":2},"firstDeployment":true}}`))
+	assert.Zero(t, ReconciledGeneration(`{"spec":{},"resource_metadata":{"apiVersion":"flink.apache.org/v1beta1","firstDeployment":true}}`))
+	assert.Zero(t, ReconciledGeneration(`{"flinkVersion":"v1_17"}`), "the older bare spec")
+	assert.Zero(t, ReconciledGeneration(""))
+	assert.Zero(t, ReconciledGeneration(`{not json`))
+}

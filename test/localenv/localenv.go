@@ -53,6 +53,9 @@ type Options struct {
 	// EndpointSlices accept, and the operator serves its admission webhooks through their
 	// Service (config/webhook) as installed; Loopback (the default) runs it with webhooks off.
 	Pods podnet.Mode
+	// MachineHostsFile is passed to the node agent (nodeagent.Options.MachineHostsFile): a
+	// hosts file that resolves Service names for processes outside pods.
+	MachineHostsFile string
 }
 
 // Env is a running local environment.
@@ -138,7 +141,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
 		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages,
-		ProcessImages: opts.ProcessImages}
+		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile}
 	if opts.Pods == podnet.Namespace {
 		agentOpts.PodAddressPrefix = podnet.Prefix
 	}
@@ -174,6 +177,20 @@ func (e *Env) AuditDir() string { return e.Cluster.AuditDir }
 
 // OperatorLog is the operator's log file.
 func (e *Env) OperatorLog() string { return filepath.Join(e.Dir, "operator.log") }
+
+// StartOperator starts the operator binary later than Start would have (Options.Operator
+// false): the migration test runs another operator first. pods is the environment's
+// Options.Pods (webhooks are served in podnet.Namespace mode).
+func (e *Env) StartOperator(ctx context.Context, pods podnet.Mode, args []string) error {
+	if e.opBin != "" {
+		return fmt.Errorf("the operator was started already")
+	}
+	root, err := kubeenv.RepoRoot()
+	if err != nil {
+		return err
+	}
+	return e.startOperator(ctx, root, pods == podnet.Namespace, args)
+}
 
 func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, extra []string) error {
 	bin := filepath.Join(e.Dir, "manager")

@@ -48,17 +48,23 @@ func (e *Env) operatorIdentity(ctx context.Context, root string) (string, error)
 			return "", fmt.Errorf("install %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}
+	return e.ServiceAccountKubeconfig(ctx, OperatorNamespace, serviceAccount, filepath.Join(e.Dir, "operator.kubeconfig"))
+}
+
+// ServiceAccountKubeconfig writes a kubeconfig to path that authenticates as the ServiceAccount
+// namespace/name with a day-long token from the TokenRequest API, so a process run with it has
+// that account's RBAC, not the admin's.
+func (e *Env) ServiceAccountKubeconfig(ctx context.Context, namespace, name, path string) (string, error) {
 	expiry := int64(24 * 60 * 60)
-	token, err := e.Kube.CoreV1().ServiceAccounts(OperatorNamespace).CreateToken(ctx, serviceAccount,
+	token, err := e.Kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("token of the operator's ServiceAccount: %w", err)
+		return "", fmt.Errorf("token of ServiceAccount %s/%s: %w", namespace, name, err)
 	}
-	path := filepath.Join(e.Dir, "operator.kubeconfig")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: e.Cluster.Config.Host, InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["operator"] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
-	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "operator", Namespace: OperatorNamespace}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token.Status.Token}
+	cfg.Contexts["local"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: namespace}
 	cfg.CurrentContext = "local"
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		return "", err

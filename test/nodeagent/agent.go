@@ -69,6 +69,11 @@ type Options struct {
 	// PodAddressPrefix is the first two octets of pod addresses, with the dot ("10.244."); the
 	// range must be routed to this machine's loopback (package podnet). Default "127.1.".
 	PodAddressPrefix string
+	// MachineHostsFile, when set, is a hosts file the agent keeps current for processes that
+	// run on the machine outside any pod (given to Java as jdk.net.hosts.file): every Service
+	// by its namespace-relative forms, as a pod's hosts file has them. The migration test runs
+	// the Apache operator that way; it reaches JobManagers at <name>-rest.<namespace>.
+	MachineHostsFile string
 }
 
 // Agent is a running node agent.

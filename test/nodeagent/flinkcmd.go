@@ -114,7 +114,9 @@ func shellWords(s string) ([]string, error) {
 var imageVersion = regexp.MustCompile(`:(?:v)?(\d+)\.(\d+)`)
 
 // distForImage picks the installed distribution for a Flink image: the newest one with the
-// image tag's major version, or the newest of all for an unversioned tag.
+// image tag's major and minor version when one is installed (flink:1.18 runs 1.18.x, which the
+// migration test needs for the Apache operator 1.7.0), else the newest one with its major
+// version, or the newest of all for an unversioned tag.
 func distForImage(image string, dists []flinkcluster.Dist) (flinkcluster.Dist, error) {
 	name := image
 	if i := strings.LastIndex(name, "/"); i >= 0 {
@@ -129,9 +131,11 @@ func distForImage(image string, dists []flinkcluster.Dist) (flinkcluster.Dist, e
 	if m == nil {
 		return sorted[0], nil
 	}
-	for _, d := range sorted {
-		if strings.HasPrefix(d.Version, m[1]+".") {
-			return d, nil
+	for _, prefix := range []string{m[1] + "." + m[2] + ".", m[1] + "."} {
+		for _, d := range sorted {
+			if strings.HasPrefix(d.Version, prefix) {
+				return d, nil
+			}
 		}
 	}
 	return flinkcluster.Dist{}, fmt.Errorf("image %q: no Flink %s.x distribution installed", image, m[1])

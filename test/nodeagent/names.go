@@ -121,6 +121,32 @@ func hostsFile(ns, podName, podIP, machine string, services map[string][]string)
 	return b.String()
 }
 
+// machineHostsFile renders the names a process outside any pod resolves: localhost and the
+// machine's host name are the machine's (Java looks its own name up), and every Service by
+// its "<svc>.<namespace>" forms (such a process has no namespace of its own).
+func machineHostsFile(machine string, services map[string][]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "127.0.0.1 localhost %s\n", machine)
+	keys := make([]string, 0, len(services))
+	for k := range services {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		for _, ip := range services[key] {
+			fmt.Fprintf(&b, "%s %s %s.svc %s.svc.cluster.local\n", ip, key, key, key)
+		}
+	}
+	return b.String()
+}
+
+func writeFileIfChanged(path, content string) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == content {
+		return nil
+	}
+	return writeFileAtomic(path, []byte(content), 0o644)
+}
+
 // writeHostsFiles refreshes every running pod's hosts file (Java re-reads it on lookups; the
 // pods' JVMs cache answers for one second).
 func (a *Agent) writeHostsFiles() {
@@ -135,6 +161,11 @@ func (a *Agent) writeHostsFiles() {
 		pods = append(pods, podAddress{namespace: r.pod.Namespace, labels: r.pod.Labels, ip: r.ip, ready: r.isReady()})
 	}
 	services := serviceAddresses(a.services(), pods)
+	if a.opts.MachineHostsFile != "" {
+		if err := writeFileIfChanged(a.opts.MachineHostsFile, machineHostsFile(a.hostname, services)); err != nil {
+			a.logf("machine hosts file: %v", err)
+		}
+	}
 	for _, r := range runners {
 		content := hostsFile(r.pod.Namespace, r.pod.Name, r.ip, a.hostname, services)
 		if err := r.writeHosts(content); err != nil {

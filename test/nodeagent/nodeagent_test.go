@@ -55,11 +55,13 @@ func TestFlinkEntrypoint(t *testing.T) {
 }
 
 func TestDistForImage(t *testing.T) {
-	dists := []flinkcluster.Dist{{Version: "1.20.3"}, {Version: "2.3.0"}}
+	dists := []flinkcluster.Dist{{Version: "1.18.1"}, {Version: "1.20.3"}, {Version: "2.3.0"}}
 	tests := []struct {
 		image, version, err string
 	}{
 		{image: "flink:1.20", version: "1.20.3"},
+		{image: "flink:1.18", version: "1.18.1"},
+		{image: "flink:1.18.0-java11", version: "1.18.1"},
 		{image: "flink:1.17", version: "1.20.3"},
 		{image: "apache/flink:2.0.0-scala_2.12-java17", version: "2.3.0"},
 		{image: "registry.example.com:5000/team/flink:2.2", version: "2.3.0"},
@@ -107,6 +109,12 @@ func TestServiceNames(t *testing.T) {
 		"127.1.0.3 a a.ns1 a.ns1.svc a.ns1.svc.cluster.local\n"+
 		"127.1.0.6 other.ns2 other.ns2.svc other.ns2.svc.cluster.local\n", hosts,
 		"short names only within the pod's own namespace")
+
+	assert.Equal(t, "127.0.0.1 localhost machine\n"+
+		"127.1.0.3 a-rest.ns1 a-rest.ns1.svc a-rest.ns1.svc.cluster.local\n"+
+		"127.1.0.3 a.ns1 a.ns1.svc a.ns1.svc.cluster.local\n"+
+		"127.1.0.6 other.ns2 other.ns2.svc other.ns2.svc.cluster.local\n", machineHostsFile("machine", got),
+		"a process outside any pod: the machine's localhost, no short names")
 }
 
 func TestExpandVars(t *testing.T) {
