@@ -125,7 +125,7 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 .PHONY: test
-test: unit e2e olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the OLM install/upgrade test.
+test: unit e2e deploy-test olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator.
 
 .PHONY: unit
 unit: manifests generate envtest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e).
@@ -136,6 +136,10 @@ unit: manifests generate envtest-assets flink-dist promtool ## Unit, envtest and
 .PHONY: e2e
 e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
+
+.PHONY: deploy-test
+deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING (test/deploy).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -count=1 -timeout 10m -v
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
@@ -199,6 +203,19 @@ install: manifests kustomize ## Install the CRDs into the cluster of the current
 .PHONY: uninstall
 uninstall: manifests kustomize ## Remove the CRDs.
 	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+## What `make deploy` installs: config/default (the operator issues its own webhook certificate)
+## or config/certmanager (cert-manager's).
+DEPLOY_CONFIG ?= config/default
+
+.PHONY: deploy
+deploy: manifests kustomize ## Install the operator (image IMG) into the cluster of the current kube context with kustomize, server-side; DEPLOY_CONFIG=config/certmanager takes cert-manager's webhook certificate.
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: kustomize ## Remove what `make deploy` installed, CRDs included (delete the Flink resources first, while the operator runs to remove their finalizers).
+	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl delete --ignore-not-found -f -
 
 ##@ OLM
 

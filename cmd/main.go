@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -25,6 +27,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -45,6 +48,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	flinkwebhook "github.com/flink-operator/flink-operator/pkg/webhook"
+	"github.com/flink-operator/flink-operator/pkg/webhookcert"
 )
 
 // options are the operator's command-line settings.
@@ -88,6 +92,14 @@ type options struct {
 	restTLS resttls.Settings
 	// labelSelector limits the Flink resources served to those it selects (sharding, shard.go).
 	labelSelector string
+
+	// webhookCerts says who provides the webhook serving certificate (certManagementSelf or
+	// certManagementExternal); the other four configure pkg/webhookcert when it is the operator.
+	webhookCerts      string
+	webhookCertSecret string
+	webhookService    string
+	webhookCATargets  string
+	operatorNamespace string
 }
 
 func (o *options) bind(fs *flag.FlagSet) {
@@ -125,6 +137,18 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Directory with tls.crt and tls.key; reloaded when they change. Default /tmp/k8s-webhook-server/serving-certs (where OLM mounts them).")
+	fs.StringVar(&o.webhookCerts, "webhook-cert-management", certManagementExternal,
+		"Who provides the webhook serving certificate: \"external\" (OLM or cert-manager mounts it in --webhook-cert-dir) or \"self\" "+
+			"(the operator issues and rotates it in --webhook-cert-secret, writes it to --webhook-cert-dir and puts its CA into --webhook-ca-targets).")
+	fs.StringVar(&o.webhookCertSecret, "webhook-cert-secret", "flink-operator-webhook-server-cert",
+		"With --webhook-cert-management=self: the Secret in the operator's namespace (env OPERATOR_NAMESPACE or POD_NAMESPACE) that keeps the CA and the serving certificate; it must exist.")
+	fs.StringVar(&o.webhookService, "webhook-service", "flink-operator-webhook-service",
+		"With --webhook-cert-management=self: the Service in the operator's namespace the webhooks are called through (the certificate's DNS names).")
+	fs.StringVar(&o.webhookCATargets, "webhook-ca-targets",
+		"ValidatingWebhookConfiguration/flink-operator-validating-webhook-configuration,MutatingWebhookConfiguration/flink-operator-mutating-webhook-configuration",
+		"With --webhook-cert-management=self: comma-separated Kind/name of the objects whose clientConfigs calling --webhook-service get the CA "+
+			"(ValidatingWebhookConfiguration, MutatingWebhookConfiguration, CustomResourceDefinition).")
+	o.operatorNamespace = envOr("OPERATOR_NAMESPACE", os.Getenv("POD_NAMESPACE"))
 	fs.StringVar(&o.restURLTemplate, "flink-rest-url-template", controllers.DefaultRESTURLTemplate,
 		"Where a cluster's JobManager REST endpoint is; {{name}}, {{namespace}} and {{port}} are replaced. "+
 			"Change it when the operator runs outside the cluster (e.g. behind kubectl proxy or a port-forward).")
@@ -164,6 +188,50 @@ func (o *options) bind(fs *flag.FlagSet) {
 			"e.g. the range of an in-cluster artifact repository.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
+}
+
+// Values of --webhook-cert-management.
+const (
+	certManagementExternal = "external"
+	certManagementSelf     = "self"
+)
+
+// certRotator builds the webhook certificate rotator for --webhook-cert-management=self; nil
+// when the certificate comes from elsewhere.
+func (o *options) certRotator(cfg *rest.Config, scheme *runtime.Scheme) (*webhookcert.Rotator, error) {
+	switch o.webhookCerts {
+	case certManagementExternal, "": // empty: the default
+		return nil, nil
+	case certManagementSelf:
+	default:
+		return nil, fmt.Errorf("--webhook-cert-management %q: allowed: %s, %s", o.webhookCerts, certManagementSelf, certManagementExternal)
+	}
+	if !o.enableWebhooks {
+		return nil, nil
+	}
+	if o.operatorNamespace == "" {
+		return nil, errors.New("--webhook-cert-management=self needs the operator's namespace (env OPERATOR_NAMESPACE or POD_NAMESPACE)")
+	}
+	targets, err := webhookcert.ParseTargets(o.webhookCATargets)
+	if err != nil {
+		return nil, fmt.Errorf("--webhook-ca-targets: %w", err)
+	}
+	if o.webhookCertSecret == "" || o.webhookService == "" {
+		return nil, errors.New("--webhook-cert-management=self needs --webhook-cert-secret and --webhook-service")
+	}
+	// Uncached: the rotator reads its objects by name only, which its RBAC is restricted to.
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("webhook certificate client: %w", err)
+	}
+	certDir := o.webhookCertDir
+	if certDir == "" {
+		certDir = filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs") // the webhook server's default
+	}
+	return &webhookcert.Rotator{Client: c, CertDir: certDir, Targets: targets,
+		Secret:  types.NamespacedName{Namespace: o.operatorNamespace, Name: o.webhookCertSecret},
+		Service: webhookcert.Service{Namespace: o.operatorNamespace, Name: o.webhookService},
+		Log:     ctrl.Log.WithName("webhook-cert")}, nil
 }
 
 // intervals are the reconcilers' timing settings.
@@ -294,12 +362,19 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// nonResourceURL /metrics (SubjectAccessReview): the metrics-reader ClusterRole.
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	scheme := newScheme()
+	rotator, err := o.certRotator(cfg, scheme)
+	if err != nil {
+		return nil, err
+	}
+	webhookServer := webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts})
+	if rotator != nil {
+		webhookServer = webhookcert.GatedServer{Server: webhookServer, Ready: rotator.CertReady()}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  newScheme(),
-		Metrics: metrics,
-		WebhookServer: webhook.NewServer(webhook.Options{
-			Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts,
-		}),
+		Scheme:                  scheme,
+		Metrics:                 metrics,
+		WebhookServer:           webhookServer,
 		HealthProbeBindAddress:  o.probeAddr,
 		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.enableLeaderElection,
@@ -399,6 +474,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 			return nil, fmt.Errorf("add webhook readiness check: %w", err)
+		}
+		if rotator != nil {
+			if err := mgr.Add(rotator); err != nil {
+				return nil, fmt.Errorf("add webhook certificate rotator: %w", err)
+			}
+			if err := mgr.AddReadyzCheck("webhook-cert", rotator.ReadyCheck()); err != nil {
+				return nil, fmt.Errorf("add webhook certificate readiness check: %w", err)
+			}
 		}
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {

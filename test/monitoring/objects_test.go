@@ -21,7 +21,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
-// TestShippedObjectsApplyStrictly installs what a user gets with config/default's components
+// TestShippedObjectsApplyStrictly installs what make deploy applies with config/base's components
 // line uncommented (and config/manifests/prometheus for OLM installs, and the dashboard ConfigMap) into an API server that
 // has the Prometheus Operator's CRDs: every object must pass their schemas strictly, the
 // ServiceMonitor must select the metrics Service and its port, and Prometheus's ServiceAccount
@@ -117,17 +117,17 @@ func TestShippedObjectsApplyStrictly(t *testing.T) {
 	}
 }
 
-// buildWithMonitoring builds config/default with its commented components line turned on, as
-// the README tells users to.
+// buildWithMonitoring builds config/default (make deploy) with config/base's commented
+// components line turned on, as the README tells users to.
 func buildWithMonitoring(t *testing.T, root string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(filepath.Join(dir, "config"), os.DirFS(filepath.Join(root, "config"))))
-	path := filepath.Join(dir, "config", "default", "kustomization.yaml")
+	path := filepath.Join(dir, "config", "base", "kustomization.yaml")
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	const line = "#components: [../prometheus]"
-	require.Contains(t, string(raw), line, "config/default lost the line that turns monitoring on")
+	require.Contains(t, string(raw), line, "config/base lost the line that turns monitoring on")
 	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(raw), line, line[1:], 1)), 0o600))
 	return build(t, filepath.Join(dir, "config", "default"))
 }

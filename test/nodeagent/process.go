@@ -46,6 +46,10 @@ type ProcessImage struct {
 	// port to it. A port that a process outside the pods holds on all addresses (a test's OLM
 	// operators) cannot be forwarded; the program then serves on the moved port only.
 	PortFlags map[int32]string
+	// Args are appended to the container's arguments (after PortFlags'): what the program needs
+	// on this machine that a cluster gives a pod otherwise, e.g. --flink-rest-address=pod-ip for
+	// an operator, since a process cannot resolve Service names (the machine has no cluster DNS).
+	Args []string
 }
 
 // processImage returns how a container image runs as a process, if it does.
@@ -113,6 +117,7 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 		}
 		args = append(args, fmt.Sprintf(img.PortFlags[port], local))
 	}
+	args = append(args, img.Args...)
 
 	host, port, err := apiServerAddress(r.a.opts.Kubeconfig)
 	if err != nil {
