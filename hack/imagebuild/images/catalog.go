@@ -76,7 +76,9 @@ func Catalog(o CatalogOptions) (v1.Image, error) {
 	return assemble(v1.Config{
 		User:       NonRoot,
 		Entrypoint: []string{OpmPath},
-		Cmd:        []string{"serve", CatalogConfigs, "--cache-dir=/tmp/cache"},
+		// No --cache-dir: opm refuses a cache directory it did not build with --cache-only, which
+		// needs opm to run at build time; it builds its cache in a temporary directory at start.
+		Cmd:        []string{"serve", CatalogConfigs},
 		WorkingDir: "/",
 		Env:        baseEnv(),
 		Labels:     labels,

@@ -211,7 +211,7 @@ func TestImages(t *testing.T) {
 		cf, err := catalog.ConfigFile()
 		require.NoError(t, err)
 		assert.Equal(t, []string{"/bin/opm"}, cf.Config.Entrypoint)
-		assert.Equal(t, []string{"serve", "/configs", "--cache-dir=/tmp/cache"}, cf.Config.Cmd)
+		assert.Equal(t, []string{"serve", "/configs"}, cf.Config.Cmd)
 		assert.Equal(t, "65532:65532", cf.Config.User)
 		assert.Equal(t, "/configs", cf.Config.Labels["operators.operatorframework.io.index.configs.v1"])
 		fs := files(t, catalog)
