@@ -142,8 +142,8 @@ deploy-test: manifests generate cluster-assets flink-dist ## Install config/defa
 	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -count=1 -timeout 10m -v
 
 .PHONY: olm-test
-olm-test: manifests generate cluster-assets olm-tools ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm).
-	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) \
+olm-test: manifests generate cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
+	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) OPERATOR_IMAGE_LAYOUT=$(IMAGES_DIR)/flink-operator \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
@@ -193,6 +193,43 @@ run: manifests generate ## Run the operator against the current kube context (se
 .PHONY: docker-build
 docker-build: ## Build the operator image (needs a Docker engine).
 	docker build -t $(IMG) .
+
+##@ Images (OCI image layouts in bin/images, built without a container runtime; see README "Images")
+
+# Bundle and catalog images live beside IMG's repository: registry/repo:tag -> registry/repo-bundle:vVERSION.
+IMG_REPO = $(shell echo '$(IMG)' | sed -E 's/:[^:/]+$$//')
+BUNDLE_IMG ?= $(IMG_REPO)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMG_REPO)-catalog:v$(VERSION)
+IMAGES_DIR ?= $(LOCALBIN)/images
+IMAGE_FLAGS = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# opm for the catalog image: static (CGO_ENABLED=0), as the image has no C library.
+OPM_STATIC ?= $(LOCALBIN)/olm/opm-static-$(OPM_VERSION)
+
+.PHONY: image
+image: ## Operator image: the static manager, the build machine's CA certificates, user 65532 (bin/images/flink-operator).
+	mkdir -p $(IMAGES_DIR)
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o $(IMAGES_DIR)/manager ./cmd
+	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager -ca-certs /etc/ssl/certs/ca-certificates.crt \
+		-image $(IMG) -out $(IMAGES_DIR)/flink-operator $(IMAGE_FLAGS)
+
+.PHONY: bundle-image
+bundle-image: image ## Bundle image from bundle.Dockerfile, its CSV naming the operator image by digest (bin/images/flink-operator-bundle).
+	go run ./hack/imagebuild bundle -dockerfile bundle.Dockerfile -context . -operator $(IMAGES_DIR)/flink-operator \
+		-image $(BUNDLE_IMG) -out $(IMAGES_DIR)/flink-operator-bundle
+
+.PHONY: catalog-image
+catalog-image: bundle-image $(OPM_STATIC) ## Catalog image: opm serve /configs over catalog/, this version pinned by digest (bin/images/flink-operator-catalog).
+	go run ./hack/imagebuild catalog -opm $(OPM_STATIC) -dir catalog -bundle-name $(BUNDLE_PACKAGE).v$(VERSION) \
+		-operator $(IMAGES_DIR)/flink-operator -bundle $(IMAGES_DIR)/flink-operator-bundle \
+		-image $(CATALOG_IMG) -out $(IMAGES_DIR)/flink-operator-catalog $(IMAGE_FLAGS)
+
+.PHONY: push
+push: catalog-image ## Push the three images to IMG's registry (credentials of ~/.docker/config.json; not run in CI).
+	go run ./hack/imagebuild push $(IMAGES_DIR)/flink-operator $(IMAGES_DIR)/flink-operator-bundle $(IMAGES_DIR)/flink-operator-catalog
+
+$(OPM_STATIC): hack/tools/opm/go.mod
+	mkdir -p $(dir $@)
+	cd hack/tools/opm && CGO_ENABLED=0 go build -trimpath -tags=json1,containers_image_openpgp -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
 
 ##@ Deployment
 

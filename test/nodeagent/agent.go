@@ -6,8 +6,8 @@
 // What a container image becomes: images whose name contains "flink" run the Flink image's
 // entrypoint commands (jobmanager, taskmanager, standalone-job, kubernetes-jobmanager.sh,
 // kubernetes-taskmanager.sh) as java processes of the distribution whose major version matches
-// the image tag. Images of Options.ProcessImages run a locally built binary instead (see
-// ProcessImage). Other containers cannot run here and are reported as Waiting with reason
+// the image tag. Images of Options.ProcessImages run a locally built binary, or the image
+// itself from an OCI image layout, instead (see ProcessImage). Other containers cannot run here and are reported as Waiting with reason
 // ImageNotRunnable, so their pods never look healthy.
 //
 // How a pod sees the world: volumes become directories (configMap and secret files written
@@ -83,7 +83,9 @@ type Agent struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podRunner
-	ips  *ipPool
+	// imageMu serializes unpacking images (ProcessImage.Archive) into the shared cache.
+	imageMu sync.Mutex
+	ips     *ipPool
 
 	done chan struct{}
 

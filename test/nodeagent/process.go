@@ -40,6 +40,14 @@ type ProcessImage struct {
 	// Binary stands for the image's entrypoint (the container's command[0], or the image's
 	// default entrypoint when the container has no command).
 	Binary string
+	// Archive, instead of Binary, is the image itself as an OCI image layout directory (`make
+	// image` writes bin/images/flink-operator). The agent unpacks it once per digest and runs
+	// the container in a root of its own made from it (unshare --root): the image's entrypoint
+	// and cmd combined with the container's command and args as Kubernetes does, the image's
+	// env under the container's, the image's user unless the security context names one, and
+	// every volume mounted at its mount path (not only under /tmp and /run), with the pod's
+	// hosts file as /etc/hosts. The network is still the agent's: PortFlags apply as for Binary.
+	Archive string
 	// PortFlags maps a container port the program binds on all addresses to the argument that
 	// moves it, with %d for the port (9443: "--webhook-port=%d"; appended, so it wins over the
 	// container's own): the process gets a free port, and the agent forwards the pod address's
@@ -88,13 +96,19 @@ func processArgs(c corev1.Container, env map[string]string, podIP string) []stri
 	}
 	args := []string{}
 	for _, w := range words {
-		w = expandVars(w, env)
-		if m := wildcardBind.FindStringSubmatch(w); m != nil {
-			w = m[1] + podIP + ":" + m[3]
-		}
-		args = append(args, w)
+		args = append(args, rewriteWord(w, env, podIP))
 	}
 	return args
+}
+
+// rewriteWord expands $(VAR) in a word of the container's command or args and moves an
+// all-address bind to the pod's address.
+func rewriteWord(w string, env map[string]string, podIP string) string {
+	w = expandVars(w, env)
+	if m := wildcardBind.FindStringSubmatch(w); m != nil {
+		w = m[1] + podIP + ":" + m[3]
+	}
+	return w
 }
 
 // processCommand builds the command of a container that runs as a process.
@@ -104,7 +118,42 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 	if err != nil {
 		return nil, "", err
 	}
-	args := processArgs(c.spec, env, r.ip)
+	dir := filepath.Join(r.dir, "containers", c.spec.Name)
+	var args, imageEnv []string
+	var script string
+	if img.Archive != "" {
+		unpacked, err := r.a.unpack(img.Archive)
+		if err != nil {
+			return nil, "", err
+		}
+		if args, err = imageCommand(c.spec, unpacked.config, env, r.ip); err != nil {
+			return nil, "", err
+		}
+		uid, gid, err := imageUser(r.pod, c.spec, unpacked.config)
+		if err != nil {
+			return nil, "", err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, "", err
+		}
+		root, err := containerRootfs(unpacked, dir)
+		if err != nil {
+			return nil, "", err
+		}
+		workDir := unpacked.config.WorkingDir
+		if c.spec.WorkingDir != "" {
+			workDir = c.spec.WorkingDir
+		}
+		if script, err = r.rootfsScript(c.spec, root, workDir, uid, gid); err != nil {
+			return nil, "", err
+		}
+		imageEnv = unpacked.config.Env
+	} else {
+		args = processArgs(c.spec, env, r.ip)
+		if script, err = r.mountScript(c.spec, dir, img.Binary); err != nil {
+			return nil, "", err
+		}
+	}
 	ports := make([]int32, 0, len(img.PortFlags))
 	for port := range img.PortFlags {
 		ports = append(ports, port)
@@ -123,17 +172,13 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 	if err != nil {
 		return nil, "", err
 	}
-	procEnv := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/", "HOSTNAME=" + r.pod.Name,
-		"KUBERNETES_SERVICE_HOST=" + host, "KUBERNETES_SERVICE_PORT=" + port}
+	// Later entries win: the image's env over the defaults, the container's over the image's.
+	procEnv := append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/"}, imageEnv...)
+	procEnv = append(procEnv, "HOSTNAME="+r.pod.Name, "KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
 	for _, k := range order {
 		procEnv = append(procEnv, k+"="+env[k])
 	}
 
-	dir := filepath.Join(r.dir, "containers", c.spec.Name)
-	script, err := r.mountScript(c.spec, dir, img.Binary)
-	if err != nil {
-		return nil, "", err
-	}
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name+".out")
 	out, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

@@ -5,11 +5,12 @@
 // the local cluster, a CatalogSource points at `opm serve` of the project's file-based catalog
 // (catalog/, bundles embedded), and a Subscription follows the stable channel.
 //
-// The operator's pod runs the real operator: the node agent runs the image
-// ghcr.io/flink-operator/flink-operator as the manager binary built from ./cmd (the image itself
-// is the only stand-in), with the CSV's command, arguments and env, OLM's webhook certificate
-// mounted where the operator looks for it, and the pod's ServiceAccount token, so it works with
-// exactly the permissions the CSV asks for. The test runs in a network namespace of its own
+// The operator's pod runs the real operator from its real image: the node agent maps the CSVs'
+// image ghcr.io/flink-operator/flink-operator to the OCI image `make image` built
+// (OPERATOR_IMAGE_LAYOUT), unpacks it and runs its entrypoint in a root made from it, as the
+// image's user 65532, with the CSV's command, arguments and env, OLM's webhook certificate
+// mounted where OLM mounts it, and the pod's ServiceAccount token, so it works with exactly the
+// permissions the CSV asks for. The test runs in a network namespace of its own
 // (package podnet, as the e2e suite), where pods have addresses EndpointSlices accept and the
 // API server calls the operator's webhooks through the Service OLM creates.
 //
@@ -105,12 +106,11 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	require.NoError(t, err)
 	dir := t.TempDir()
 
-	// Both CSV versions run the operator built from this tree.
-	manager := filepath.Join(dir, "manager")
-	require.NoError(t, kubeenv.BuildOperator(ctx, manager))
+	// Both CSV versions run the operator image built from this tree (make image).
+	imageLayout := requireEnv(t, "OPERATOR_IMAGE_LAYOUT")
 
 	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true, Pods: podnet.Current(),
-		ProcessImages: map[string]nodeagent.ProcessImage{operatorImage: {Binary: manager,
+		ProcessImages: map[string]nodeagent.ProcessImage{operatorImage: {Archive: imageLayout,
 			// The webhook server binds all addresses and two operator pods overlap during the
 			// upgrade; OLM's catalog operator holds :8443, the metrics port, on all addresses.
 			PortFlags: map[int32]string{9443: "--webhook-port=%d", 8443: "--metrics-bind-address=:%d"}}}})
@@ -180,7 +180,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: deploymentName}, &dep))
 	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.1.0", dep.Spec.Template.Spec.Containers[0].Image)
 	assert.True(t, podTemplateRequiresContainers(t, ctx, c), "the v0.1.0 CRD requires podTemplate containers")
-	requireOperatorProcess(t, ctx, c, "0.1.0")
+	requireOperatorProcess(t, ctx, c, dir, "0.1.0")
 
 	// N: the channel's next entry replaces N-1.
 	approveInstallPlan(t, ctx, c, currentCSV)
@@ -193,7 +193,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	assert.Equal(t, "ghcr.io/flink-operator/flink-operator:0.2.0", dep.Spec.Template.Spec.Containers[0].Image)
 	// OLM passes the target namespaces, which the operator reads as WATCH_NAMESPACE.
 	assert.Equal(t, watchedNS, dep.Spec.Template.Annotations["olm.targetNamespaces"])
-	requireOperatorProcess(t, ctx, c, "0.2.0")
+	requireOperatorProcess(t, ctx, c, dir, "0.2.0")
 
 	t.Run("webhook served with OLM's certificate", func(t *testing.T) {
 		// Only the operator's validating webhook knows this rule (the CRD schema allows it), so
@@ -343,10 +343,10 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	})
 }
 
-// requireOperatorProcess checks that the operator pod of version runs the operator itself: a
-// process with the CSV's arguments, configured in-cluster (its ServiceAccount's token, no
-// kubeconfig).
-func requireOperatorProcess(t *testing.T, ctx context.Context, c client.Client, version string) {
+// requireOperatorProcess checks that the operator pod of version runs the operator image: a
+// process rooted in the unpacked image, as its user 65532, with the CSV's arguments, configured
+// in-cluster (its ServiceAccount's token, no kubeconfig).
+func requireOperatorProcess(t *testing.T, ctx context.Context, c client.Client, dir, version string) {
 	t.Helper()
 	var pid int
 	waitFor(t, ctx, "a ready operator pod of "+version, func() (bool, error) {
@@ -384,6 +384,21 @@ func requireOperatorProcess(t *testing.T, ctx context.Context, c client.Client, 
 	for _, v := range vars {
 		assert.False(t, strings.HasPrefix(v, "KUBECONFIG="), "the operator must use its ServiceAccount, not a kubeconfig: %s", v)
 	}
+	assert.Contains(t, vars, "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "the image's env")
+
+	// The process's root is a copy of the unpacked image, and it runs as the image's user.
+	root, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "root"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(root, filepath.Join(dir, "node", "pods")) && strings.HasSuffix(root, "/containers/manager/rootfs"),
+		"the operator's root is its container's copy of the image: %s", root)
+	for _, f := range []string{"manager", "etc/ssl/certs/ca-certificates.crt", "var/run/secrets/kubernetes.io/serviceaccount/token",
+		"apiserver.local.config/certificates/apiserver.crt"} {
+		assert.FileExists(t, filepath.Join("/proc", strconv.Itoa(pid), "root", f), "in the operator's root")
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^Uid:\s+65532\s+65532\s+65532\s+65532$`, string(status), "the image's user")
+	assert.Regexp(t, `(?m)^Gid:\s+65532\s+65532\s+65532\s+65532$`, string(status), "the image's group")
 }
 
 func requireEnv(t *testing.T, name string) string {
