@@ -339,11 +339,15 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: restMetrics.Observe, TLS: restTLS}
+	// core/v1 Events, as upstream records them. GetEventRecorder (events.k8s.io) takes another
+	// recorder interface throughout the controllers: a change of its own, not part of the
+	// controller-runtime upgrade.
+	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
 	if err := (&controllers.FlinkDeploymentReconciler{
 		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
-		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
@@ -358,7 +362,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := (&controllers.FlinkSessionJobReconciler{
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
-		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         lifecycleMetrics,
 		SecretKeyPatterns: o.keyPatterns(),
@@ -376,7 +380,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
 		Client:     shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Scheme:     mgr.GetScheme(),
-		Recorder:   mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:   recorder,
 		Flink:      flinkClients,
 		Intervals:  o.intervals(),
 		RateLimits: o.rateLimits,
