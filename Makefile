@@ -22,12 +22,12 @@ LOCALBIN ?= $(shell pwd)/bin
 $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
-## Tool versions (kept matched: k8s 1.33 <-> client-go v0.33 <-> controller-runtime v0.21 <-> controller-tools v0.18).
-CONTROLLER_TOOLS_VERSION ?= v0.18.0
+## Tool versions (kept matched: k8s 1.37 <-> client-go v0.37 <-> controller-runtime v0.25 <-> controller-tools v0.23).
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.7.1
 ENVTEST_VERSION ?= v0.25.1
-K8S_VERSION ?= 1.33.4
-ENVTEST_K8S_VERSION ?= 1.33
+K8S_VERSION ?= 1.37.2
+ENVTEST_K8S_VERSION ?= 1.37
 
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # promtool checks and unit-tests config/prometheus (test/monitoring); not a dependency of the operator.
@@ -55,15 +55,25 @@ ENVTEST_ASSETS_DIR = $(LOCALBIN)/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
 KUBE_APISERVER = $(ENVTEST_ASSETS_DIR)/kube-apiserver
 ETCD = $(ENVTEST_ASSETS_DIR)/etcd
 KUBECTL = $(ENVTEST_ASSETS_DIR)/kubectl
+## The oldest supported Kubernetes (the CSV's minKubeVersion): `make unit` runs the controllers'
+## envtest suite against its kube-apiserver too. 1.28 is the oldest whose kube-apiserver builds
+## from the module proxy (1.27's k8s.io/legacy-cloud-providers is refused there); etcd is the
+## newest one's (the etcd v3 API is the same).
+K8S_OLDEST_VERSION ?= 1.28.15
+ENVTEST_OLDEST_ASSETS_DIR = $(LOCALBIN)/k8s/$(K8S_OLDEST_VERSION)-$(GOOS)-$(GOARCH)
+KUBE_APISERVER_OLDEST = $(ENVTEST_OLDEST_ASSETS_DIR)/kube-apiserver
+ETCD_OLDEST = $(ENVTEST_OLDEST_ASSETS_DIR)/etcd
+KUBE_OLDEST_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_OLDEST_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_OLDEST_VERSION)))
 # The local cluster (test/localcluster) adds the controller manager and scheduler, so Deployments
 # become ReplicaSets and Pods, and EndpointSlices follow pod readiness, as in a real cluster.
 KUBE_CONTROLLER_MANAGER = $(ENVTEST_ASSETS_DIR)/kube-controller-manager
 KUBE_SCHEDULER = $(ENVTEST_ASSETS_DIR)/kube-scheduler
 # Without these, /version reports v0.0.0-master and kubectl and OLM's minKubeVersion check fail.
 KUBE_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=33 \
+	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) \
 	-X k8s.io/client-go/pkg/version.gitVersion=v$(K8S_VERSION) \
-	-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=33
+	-X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION)))
 
 ## Real Flink for the tests: distributions from PyPI (apache-flink-libraries sdist), example jobs
 ## from Maven Central, unpacked into bin/flink/<version> by hack/install-flink.sh.
@@ -128,10 +138,12 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 test: unit e2e deploy-test olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator.
 
 .PHONY: unit
-unit: manifests generate envtest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e).
+unit: manifests generate envtest-assets envtest-oldest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
 		go test ./... -count=1 -timeout 30m
+	@echo "unit: the controllers' envtest suite against the oldest supported API server, v$(K8S_OLDEST_VERSION)"
+	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
 .PHONY: e2e
 e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
@@ -337,6 +349,18 @@ envtest-assets: setup-envtest $(KUBE_APISERVER) $(ETCD) $(KUBECTL) ## Build kube
 $(KUBE_APISERVER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+
+# kube-apiserver and etcd of the oldest supported Kubernetes (K8S_OLDEST_VERSION), for envtest.
+.PHONY: envtest-oldest-assets
+envtest-oldest-assets: $(KUBE_APISERVER_OLDEST) $(ETCD_OLDEST)
+
+$(KUBE_APISERVER_OLDEST): hack/tools/kube-oldest/go.mod
+	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
+	cd hack/tools/kube-oldest && go build -ldflags "$(KUBE_OLDEST_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+
+$(ETCD_OLDEST): $(ETCD)
+	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
+	cp $(ETCD) $@
 
 $(KUBECTL): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)

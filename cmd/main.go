@@ -424,11 +424,15 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS}
+	// core/v1 Events, as upstream records them. GetEventRecorder (events.k8s.io) takes another
+	// recorder interface throughout the controllers: a change of its own, not part of the
+	// controller-runtime upgrade.
+	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
 	if err := (&controllers.FlinkDeploymentReconciler{
 		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
-		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         opMetrics.Lifecycle,
 		SecretKeyPatterns: o.keyPatterns(),
@@ -443,7 +447,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := (&controllers.FlinkSessionJobReconciler{
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
-		Recorder:          mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         opMetrics.Lifecycle,
 		SecretKeyPatterns: o.keyPatterns(),
@@ -461,7 +465,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
 		Client:     shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Scheme:     mgr.GetScheme(),
-		Recorder:   mgr.GetEventRecorderFor("flink-operator"),
+		Recorder:   recorder,
 		Flink:      flinkClients,
 		Intervals:  o.intervals(),
 		RateLimits: o.rateLimits,

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"sync"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,62 +86,15 @@ func enqueue(q workqueue.TypedRateLimitingInterface[reconcile.Request], obj clie
 	}
 	req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: priority}, req)
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, req)
 		return
 	}
 	q.Add(req)
 }
 
 // newPriorityQueue is controller-runtime's priority queue, which a controller takes through
-// controller.Options.NewQueue, made to release its waiting workers on shutdown.
+// controller.Options.NewQueue. (controller-runtime v0.21's kept workers waiting after ShutDown,
+// which the operator worked around; v0.25's releases them: TestPriorityQueueReleasesWorkersOnShutDown.)
 func newPriorityQueue(name string, rateLimiter workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-	inner := priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rateLimiter })
-	return &shutdownSafeQueue{PriorityQueue: inner, done: make(chan struct{})}
-}
-
-// shutdownSafeQueue works around controller-runtime v0.21's priority queue, whose
-// GetWithPriority keeps a worker waiting after ShutDown: every stop of the manager then lasts
-// its whole graceful-shutdown timeout (30 s), and a leader hand-over as long. Later releases fix
-// it; this goes with the controller-runtime upgrade.
-type shutdownSafeQueue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
-	done chan struct{}
-	once sync.Once
-}
-
-func (q *shutdownSafeQueue) ShutDown() {
-	q.once.Do(func() { close(q.done) })
-	q.PriorityQueue.ShutDown()
-}
-
-func (q *shutdownSafeQueue) ShutDownWithDrain() { q.ShutDown() }
-
-func (q *shutdownSafeQueue) GetWithPriority() (reconcile.Request, int, bool) {
-	select {
-	case <-q.done:
-		return reconcile.Request{}, 0, true
-	default:
-	}
-	type got struct {
-		req      reconcile.Request
-		priority int
-		shutdown bool
-	}
-	ch := make(chan got, 1)
-	go func() {
-		req, priority, shutdown := q.PriorityQueue.GetWithPriority()
-		ch <- got{req, priority, shutdown}
-	}()
-	select {
-	case g := <-ch:
-		return g.req, g.priority, g.shutdown
-	case <-q.done:
-		// The inner Get stays blocked; the queue no longer hands out items, so nothing is lost.
-		return reconcile.Request{}, 0, true
-	}
-}
-
-func (q *shutdownSafeQueue) Get() (reconcile.Request, bool) {
-	req, _, shutdown := q.GetWithPriority()
-	return req, shutdown
+	return priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.RateLimiter = rateLimiter })
 }

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -49,8 +50,9 @@ func TestUpdatePriority(t *testing.T) {
 }
 
 // TestPriorityQueueReleasesWorkersOnShutDown: a worker waiting for work returns when the queue
-// shuts down. controller-runtime v0.21's priority queue keeps it waiting, so every stop of the
-// manager lasted its graceful-shutdown timeout (30 s).
+// shuts down. controller-runtime v0.21's priority queue kept it waiting, so every stop of the
+// manager lasted its graceful-shutdown timeout (30 s); the operator wrapped it until v0.25, whose
+// queue passes this on its own.
 func TestPriorityQueueReleasesWorkersOnShutDown(t *testing.T) {
 	q := newPriorityQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	returned := make(chan bool, 1)
@@ -71,4 +73,17 @@ func TestPriorityQueueReleasesWorkersOnShutDown(t *testing.T) {
 	require.True(t, ok, "the handlers recognise it as a priority queue")
 	_, _, shutdown := pq.GetWithPriority()
 	assert.True(t, shutdown, "a Get after shutdown returns at once")
+}
+
+// TestControllersKeepThePlainQueue: controller-runtime v0.23 and later give a controller its
+// priority queue unless told otherwise. The operator's controllers keep the plain queue (with
+// the rate limiter RateLimits describes) unless one asks for the priority queue, as the
+// FlinkDeployment controller does with --reconcile-priority-queue.
+func TestControllersKeepThePlainQueue(t *testing.T) {
+	noop := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
+	opts, _, err := RateLimits{}.pace(nil, "flinksessionjob", time.Minute, &flinkv1beta1.FlinkSessionJob{}, noop)
+	require.NoError(t, err)
+	require.NotNil(t, opts.UsePriorityQueue, "left unset, controller-runtime uses its priority queue")
+	assert.False(t, *opts.UsePriorityQueue)
+	assert.Nil(t, opts.NewQueue, "the plain queue is controller-runtime's own")
 }

@@ -31,7 +31,11 @@ type RateLimits struct {
 // controller gets limiters of its own: requests of different kinds may name the same object.
 func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, obj client.Object,
 	r reconcile.Reconciler) (controller.Options, reconcile.Reconciler, error) {
-	var opts controller.Options
+	// controller-runtime v0.23 and later give every controller its priority queue unless told
+	// otherwise; the operator keeps the plain queue, whose rate limiter the options below and the
+	// README describe, except where a controller asks for the priority queue (its NewQueue).
+	usePriorityQueue := false
+	opts := controller.Options{UsePriorityQueue: &usePriorityQueue}
 	var backoff *ratelimit.Backoff[reconcile.Request]
 	if p.Retry != (ratelimit.Retry{}) {
 		logger := mgr.GetLogger().WithValues("controller", name)

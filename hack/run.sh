@@ -16,7 +16,7 @@ fi
 
 echo "run: no cluster reachable; starting a local control plane"
 make --no-print-directory envtest-assets
-assets="$(bin/setup-envtest-* use 1.33 --bin-dir bin -p path)"
+assets="$(bin/setup-envtest-* use 1.37 --bin-dir bin -p path)"
 kubeconfig="$PWD/.dev/kubeconfig"
 rm -f "$kubeconfig"
 KUBEBUILDER_ASSETS="$assets" go run ./test/cmd/devcluster --write-kubeconfig "$kubeconfig" &

@@ -12,8 +12,9 @@
 package v1beta1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -21,8 +22,26 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "flink.apache.org", Version: "v1beta1"}
 
 	// SchemeBuilder registers the types of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &schemeBuilder{}
 
 	// AddToScheme adds the types of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// schemeBuilder is apimachinery's SchemeBuilder with controller-runtime's Register(objects...):
+// controller-runtime's own builder is deprecated, since an API package should import
+// apimachinery only.
+type schemeBuilder struct{ builder runtime.SchemeBuilder }
+
+// Register adds objs, of GroupVersion, to what AddToScheme registers.
+func (b *schemeBuilder) Register(objs ...runtime.Object) {
+	b.builder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(GroupVersion, objs...)
+		metav1.AddToGroupVersion(s, GroupVersion)
+		return nil
+	})
+}
+
+// AddToScheme registers every type registered so far (a pointer receiver, so that the package's
+// AddToScheme, taken before the types' init functions run, sees them all).
+func (b *schemeBuilder) AddToScheme(s *runtime.Scheme) error { return b.builder.AddToScheme(s) }

@@ -86,7 +86,7 @@ func TestTransformsDropWhatIsNeverRead(t *testing.T) {
 	}
 
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "orders", Annotations: map[string]string{"a": "b"},
-		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)}}}},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"component": "jobmanager"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "flink-main-container", Image: "flink:1.20"}}}}},
@@ -101,4 +101,10 @@ func TestTransformsDropWhatIsNeverRead(t *testing.T) {
 	assert.Equal(t, "b", got.Annotations["a"])
 	assert.Equal(t, native.FieldManager, got.ManagedFields[0].Manager, "the manager still tells the operator's own")
 	assert.Nil(t, got.ManagedFields[0].FieldsV1)
+}
+
+func fieldsV1(raw string) *metav1.FieldsV1 {
+	f := &metav1.FieldsV1{}
+	f.SetRawString(raw)
+	return f
 }

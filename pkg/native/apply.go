@@ -75,7 +75,10 @@ func clusterName(jm *appsv1.Deployment) string { return jm.Labels[LabelApp] }
 func apply(ctx context.Context, c client.Client, obj client.Object) error {
 	obj.SetManagedFields(nil)
 	obj.SetResourceVersion("")
-	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+	// Server-side apply of the typed object pkg/native built whole. client.Apply is deprecated for
+	// Client.Apply with apply configurations, which would mean building every object as one: a
+	// change of its own, not part of the controller-runtime upgrade.
+	if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil { //nolint:staticcheck // SA1019: see above
 		return fmt.Errorf("apply %s %s/%s: %w", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil

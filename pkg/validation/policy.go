@@ -108,7 +108,7 @@ func annotationAllowed(allowed []string, key string) bool {
 // podSecurityEvaluator runs the Pod Security Standards' checks of the Kubernetes version this
 // operator is built against.
 var podSecurityEvaluator = func() psapolicy.Evaluator {
-	e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks())
+	e, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil) // nil: no older version emulated
 	if err != nil {
 		panic(fmt.Sprintf("pod security checks: %v", err)) // the library's own check list: cannot fail
 	}

@@ -15,7 +15,6 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,16 +37,16 @@ func Setup(mgr ctrl.Manager, v *validation.Validator) error {
 	// own resources only, but admission is asked of whichever instance, for every shard's
 	// resources: a reference to another shard's FlinkDeployment is found all the same.
 	reader := shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkDeployment{}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkDeployment{}).
 		WithValidator(&deploymentValidator{v: v}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkDeployment webhook: %w", err)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkSessionJob{}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkSessionJob{}).
 		WithValidator(&sessionJobValidator{v: v, reader: reader}).
 		WithDefaulter(sessionJobDefaulter{}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkSessionJob webhook: %w", err)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).
+	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkStateSnapshot{}).
 		WithValidator(&snapshotValidator{v: v, reader: reader}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkStateSnapshot webhook: %w", err)
 	}
@@ -66,27 +65,18 @@ func invalid(kind, name string, errs field.ErrorList) error {
 
 type deploymentValidator struct{ v *validation.Validator }
 
-func (d *deploymentValidator) ValidateCreate(_ context.Context, obj runtime.Object) (admission.Warnings, error) {
-	dep, ok := obj.(*flinkv1beta1.FlinkDeployment)
-	if !ok {
-		return nil, fmt.Errorf("expected a FlinkDeployment, got %T", obj)
-	}
+func (d *deploymentValidator) ValidateCreate(_ context.Context, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, nil))
 }
 
-func (d *deploymentValidator) ValidateUpdate(_ context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	dep, ok1 := newObj.(*flinkv1beta1.FlinkDeployment)
-	old, ok2 := oldObj.(*flinkv1beta1.FlinkDeployment)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("expected FlinkDeployments, got %T and %T", oldObj, newObj)
-	}
+func (d *deploymentValidator) ValidateUpdate(_ context.Context, old, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	if dep.DeletionTimestamp != nil {
 		return nil, nil // finalizer removal must never be blocked
 	}
 	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, old))
 }
 
-func (d *deploymentValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (d *deploymentValidator) ValidateDelete(context.Context, *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	return nil, nil
 }
 
@@ -141,38 +131,25 @@ func (s *sessionJobValidator) validate(ctx context.Context, job, old *flinkv1bet
 	return w, invalid("FlinkSessionJob", job.Name, s.v.ValidateSessionJob(ctx, job, old, session))
 }
 
-func (s *sessionJobValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	job, ok := obj.(*flinkv1beta1.FlinkSessionJob)
-	if !ok {
-		return nil, fmt.Errorf("expected a FlinkSessionJob, got %T", obj)
-	}
+func (s *sessionJobValidator) ValidateCreate(ctx context.Context, job *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
 	return s.validate(ctx, job, nil)
 }
 
-func (s *sessionJobValidator) ValidateUpdate(ctx context.Context, oldObj, newObj runtime.Object) (admission.Warnings, error) {
-	job, ok1 := newObj.(*flinkv1beta1.FlinkSessionJob)
-	old, ok2 := oldObj.(*flinkv1beta1.FlinkSessionJob)
-	if !ok1 || !ok2 {
-		return nil, fmt.Errorf("expected FlinkSessionJobs, got %T and %T", oldObj, newObj)
-	}
+func (s *sessionJobValidator) ValidateUpdate(ctx context.Context, old, job *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
 	if job.DeletionTimestamp != nil {
 		return nil, nil
 	}
 	return s.validate(ctx, job, old)
 }
 
-func (s *sessionJobValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (s *sessionJobValidator) ValidateDelete(context.Context, *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
 	return nil, nil
 }
 
 type sessionJobDefaulter struct{}
 
 // Default sets the target.session label to the session's name.
-func (sessionJobDefaulter) Default(_ context.Context, obj runtime.Object) error {
-	job, ok := obj.(*flinkv1beta1.FlinkSessionJob)
-	if !ok {
-		return fmt.Errorf("expected a FlinkSessionJob, got %T", obj)
-	}
+func (sessionJobDefaulter) Default(_ context.Context, job *flinkv1beta1.FlinkSessionJob) error {
 	if job.Spec.DeploymentName == "" {
 		return nil
 	}
@@ -205,19 +182,11 @@ func (s *snapshotValidator) validate(ctx context.Context, snap *flinkv1beta1.Fli
 	return invalid("FlinkStateSnapshot", snap.Name, s.v.ValidateSnapshot(snap, exists))
 }
 
-func (s *snapshotValidator) ValidateCreate(ctx context.Context, obj runtime.Object) (admission.Warnings, error) {
-	snap, ok := obj.(*flinkv1beta1.FlinkStateSnapshot)
-	if !ok {
-		return nil, fmt.Errorf("expected a FlinkStateSnapshot, got %T", obj)
-	}
+func (s *snapshotValidator) ValidateCreate(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
 	return disposalWarnings(snap), s.validate(ctx, snap)
 }
 
-func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, newObj runtime.Object) (admission.Warnings, error) {
-	snap, ok := newObj.(*flinkv1beta1.FlinkStateSnapshot)
-	if !ok {
-		return nil, fmt.Errorf("expected a FlinkStateSnapshot, got %T", newObj)
-	}
+func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, snap *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
 	if snap.DeletionTimestamp != nil {
 		return nil, nil
 	}
@@ -239,7 +208,7 @@ func disposalWarnings(snap *flinkv1beta1.FlinkStateSnapshot) admission.Warnings 
 		"disposes of the existing savepoint %s; set spec.savepoint.disposeOnDelete: false to keep the data", sp.Path)}
 }
 
-func (s *snapshotValidator) ValidateDelete(context.Context, runtime.Object) (admission.Warnings, error) {
+func (s *snapshotValidator) ValidateDelete(context.Context, *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
 	return nil, nil
 }
 

@@ -57,7 +57,7 @@ func TestBundlePassesValidatorsWithoutWarnings(t *testing.T) {
 		objs = append(objs, obj)
 	}
 	// The Kubernetes version the bundle is checked against for removed APIs (as --optional-values).
-	objs = append(objs, map[string]string{"k8s-version": "1.33"})
+	objs = append(objs, map[string]string{"k8s-version": "1.37"})
 
 	var results []errors.ManifestResult
 	results = append(results, validation.DefaultBundleValidators.Validate(objs...)...)

@@ -101,7 +101,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	e := &Env{Dir: dir}
 	clusterOpts := localcluster.Options{
-		BinDir: filepath.Join(root, "bin", "k8s", "1.33.4-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log}
+		BinDir: filepath.Join(root, "bin", "k8s", "1.37.2-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log}
 	if opts.Operator {
 		// The API server's audit log records what the operator did (AuditDir).
 		user, err := OperatorUser(root)

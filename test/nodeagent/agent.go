@@ -302,7 +302,7 @@ func (a *Agent) tryUpdateNodeStatus(ctx context.Context) error {
 	}
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: a.opts.NodeName}}
-	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.33.4", OperatingSystem: "linux", Architecture: "amd64",
+	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
 		ContainerRuntimeVersion: "nodeagent://flink-processes"}
 	var conds []corev1.NodeCondition
 	for _, t := range []corev1.NodeConditionType{corev1.NodeMemoryPressure, corev1.NodeDiskPressure, corev1.NodePIDPressure} {
