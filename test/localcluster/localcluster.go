@@ -132,6 +132,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		// Services are reached through their EndpointSlices (no kube-proxy here): admission
 		// webhooks served by pods on package podnet's addresses.
 		"--enable-aggregator-routing=true",
+		// 1.37 refuses a loopback advertise address for the kubernetes Service's endpoints;
+		// nothing here reaches the API server through that Service.
+		"--endpoint-reconciler-type=none",
 		// As OpenShift does: setting an ownerReference needs delete on the object, and
 		// blockOwnerDeletion needs update on the owner's finalizers subresource, so a client
 		// missing those grants is refused here too.
