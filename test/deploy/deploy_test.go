@@ -93,7 +93,7 @@ func TestMakeDeploy(t *testing.T) {
 		stream.WriteString("---\n")
 		stream.Write(data)
 	}
-	kubectl := exec.CommandContext(ctx, filepath.Join(root, "bin", "k8s", "1.33.4-linux-amd64", "kubectl"),
+	kubectl := exec.CommandContext(ctx, filepath.Join(localenv.KubeBinDir(root), "kubectl"),
 		"--kubeconfig", env.Cluster.Kubeconfig, "apply", "--server-side", "-f", "-")
 	kubectl.Stdin = &stream
 	out, err := kubectl.CombinedOutput()

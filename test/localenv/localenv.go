@@ -101,7 +101,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	e := &Env{Dir: dir}
 	clusterOpts := localcluster.Options{
-		BinDir: filepath.Join(root, "bin", "k8s", "1.37.2-linux-amd64"), Dir: filepath.Join(dir, "cluster"), Log: opts.Log}
+		BinDir: KubeBinDir(root), Dir: filepath.Join(dir, "cluster"), Log: opts.Log}
 	if opts.Operator {
 		// The API server's audit log records what the operator did (AuditDir).
 		user, err := OperatorUser(root)
@@ -320,4 +320,10 @@ func (e *Env) Stop() {
 	if e.agentLog != nil {
 		e.agentLog.Close()
 	}
+}
+
+// KubeBinDir is where make cluster-assets puts the control plane's binaries and kubectl
+// (K8S_VERSION in the Makefile).
+func KubeBinDir(root string) string {
+	return filepath.Join(root, "bin", "k8s", "1.37.2-linux-amd64")
 }
