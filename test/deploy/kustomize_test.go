@@ -199,7 +199,7 @@ func TestDefaultInstallRBACIsLeastPrivilege(t *testing.T) {
 	ctx := context.Background()
 	for _, o := range in.objects {
 		obj := o.DeepCopy()
-		require.NoError(t, env.Client.Patch(ctx, obj, client.Apply, client.FieldOwner("kubectl"), client.ForceOwnership), "apply %s %s", o.GetKind(), o.GetName())
+		require.NoError(t, env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership), "apply %s %s", o.GetKind(), o.GetName())
 	}
 
 	sa := in.deployment.Spec.Template.Spec.ServiceAccountName
