@@ -151,7 +151,7 @@ e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the
 
 .PHONY: deploy-test
 deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING (test/deploy).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -count=1 -timeout 10m -v
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run TestMakeDeploy -count=1 -timeout 10m -v
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
