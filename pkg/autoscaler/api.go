@@ -1,0 +1,207 @@
+// Package autoscaler decides per-vertex parallelism for a Flink job from collected metrics, the way
+// the Apache Flink Kubernetes Operator's job autoscaler (FLIP-271) does. It is pure: metrics come in
+// through MetricsSource implementations elsewhere, state goes out as ConfigMap data the caller
+// stores, and decisions are functions of (time, topology, state, config) so they are table-testable.
+package autoscaler
+
+import (
+	"context"
+	"time"
+)
+
+// VertexID is a Flink job vertex id (32 hex characters).
+type VertexID string
+
+// Vertex is one job vertex as the JobManager reports it.
+type Vertex struct {
+	ID             VertexID
+	Name           string
+	Parallelism    int
+	MaxParallelism int
+	// Inputs are the upstream vertices feeding this one.
+	Inputs []VertexID
+	// Source is true for vertices without inputs that read from an external system.
+	Source bool
+	// SourcePartitions is the number of partitions (splits) the source reads; 0 when unknown.
+	SourcePartitions int
+	// HashInput is true when at least one input edge is keyed (HASH ship strategy); such vertices
+	// are aligned to key groups.
+	HashInput bool
+}
+
+// Topology is a job graph.
+type Topology struct {
+	Vertices []Vertex
+}
+
+// VertexSample is one observation of a vertex's metrics (per second rates, aggregated over
+// subtasks: busy and back-pressured time are the max over subtasks, rates are sums).
+type VertexSample struct {
+	BusyTimeMsPerSecond          float64
+	BackPressuredTimeMsPerSecond float64
+	RecordsInPerSecond           float64
+	RecordsOutPerSecond          float64
+	// PendingRecords is the source lag (sum of pendingRecords over subtasks).
+	PendingRecords    float64
+	HasPendingRecords bool
+}
+
+// Sample is one observation of the whole job.
+type Sample struct {
+	Time     time.Time
+	Vertices map[VertexID]VertexSample
+	// HeapUsedRatio and GCTimeMsPerSecond are the TaskManagers' max heap usage and GC time; NaN
+	// when unknown.
+	HeapUsedRatio     float64
+	GCTimeMsPerSecond float64
+}
+
+// MetricsSource reads a running job's topology and metrics (implemented over the Flink REST API).
+type MetricsSource interface {
+	Topology(ctx context.Context, jobID string) (Topology, error)
+	Sample(ctx context.Context, jobID string, t Topology) (Sample, error)
+}
+
+// ScalingRecord is one past scaling decision for a vertex (upstream's ScalingSummary).
+type ScalingRecord struct {
+	Time                   time.Time
+	CurrentParallelism     int
+	NewParallelism         int
+	TrueProcessingRate     float64 // before the change
+	ExpectedProcessingRate float64 // what the new parallelism should achieve
+	TargetDataRate         float64
+}
+
+// State is what the autoscaler keeps between observations, stored in the autoscaler-<name>
+// ConfigMap.
+type State struct {
+	// Samples are the collected metrics within the window, oldest first.
+	Samples []Sample
+	// History is the per-vertex scaling history, oldest first.
+	History map[VertexID][]ScalingRecord
+	// Overrides are the parallelism overrides currently in force.
+	Overrides map[VertexID]int
+	// JobStart is the last (re)start or rescale; stabilization and the window start here.
+	JobStart time.Time
+	// DelayedScaleDown holds, per vertex, when a scale-down was first wanted (upstream's
+	// delayedScaleDown), so it is applied only after scale-down.interval.
+	DelayedScaleDown map[VertexID]DelayedScaleDown
+	// RestartTimes are observed rescale restart durations (upstream's scalingTracking).
+	RestartTimes []RestartRecord
+}
+
+// DelayedScaleDown is a pending scale-down of one vertex.
+type DelayedScaleDown struct {
+	FirstTriggered time.Time
+	// MaxParallelism is the highest parallelism recommended since FirstTriggered.
+	MaxParallelism int
+}
+
+// RestartRecord is one rescale with when it started and, once known, how long the job took to run
+// again.
+type RestartRecord struct {
+	Time     time.Time
+	Duration time.Duration // 0 while unknown
+}
+
+// VertexSummary is the evaluation of one vertex.
+type VertexSummary struct {
+	ID      VertexID
+	Current int
+	New     int
+	// Metrics are the evaluated metrics with upstream's ScalingMetric names (LOAD,
+	// TRUE_PROCESSING_RATE, TARGET_DATA_RATE, CATCH_UP_DATA_RATE, LAG, ...).
+	Metrics map[string]float64
+}
+
+// Result is the outcome of one evaluation.
+type Result struct {
+	// State is the state to store: window trimmed, history appended when scaled.
+	State State
+	// Overrides is the full new set of parallelism overrides; empty means no change.
+	Overrides map[VertexID]int
+	// Scaled is true when Overrides should be applied.
+	Scaled   bool
+	Vertices []VertexSummary
+	// Reason is the event reason ("ScalingReport") and Message its text, both empty when there is
+	// nothing to report.
+	Reason  string
+	Message string
+	// Warnings explain why a scaling was held back (ineffective scaling, memory pressure, ...).
+	Warnings []string
+}
+
+// Reason of the event that reports a scaling decision, as upstream.
+const ReasonScalingReport = "ScalingReport"
+
+// Config holds the job.autoscaler.* options the autoscaler honours, with upstream's defaults.
+type Config struct {
+	Enabled         bool          // job.autoscaler.enabled (false)
+	ScalingEnabled  bool          // job.autoscaler.scaling.enabled (true); false = recommend only
+	MetricsWindow   time.Duration // job.autoscaler.metrics.window (15 min)
+	Stabilization   time.Duration // job.autoscaler.stabilization.interval (5 min)
+	TargetUtil      float64       // job.autoscaler.utilization.target (0.7)
+	UtilMin         float64       // job.autoscaler.utilization.min (target - boundary)
+	UtilMax         float64       // job.autoscaler.utilization.max (target + boundary)
+	CatchUpDuration time.Duration // job.autoscaler.catch-up.duration (30 min); 0 disables lag catch-up
+	RestartTime     time.Duration // job.autoscaler.restart.time (5 min)
+	// RestartTimeTracking uses observed restart times (capped by RestartTimeLimit) instead of
+	// RestartTime: job.autoscaler.restart.time-tracking.enabled (false) / .limit (15 min).
+	RestartTimeTracking bool
+	RestartTimeLimit    time.Duration
+	ScaleUpMaxFactor    float64       // job.autoscaler.scale-up.max-factor (100000)
+	ScaleDownMaxFactor  float64       // job.autoscaler.scale-down.max-factor (0.6)
+	ScaleDownInterval   time.Duration // job.autoscaler.scale-down.interval (1 h)
+	VertexMinParallel   int           // job.autoscaler.vertex.min-parallelism (1)
+	VertexMaxParallel   int           // job.autoscaler.vertex.max-parallelism (200)
+	HistoryMaxCount     int           // job.autoscaler.history.max.count (3)
+	HistoryMaxAge       time.Duration // job.autoscaler.history.max.age (1 d)
+	// EffectivenessDetection blocks further scale-ups of a vertex whose last scale-up achieved
+	// less than EffectivenessThreshold of the expected increase:
+	// job.autoscaler.scaling.effectiveness.detection.enabled (false) / .threshold (0.1).
+	EffectivenessDetection   bool
+	EffectivenessThreshold   float64
+	BacklogLagThreshold      time.Duration // job.autoscaler.backlog-processing.lag-threshold (5 min)
+	HeapUsageThreshold       float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
+	GCPressureThreshold      float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
+	ExcludedVertices         []VertexID    // job.autoscaler.vertex.exclude.ids
+	BusyTimeAggregatorMax    bool          // job.autoscaler.metrics.busy-time.aggregator (MAX); false = AVG
+	ParallelismAlignmentMode string        // job.autoscaler.scaling.parallelism-alignment.mode (BALANCED)
+}
+
+// DefaultConfig returns upstream's defaults.
+func DefaultConfig() Config { panic("not implemented yet") }
+
+// ParseConfig reads the job.autoscaler.* options (also under the legacy
+// kubernetes.operator.job.autoscaler. prefix) from a Flink configuration.
+func ParseConfig(flinkConf map[string]string) (Config, error) { panic("not implemented yet") }
+
+// DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
+// Apache operator.
+func DecodeState(data map[string]string) (State, error) { panic("not implemented yet") }
+
+// Encode returns the ConfigMap data for the state, in upstream's keys and encodings.
+func (s State) Encode() (map[string]string, error) { panic("not implemented yet") }
+
+// Observe appends a sample to the state: samples taken before the stabilization interval after
+// JobStart are dropped, and the window is trimmed to metrics.window.
+func Observe(now time.Time, sample Sample, s State, c Config) State { panic("not implemented yet") }
+
+// Evaluate decides the parallelism of every vertex from the collected samples.
+func Evaluate(now time.Time, t Topology, s State, c Config) Result { panic("not implemented yet") }
+
+// FormatOverrides renders overrides as pipeline.jobvertex-parallelism-overrides
+// ("vid:p,vid:p", sorted by vertex id).
+func FormatOverrides(o map[VertexID]int) string { panic("not implemented yet") }
+
+// ParseOverrides parses pipeline.jobvertex-parallelism-overrides.
+func ParseOverrides(s string) (map[VertexID]int, error) { panic("not implemented yet") }
+
+// Sources returns the source vertices.
+func (t Topology) Sources() []Vertex { panic("not implemented yet") }
+
+// Order returns the vertices in topological order (every vertex after its inputs).
+func (t Topology) Order() ([]Vertex, error) { panic("not implemented yet") }
+
+// Vertex returns the vertex with the given id.
+func (t Topology) Vertex(id VertexID) (Vertex, bool) { panic("not implemented yet") }
