@@ -44,6 +44,15 @@ type VertexSample struct {
 	// PendingRecords is the source lag (sum of pendingRecords over subtasks).
 	PendingRecords    float64
 	HasPendingRecords bool
+	// NumRecordsIn, NumRecordsOut and AccumulatedBusyTimeMs are counters accumulated since the
+	// job started (the job details' read-records, or the source's numRecordsIn for sources,
+	// write-records and accumulated-busy-time). When the window's samples carry them
+	// (HasAccumulated), rates over the window are computed from them as upstream does instead of
+	// averaging the per-second gauges, which makes short spikes count by their real weight.
+	NumRecordsIn          float64
+	NumRecordsOut         float64
+	AccumulatedBusyTimeMs float64
+	HasAccumulated        bool
 }
 
 // Sample is one observation of the whole job.
@@ -64,12 +73,19 @@ type MetricsSource interface {
 
 // ScalingRecord is one past scaling decision for a vertex (upstream's ScalingSummary).
 type ScalingRecord struct {
-	Time                   time.Time
-	CurrentParallelism     int
-	NewParallelism         int
-	TrueProcessingRate     float64 // before the change
-	ExpectedProcessingRate float64 // what the new parallelism should achieve
-	TargetDataRate         float64
+	Time               time.Time
+	CurrentParallelism int
+	NewParallelism     int
+	// Metrics are the evaluated metrics at the decision, by upstream's ScalingMetric name
+	// (TRUE_PROCESSING_RATE, EXPECTED_PROCESSING_RATE, TARGET_DATA_RATE, ...).
+	Metrics map[string]EvaluatedMetric
+}
+
+// EvaluatedMetric is a metric's latest value and its average over the window; either is NaN when
+// not meaningful for that metric (upstream's EvaluatedScalingMetric).
+type EvaluatedMetric struct {
+	Current float64
+	Average float64
 }
 
 // State is what the autoscaler keeps between observations, stored in the autoscaler-<name>
@@ -81,20 +97,36 @@ type State struct {
 	History map[VertexID][]ScalingRecord
 	// Overrides are the parallelism overrides currently in force.
 	Overrides map[VertexID]int
-	// JobStart is the last (re)start or rescale; stabilization and the window start here.
+	// JobStart is the last (re)start or rescale; stabilization and the window start here. Set
+	// it with WithJobStart from the job's RUNNING timestamp on every observation.
 	JobStart time.Time
+	// WindowFull records that the metric window has been full since JobStart (the window is
+	// trimmed from then on, so its span alone cannot tell).
+	WindowFull bool
 	// DelayedScaleDown holds, per vertex, when a scale-down was first wanted (upstream's
 	// delayedScaleDown), so it is applied only after scale-down.interval.
 	DelayedScaleDown map[VertexID]DelayedScaleDown
 	// RestartTimes are observed rescale restart durations (upstream's scalingTracking).
 	RestartTimes []RestartRecord
+	// Extra keeps ConfigMap entries this package does not interpret (such as upstream's
+	// configOverrides from memory tuning) so that encoding does not drop them.
+	Extra map[string]string
 }
 
-// DelayedScaleDown is a pending scale-down of one vertex.
+// DelayedScaleDown is a pending scale-down of one vertex (upstream's
+// VertexDelayedScaleDownInfo).
 type DelayedScaleDown struct {
 	FirstTriggered time.Time
-	// MaxParallelism is the highest parallelism recommended since FirstTriggered.
-	MaxParallelism int
+	// Recommended holds the recommendations within the scale-down interval with decreasing
+	// parallelism, so the first is the highest one recommended in that interval.
+	Recommended []RecommendedParallelism
+}
+
+// RecommendedParallelism is one scale-down recommendation.
+type RecommendedParallelism struct {
+	Time         time.Time
+	Parallelism  int
+	OutsideBound bool
 }
 
 // RestartRecord is one rescale with when it started and, once known, how long the job took to run
@@ -205,3 +237,7 @@ func (t Topology) Order() ([]Vertex, error) { panic("not implemented yet") }
 
 // Vertex returns the vertex with the given id.
 func (t Topology) Vertex(id VertexID) (Vertex, bool) { panic("not implemented yet") }
+
+// WithJobStart records the job's last switch to RUNNING: a later start than the state knows
+// drops the collected samples, so the stabilization interval and the window start over.
+func (s State) WithJobStart(runningSince time.Time) State { panic("not implemented yet") }
