@@ -35,8 +35,12 @@ const (
 	ReasonNotEvaluable = "AutoscalerError"
 )
 
-func current(v float64) EvaluatedMetric { return EvaluatedMetric{Current: roundMetric(v), Average: math.NaN()} }
-func average(v float64) EvaluatedMetric { return EvaluatedMetric{Current: math.NaN(), Average: roundMetric(v)} }
+func current(v float64) EvaluatedMetric {
+	return EvaluatedMetric{Current: roundMetric(v), Average: math.NaN()}
+}
+func average(v float64) EvaluatedMetric {
+	return EvaluatedMetric{Current: math.NaN(), Average: roundMetric(v)}
+}
 
 // roundMetric keeps three decimals as upstream stores evaluated metrics, but never rounds a
 // small rate down to zero.
