@@ -402,7 +402,7 @@ func TestEvaluateTrimsHistory(t *testing.T) {
 	cfg.HistoryMaxAge = 2 * time.Hour
 	s := fullState(samples(16, map[VertexID]load{src: {rate: 1000, busy: 100}, mid: {rate: 1000, busy: 900}, sink: {rate: 1000, busy: 100}}))
 	s.History = map[VertexID][]ScalingRecord{
-		mid:         {{Time: t0.Add(-3 * time.Hour), CurrentParallelism: 2, NewParallelism: 1}, {Time: t0.Add(-time.Hour), CurrentParallelism: 2, NewParallelism: 1}},
+		mid:          {{Time: t0.Add(-3 * time.Hour), CurrentParallelism: 2, NewParallelism: 1}, {Time: t0.Add(-time.Hour), CurrentParallelism: 2, NewParallelism: 1}},
 		"gone000000": {{Time: t0, CurrentParallelism: 1, NewParallelism: 2}},
 	}
 	r := evalAt(pipeline(1, 1, 1), s, cfg)
