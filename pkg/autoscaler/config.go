@@ -36,13 +36,15 @@ const (
 
 // DefaultConfig returns upstream's defaults.
 func DefaultConfig() Config {
+	// The band is computed at run time as upstream does (0.7-0.3 is 0.39999999999999997 there).
+	target, boundary := 0.7, 0.3
 	return Config{
 		ScalingEnabled:         true,
 		MetricsWindow:          15 * time.Minute,
 		Stabilization:          5 * time.Minute,
-		TargetUtil:             0.7,
-		UtilMin:                0.7 - 0.3,
-		UtilMax:                0.7 + 0.3,
+		TargetUtil:             target,
+		UtilMin:                target - boundary,
+		UtilMax:                target + boundary,
 		CatchUpDuration:        30 * time.Minute,
 		RestartTime:            5 * time.Minute,
 		RestartTimeLimit:       15 * time.Minute,
