@@ -91,7 +91,9 @@ type EvaluatedMetric struct {
 // State is what the autoscaler keeps between observations, stored in the autoscaler-<name>
 // ConfigMap.
 type State struct {
-	// Samples are the collected metrics within the window, oldest first.
+	// Samples are the collected metrics, oldest first: those within the window plus the newest
+	// one at or before its start, so that whether the window is full (the samples span
+	// metrics.window) can be told from the samples alone, also after storing and loading them.
 	Samples []Sample
 	// History is the per-vertex scaling history, oldest first.
 	History map[VertexID][]ScalingRecord
@@ -100,9 +102,6 @@ type State struct {
 	// JobStart is the last (re)start or rescale; stabilization and the window start here. Set
 	// it with WithJobStart from the job's RUNNING timestamp on every observation.
 	JobStart time.Time
-	// WindowFull records that the metric window has been full since JobStart (the window is
-	// trimmed from then on, so its span alone cannot tell).
-	WindowFull bool
 	// DelayedScaleDown holds, per vertex, when a scale-down was first wanted (upstream's
 	// delayedScaleDown), so it is applied only after scale-down.interval.
 	DelayedScaleDown map[VertexID]DelayedScaleDown

@@ -55,7 +55,7 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 		return res
 	}
 	defer func() { res.Vertices = summaries(order, metrics) }()
-	if !s.WindowFull {
+	if !windowFull(now, s.Samples, c) {
 		return res
 	}
 	if warn := memoryPressure(w, c); warn != nil {
@@ -107,7 +107,7 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	res.State.Overrides = overrides
 	res.State.DelayedScaleDown = map[VertexID]DelayedScaleDown{}
 	// The samples describe the old parallelism; stabilization starts over from the decision.
-	res.State.Samples, res.State.WindowFull, res.State.JobStart = nil, false, now
+	res.State.Samples, res.State.JobStart = nil, now
 	res.Overrides = maps.Clone(overrides)
 	res.Scaled = true
 	return res

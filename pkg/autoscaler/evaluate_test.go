@@ -135,8 +135,8 @@ func TestEvaluateScalingReportMessage(t *testing.T) {
 		t.Errorf("RECOMMENDED_PARALLELISM = %v", got)
 	}
 	// A decision restarts stabilization and records the decision.
-	if len(r.State.Samples) != 0 || r.State.WindowFull || !r.State.JobStart.Equal(t0.Add(15*time.Minute)) {
-		t.Errorf("state after scaling: %d samples, full %v, start %v", len(r.State.Samples), r.State.WindowFull, r.State.JobStart)
+	if len(r.State.Samples) != 0 || !r.State.JobStart.Equal(t0.Add(15*time.Minute)) {
+		t.Errorf("state after scaling: %d samples, start %v", len(r.State.Samples), r.State.JobStart)
 	}
 	if h := r.State.History[mid]; len(h) != 1 || h[0].CurrentParallelism != 1 || h[0].NewParallelism != 2 || h[0].Metrics[MetricExpectedProcessingRate].Current != 2222.222 {
 		t.Errorf("history %+v", r.State.History)
@@ -170,8 +170,9 @@ func TestEvaluateRecommendOnly(t *testing.T) {
 func TestEvaluateNoDecisionUntilWindowFull(t *testing.T) {
 	loads := map[VertexID]load{src: {rate: 1000, busy: 100}, mid: {rate: 1000, busy: 900}, sink: {rate: 1000, busy: 100}}
 	s := fullState(samples(16, loads))
-	s.WindowFull = false
-	r := evalAt(pipeline(1, 1, 1), s, testConfig())
+	cfg := testConfig()
+	cfg.MetricsWindow = 16 * time.Minute // the samples span 15
+	r := evalAt(pipeline(1, 1, 1), s, cfg)
 	if r.Scaled || r.Reason != "" {
 		t.Fatalf("decided before the window was full: %s", r.Message)
 	}

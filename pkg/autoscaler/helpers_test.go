@@ -53,9 +53,9 @@ func samples(n int, loads map[VertexID]load) []Sample {
 	return out
 }
 
-// fullState is a state whose window is full with the given samples.
+// fullState is a state with the given samples (16 a minute apart fill the default window).
 func fullState(s []Sample) State {
-	return State{Samples: s, WindowFull: true, JobStart: t0.Add(-time.Hour)}
+	return State{Samples: s, JobStart: t0.Add(-time.Hour)}
 }
 
 // evalAt evaluates right after the last sample.

@@ -193,6 +193,11 @@ func DecodeState(data map[string]string) (State, error) {
 			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
 		}
 	}
+	// The last rescale decision restarts stabilization (Evaluate sets JobStart to it); the
+	// ConfigMap does not hold JobStart itself, so take it from the rescale record.
+	if n := len(s.RestartTimes); n > 0 {
+		s.JobStart = s.RestartTimes[n-1].Time
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return s, fmt.Errorf("autoscaler state: %s", strings.Join(errs, "; "))

@@ -122,8 +122,8 @@ func TestContinueFromUpstreamState(t *testing.T) {
 		next.Vertices[id] = v
 	}
 	s = Observe(now, next, s, cfg)
-	if !s.WindowFull || len(s.Samples) != 16 {
-		t.Fatalf("window after one more sample: full %v, %d samples", s.WindowFull, len(s.Samples))
+	if !windowFull(now, s.Samples, cfg) || len(s.Samples) != 16 {
+		t.Fatalf("window after one more sample: full %v, %d samples", windowFull(now, s.Samples, cfg), len(s.Samples))
 	}
 	r := Evaluate(now, pipeline(1, 1, 1), s, cfg)
 	if !r.Scaled || r.Overrides[mid] != 2 || r.Overrides[src] != 1 {

@@ -29,15 +29,15 @@ func TestObserveStabilizationAndWindow(t *testing.T) {
 	for m := 5; m < 15; m++ {
 		observe(time.Duration(m) * time.Minute)
 	}
-	if s.WindowFull || len(s.Samples) != 10 {
-		t.Fatalf("metrics.window: full %v after 9 minutes of samples (%d)", s.WindowFull, len(s.Samples))
+	if windowFull(start.Add(14*time.Minute), s.Samples, c) || len(s.Samples) != 10 {
+		t.Fatalf("metrics.window: full after 9 minutes of samples (%d)", len(s.Samples))
 	}
 	if r := Evaluate(start.Add(14*time.Minute), pipeline(1, 1, 1), s, c); r.Reason != "" {
 		t.Fatalf("decided before the window was full")
 	}
 	observe(15 * time.Minute)
-	if !s.WindowFull || len(s.Samples) != 11 || !s.Samples[0].Time.Equal(start.Add(5*time.Minute)) {
-		t.Fatalf("window full at 10 minutes: full %v, %d samples from %v", s.WindowFull, len(s.Samples), s.Samples[0].Time)
+	if !windowFull(start.Add(15*time.Minute), s.Samples, c) || len(s.Samples) != 11 || !s.Samples[0].Time.Equal(start.Add(5*time.Minute)) {
+		t.Fatalf("window not full at 10 minutes: %d samples from %v", len(s.Samples), s.Samples[0].Time)
 	}
 	observe(16 * time.Minute)
 	if len(s.Samples) != 11 || !s.Samples[0].Time.Equal(start.Add(6*time.Minute)) {
@@ -53,7 +53,7 @@ func TestObserveStabilizationAndWindow(t *testing.T) {
 
 	// A restart (new RUNNING time) starts over.
 	s = s.WithJobStart(start.Add(20 * time.Minute))
-	if len(s.Samples) != 0 || s.WindowFull {
+	if len(s.Samples) != 0 {
 		t.Fatalf("restart kept %d samples", len(s.Samples))
 	}
 	// A stale RUNNING time does not move the start back.
@@ -109,5 +109,33 @@ func TestWindowRates(t *testing.T) {
 	s[1].Vertices[src] = v
 	if got := window(s).inputRate(src); got != 100 {
 		t.Errorf("with a sample lacking counters the gauges count: %v", got)
+	}
+}
+
+// TestWindowFullSurvivesStorage: with samples further apart than the window's edge, the sample
+// anchoring the window's start is kept, so a stored and reloaded state still knows its window is
+// full (upstream decides on the first observation after a restart of the operator too).
+func TestWindowFullSurvivesStorage(t *testing.T) {
+	c := testConfig()
+	c.Stabilization, c.MetricsWindow = 0, 10*time.Minute
+	s := State{JobStart: t0}
+	for _, m := range []int{0, 4, 8, 12, 16} {
+		at := t0.Add(time.Duration(m) * time.Minute)
+		s = Observe(at, sampleAt(at), s, c)
+	}
+	now := t0.Add(16 * time.Minute)
+	if !s.Samples[0].Time.Equal(t0.Add(4*time.Minute)) || !windowFull(now, s.Samples, c) {
+		t.Fatalf("window from %v, full %v", s.Samples[0].Time, windowFull(now, s.Samples, c))
+	}
+	data, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !windowFull(now, back.Samples, c) {
+		t.Errorf("reloaded window is not full")
 	}
 }
