@@ -34,21 +34,32 @@ type Topology struct {
 	Vertices []Vertex
 }
 
-// VertexSample is one observation of a vertex's metrics (per second rates, aggregated over
-// subtasks: busy and back-pressured time are the max over subtasks, rates are sums).
+// VertexSample is one observation of a vertex's metrics, aggregated over its subtasks. A gauge
+// that could not be read is NaN; it is then left out of the window's averages.
 type VertexSample struct {
-	BusyTimeMsPerSecond          float64
+	// BusyTimeMsPerSecond is busyTimeMsPerSecond aggregated over subtasks with
+	// metrics.busy-time.aggregator (Config.BusyTimeAggregator; MAX by default, which makes a
+	// skewed vertex count by its busiest subtask).
+	BusyTimeMsPerSecond float64
+	// BackPressuredTimeMsPerSecond is backPressuredTimeMsPerSecond, averaged over subtasks. Kept
+	// for reporting; the evaluation does not use it (upstream only uses it for the observed true
+	// processing rate, which is not implemented).
 	BackPressuredTimeMsPerSecond float64
-	RecordsInPerSecond           float64
-	RecordsOutPerSecond          float64
-	// PendingRecords is the source lag (sum of pendingRecords over subtasks).
+	// RecordsInPerSecond is numRecordsInPerSecond summed over subtasks; for a source, the records
+	// it reads from outside the job (its Source__*.numRecordsInPerSecond, or
+	// numRecordsOutPerSecond where the source reports no input).
+	RecordsInPerSecond float64
+	// RecordsOutPerSecond is numRecordsOutPerSecond summed over subtasks.
+	RecordsOutPerSecond float64
+	// PendingRecords is the source lag (pendingRecords summed over subtasks); HasPendingRecords
+	// is false when the source does not report it (then it counts as no lag, as upstream).
 	PendingRecords    float64
 	HasPendingRecords bool
 	// NumRecordsIn, NumRecordsOut and AccumulatedBusyTimeMs are counters accumulated since the
 	// job started (the job details' read-records, or the source's numRecordsIn for sources,
-	// write-records and accumulated-busy-time). When the window's samples carry them
-	// (HasAccumulated), rates over the window are computed from them as upstream does instead of
-	// averaging the per-second gauges, which makes short spikes count by their real weight.
+	// write-records and accumulated-busy-time). When all the window's samples of a vertex carry
+	// them (HasAccumulated), its rates are computed from them as upstream does; otherwise from
+	// the per-second gauges, each weighted by the time since the previous sample.
 	NumRecordsIn          float64
 	NumRecordsOut         float64
 	AccumulatedBusyTimeMs float64
@@ -66,6 +77,8 @@ type Sample struct {
 }
 
 // MetricsSource reads a running job's topology and metrics (implemented over the Flink REST API).
+// Each autoscaler cycle: state = state.WithJobStart(job's RUNNING time); state = Observe(now,
+// sample, state, cfg); result = Evaluate(now, topology, state, cfg); store result.State.
 type MetricsSource interface {
 	Topology(ctx context.Context, jobID string) (Topology, error)
 	Sample(ctx context.Context, jobID string, t Topology) (Sample, error)
