@@ -50,8 +50,12 @@ func TestParseConfig(t *testing.T) {
 			func(c Config) bool { return len(c.ExcludedVertices) == 2 && c.excluded("A") && !c.excluded("c") }},
 		{"legacy key-group mode used when no alignment mode", map[string]string{"job.autoscaler.scaling.key-group.partitions.adjust.mode": "MAXIMIZE_UTILISATION"},
 			func(c Config) bool { return c.AlignmentMode == alignLegacyMaximizeUtilis }},
-		{"alignment mode wins over the legacy key-group mode", map[string]string{"job.autoscaler.scaling.key-group.partitions.adjust.mode": "MAXIMIZE_UTILISATION", "job.autoscaler.scaling.parallelism-alignment.mode": "evenly_spread"},
+		{"alignment mode wins over the legacy key-group mode", map[string]string{"job.autoscaler.scaling.key-group.partitions.adjust.mode": "MAXIMIZE_UTILISATION", "job.autoscaler.scaling.parallelism-alignment.mode": "EVENLY_SPREAD"},
 			func(c Config) bool { return c.AlignmentMode == AlignEvenlySpread }},
+		{"an alignment mode that is not built in falls back to BALANCED", map[string]string{"job.autoscaler.scaling.parallelism-alignment.mode": "com.example.MyMode"},
+			func(c Config) bool { return c.AlignmentMode == AlignBalanced }},
+		{"bad values of a disabled autoscaler do not matter", map[string]string{"job.autoscaler.utilization.target": "2", "job.autoscaler.vertex.min-parallelism": "x"},
+			func(c Config) bool { return !c.Enabled }},
 		{"everything else", map[string]string{
 			"job.autoscaler.scaling.enabled": "false", "job.autoscaler.catch-up.duration": "0", "job.autoscaler.restart.time": "1 min",
 			"job.autoscaler.restart.time-tracking.enabled": "true", "job.autoscaler.restart.time-tracking.limit": "2 min",
@@ -91,19 +95,21 @@ func TestParseConfigErrors(t *testing.T) {
 		{"job.autoscaler.vertex.min-parallelism", "0", "at least 1"},
 		{"job.autoscaler.vertex.max-parallelism", "many", "not an integer"},
 		{"job.autoscaler.history.max.count", "-1", "at least 0"},
-		{"job.autoscaler.scaling.parallelism-alignment.mode", "com.example.MyMode", "allowed BALANCED, EVENLY_SPREAD, OFF"},
+		{"job.autoscaler.utilization.max", "0.6", "allowed 0.7 to 1"},
+		{"job.autoscaler.utilization.min", "0.8", "allowed 0 to 0.7"},
+		{"job.autoscaler.memory.heap-usage.threshold", "1.5", "allowed 0 to 1"},
 		{"job.autoscaler.metrics.busy-time.aggregator", "MEDIAN", "allowed MAX, AVG, MIN"},
 	} {
-		_, err := ParseConfig(map[string]string{tc.key: tc.value})
+		conf := map[string]string{tc.key: tc.value}
+		if !strings.HasSuffix(tc.key, ".enabled") {
+			conf["job.autoscaler.enabled"] = "true"
+		}
+		_, err := ParseConfig(conf)
 		if err == nil || !strings.Contains(err.Error(), tc.key+":") || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%s: error %v, want it to name the key and say %q", tc.key, tc.value, err, tc.want)
 		}
 	}
-	_, err := ParseConfig(map[string]string{"job.autoscaler.utilization.min": "0.8", "job.autoscaler.utilization.max": "0.5"})
-	if err == nil || !strings.Contains(err.Error(), "utilization.min (0.8) must not exceed") {
-		t.Errorf("inverted band: %v", err)
-	}
-	_, err = ParseConfig(map[string]string{"job.autoscaler.vertex.min-parallelism": "10", "job.autoscaler.vertex.max-parallelism": "5"})
+	_, err := ParseConfig(map[string]string{"job.autoscaler.enabled": "true", "job.autoscaler.vertex.min-parallelism": "10", "job.autoscaler.vertex.max-parallelism": "5"})
 	if err == nil || !strings.Contains(err.Error(), "vertex.min-parallelism (10) must not exceed") {
 		t.Errorf("inverted parallelism bounds: %v", err)
 	}
