@@ -177,11 +177,19 @@ type Result struct {
 	Warnings []Warning
 }
 
-// Warning is a condition worth an event.
+// Warning is a condition worth an event, with upstream's event type for it.
 type Warning struct {
+	// Type is the event type: EventNormal or EventWarning.
+	Type    string
 	Reason  string
 	Message string
 }
+
+// Event types of warnings, as Kubernetes spells them.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
 
 // Reason of the event that reports a scaling decision, as upstream.
 const ReasonScalingReport = "ScalingReport"

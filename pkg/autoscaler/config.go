@@ -195,7 +195,7 @@ func ParseConfig(flinkConf map[string]string) (Config, error) {
 	r.boolean(&c.RestartTimeTracking, "restart.time-tracking.enabled")
 	r.duration(&c.RestartTimeLimit, "restart.time-tracking.limit")
 	r.float(&c.ScaleUpMaxFactor, 0, math.MaxFloat64, "scale-up.max-factor")
-	r.float(&c.ScaleDownMaxFactor, 0, 1, "scale-down.max-factor")
+	r.float(&c.ScaleDownMaxFactor, 0, math.MaxFloat64, "scale-down.max-factor")
 	r.duration(&c.ScaleDownInterval, "scale-down.interval", "scale-up.grace-period")
 	r.integer(&c.VertexMinParallel, 1, "vertex.min-parallelism")
 	r.integer(&c.VertexMaxParallel, 1, "vertex.max-parallelism")

@@ -91,7 +91,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"job.autoscaler.metrics.window", "5 parsecs", "unknown unit"},
 		{"job.autoscaler.utilization.target", "1.5", "allowed 0 to 1"},
 		{"job.autoscaler.utilization.target", "NaN", "not a number"},
-		{"job.autoscaler.scale-down.max-factor", "-0.1", "allowed 0 to 1"},
+		{"job.autoscaler.scale-down.max-factor", "-0.1", "out of range"},
 		{"job.autoscaler.vertex.min-parallelism", "0", "at least 1"},
 		{"job.autoscaler.vertex.max-parallelism", "many", "not an integer"},
 		{"job.autoscaler.history.max.count", "-1", "at least 0"},

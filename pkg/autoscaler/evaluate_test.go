@@ -220,7 +220,7 @@ func TestEvaluateMemoryPressure(t *testing.T) {
 			if r.Scaled == c.blocked {
 				t.Fatalf("scaled = %v", r.Scaled)
 			}
-			if c.blocked && (len(r.Warnings) != 1 || r.Warnings[0].Reason != ReasonMemoryPressure) {
+			if c.blocked && (len(r.Warnings) != 1 || r.Warnings[0].Reason != ReasonMemoryPressure || r.Warnings[0].Type != EventNormal) {
 				t.Errorf("warnings %+v", r.Warnings)
 			}
 		})
