@@ -225,7 +225,10 @@ type Config struct {
 	HeapUsageThreshold     float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
 	GCPressureThreshold    float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
 	ExcludedVertices       []VertexID    // job.autoscaler.vertex.exclude.ids
-	BusyTimeAggregator     string        // job.autoscaler.metrics.busy-time.aggregator (MAX)
+	// ExcludedPeriods are job.autoscaler.excluded.periods: daily ranges (HH:mm:ss-HH:mm:ss)
+	// and/or Quartz cron expressions, in UTC, during which scaling is only recommended.
+	ExcludedPeriods    []string
+	BusyTimeAggregator string // job.autoscaler.metrics.busy-time.aggregator (MAX)
 	// AlignmentMode is job.autoscaler.scaling.parallelism-alignment.mode (BALANCED), or the
 	// legacy job.autoscaler.scaling.key-group.partitions.adjust.mode when only that is set.
 	AlignmentMode string

@@ -100,6 +100,10 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 		res.Message = reportHeaderDisabled + KeyPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
+	if c.inExcludedPeriod(now) {
+		res.Message = reportHeaderDisabled + KeyPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
+		return res
+	}
 	res.Message = reportHeaderEnabled + report(changes, metrics)
 
 	overrides := map[VertexID]int{}

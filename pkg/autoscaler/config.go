@@ -213,6 +213,18 @@ func ParseConfig(flinkConf map[string]string) (Config, error) {
 			}
 		}
 	}
+	if v, key, ok := r.lookup("excluded.periods"); ok {
+		for _, expr := range strings.Split(v, ";") {
+			if expr = strings.TrimSpace(expr); expr == "" {
+				continue
+			}
+			if _, err := parseExcludedPeriod(expr); err != nil {
+				r.fail(key, "%v", err)
+				continue
+			}
+			c.ExcludedPeriods = append(c.ExcludedPeriods, expr)
+		}
+	}
 	if v, ok := r.choice([]string{AggregatorMax, AggregatorAvg, AggregatorMin}, "metrics.busy-time.aggregator"); ok {
 		c.BusyTimeAggregator = v
 	}
