@@ -450,7 +450,17 @@ func decimalSeconds(d time.Duration) string {
 func encodeSamples(samples []Sample) string {
 	var w yamlWriter
 	w.line(0, "---")
-	// Counters upstream expects; accumulated from the gauges where the samples lack them.
+	// Counters upstream expects: the collected ones when every sample of the vertex has them
+	// (as window.accumulated requires), else accumulated from the gauges for all its samples, so
+	// that the rates read back are the rates evaluated now.
+	realCounters := map[VertexID]bool{}
+	for _, s := range samples {
+		for id, vs := range s.Vertices {
+			if prev, seen := realCounters[id]; !seen || prev {
+				realCounters[id] = vs.HasAccumulated
+			}
+		}
+	}
 	acc := map[VertexID][3]float64{}
 	for i, s := range samples {
 		w.line(0, "%s:", javaInstantKey(s.Time))
@@ -468,7 +478,7 @@ func encodeSamples(samples []Sample) string {
 				metric(MetricLag, vs.PendingRecords)
 			}
 			c := acc[id]
-			if vs.HasAccumulated {
+			if realCounters[id] {
 				c = [3]float64{vs.NumRecordsIn, vs.NumRecordsOut, vs.AccumulatedBusyTimeMs}
 			} else {
 				c[0] += finite(vs.RecordsInPerSecond) * dt

@@ -174,6 +174,21 @@ func TestEncodeRoundTrip(t *testing.T) {
 			t.Errorf("input rate of %s: %v before, %v after the round trip", id, before, after)
 		}
 	}
+	// Samples with counters followed by samples without (upstream's state continued by a
+	// collector without counters): the gauges decide before and after storing.
+	mixed := fullState(samples(6, map[VertexID]load{src: {rate: 1000, busy: 100}}))
+	for i := range 3 {
+		v := mixed.Samples[i].Vertices[src]
+		v.NumRecordsIn, v.NumRecordsOut, v.AccumulatedBusyTimeMs, v.HasAccumulated = 7e9+float64(i)*1e3, 1, 1, true
+		mixed.Samples[i].Vertices[src] = v
+	}
+	data, _ = mixed.Encode()
+	if back, err = DecodeState(data); err != nil {
+		t.Fatal(err)
+	}
+	if before, after := window(mixed.Samples).inputRate(src), window(back.Samples).inputRate(src); before != 1000 || math.Abs(after-1000) > 1e-9 {
+		t.Errorf("mixed counters: input rate %v before, %v after the round trip", before, after)
+	}
 }
 
 // sameState compares states treating NaN as equal to NaN.
