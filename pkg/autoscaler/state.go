@@ -165,8 +165,8 @@ type (
 
 // DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
 // Apache operator. Entries it does not interpret are kept in State.Extra. A malformed entry is
-// an error naming the key; the caller may then start over as upstream does (it discards an
-// entry it cannot read).
+// an error naming the key, and the returned state holds everything else: the caller may go on
+// with it, which is what upstream does (it discards an entry it cannot read).
 func DecodeState(data map[string]string) (State, error) {
 	s := State{History: map[VertexID][]ScalingRecord{}, Overrides: map[VertexID]int{}, DelayedScaleDown: map[VertexID]DelayedScaleDown{}}
 	var errs []string

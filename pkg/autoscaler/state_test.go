@@ -278,3 +278,18 @@ func randomHex(seed int) string {
 	}
 	return string(b)
 }
+
+func TestDecodeStateKeepsWhatItCanRead(t *testing.T) {
+	data := upstreamConfigMap(t, true)
+	data[KeyScalingHistory] = "---\nabc: [not, a, map]\n"
+	s, err := DecodeState(data)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if len(s.Samples) != 16 || len(s.History) != 0 || s.Overrides[mid] != 1 {
+		t.Errorf("readable entries lost: %d samples, %d history, overrides %v", len(s.Samples), len(s.History), s.Overrides)
+	}
+	if r := Evaluate(t0, pipeline(1, 1, 1), s, testConfig()); len(r.Warnings) != 0 && r.Warnings[0].Reason == ReasonNotEvaluable {
+		t.Errorf("the partial state does not evaluate: %+v", r.Warnings)
+	}
+}
