@@ -38,6 +38,7 @@ const (
 	sampleNumRecordsOut         = "NUM_RECORDS_OUT"
 	sampleAccumulatedBusyTime   = "ACCUMULATED_BUSY_TIME"
 	sampleNumRecordsInPerSecond = "NUM_RECORDS_IN_PER_SECOND"
+	sampleObservedTPR           = "OBSERVED_TPR"
 )
 
 // jfloat is a double as Jackson writes it into YAML: a plain number, or NaN / Infinity spelled
@@ -262,6 +263,7 @@ func decodeSamples(value string) ([]Sample, error) {
 				vs.RecordsInPerSecond = v
 			}
 			vs.PendingRecords, vs.HasPendingRecords = get(MetricLag)
+			vs.observedTPR, vs.hasObservedTPR = get(sampleObservedTPR)
 			if in, ok := get(sampleNumRecordsIn); ok {
 				vs.HasAccumulated = true
 				vs.NumRecordsIn = in
@@ -491,6 +493,9 @@ func encodeSamples(samples []Sample) string {
 			metric(sampleAccumulatedBusyTime, c[2])
 			if !math.IsNaN(vs.RecordsInPerSecond) {
 				metric(sampleNumRecordsInPerSecond, vs.RecordsInPerSecond)
+			}
+			if vs.hasObservedTPR {
+				metric(sampleObservedTPR, vs.observedTPR)
 			}
 		}
 		global := map[string]float64{}
