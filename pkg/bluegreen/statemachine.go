@@ -70,6 +70,8 @@ const (
 type Inputs struct {
 	// Diff of the template against the last reconciled one.
 	Diff Diff
+	// Reconciled: a spec was recorded (status.lastReconciledSpec).
+	Reconciled bool
 	// Suspended: the template asks for job.state suspended.
 	Suspended bool
 	// NeedsSavepoint: the template's upgradeMode keeps state (savepoint, last-state), so a
@@ -154,8 +156,9 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 	stay := func(a Action, c Color) Step { return Step{Next: s, Action: a, Target: c} }
 	switch s {
 	case "", flinkv1beta1.BlueGreenInitializingBlue:
-		// The first child is blue; a template that starts suspended waits for running.
-		if in.Suspended {
+		// The first child is blue; a template that starts suspended waits for running, and a
+		// first deployment that was aborted waits for a new spec.
+		if in.Suspended || (in.Reconciled && in.Diff == DiffNone) {
 			return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}
 		}
 		return Step{Next: flinkv1beta1.BlueGreenTransitioningToBlue, Action: ActionDeploy, Target: Blue}

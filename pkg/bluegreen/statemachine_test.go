@@ -34,6 +34,8 @@ func TestNext(t *testing.T) {
 		{"new resource deploys blue", noneState, Inputs{}, Step{toBlue, ActionDeploy, Blue}},
 		{"initializing deploys blue", initBlue, Inputs{}, Step{toBlue, ActionDeploy, Blue}},
 		{"initializing waits while the template is suspended", initBlue, Inputs{Suspended: true}, Step{initBlue, ActionNone, Blue}},
+		{"aborted first deployment waits for a new spec", initBlue, Inputs{Reconciled: true}, Step{initBlue, ActionNone, Blue}},
+		{"aborted first deployment retries a new spec", initBlue, Inputs{Reconciled: true, Diff: DiffTransition}, Step{toBlue, ActionDeploy, Blue}},
 		{"first blue not created yet", toBlue, Inputs{}, Step{toBlue, ActionDeploy, Blue}},
 		{"first blue not ready", toBlue, Inputs{TargetExists: true}, Step{toBlue, ActionWait, Blue}},
 		{"first blue ready: active without deletion delay", toBlue, Inputs{TargetExists: true, TargetReady: true}, Step{actBlue, ActionFinalize, Blue}},
