@@ -42,6 +42,9 @@ const (
 	ConditionBlueGreenProgressing = "Progressing"
 )
 
+// reasonInvalid is the Ready condition's reason while the resource cannot be acted upon.
+const reasonInvalid = "Invalid"
+
 // AnnotationBlueGreenRetired marks the child a finished switch replaced: it is deleted even
 // if the operator stopped between recording the switch and deleting it.
 const AnnotationBlueGreenRetired = "flink.apache.org/bluegreen-retired"
@@ -142,6 +145,9 @@ func (r *FlinkBlueGreenDeploymentReconciler) observe(ctx context.Context, bg *fl
 		return nil, r.recordInvalid(ctx, bg, optErrs[0].Error())
 	}
 	obs.opts = opts
+	if c := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady); c != nil && c.Reason == reasonInvalid {
+		bg.Status.Error = "" // fixed since: the conditions are set anew below
+	}
 	last, _, err := bluegreen.UnmarshalSpec(bg.Status.LastReconciledSpec)
 	if err != nil {
 		return nil, r.recordInvalid(ctx, bg, err.Error())
@@ -257,12 +263,22 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 	switch step.Action {
 	case bluegreen.ActionNone:
 		r.mirrorJobStatus(bg, obs.children[step.Target])
+		if step.Next == flinkv1beta1.BlueGreenInitializingBlue && bluegreen.IsSuspended(&bg.Spec) {
+			st.JobStatus.State = flinkv1beta1.JobStatusSuspended
+		}
 		if err := r.writeStatus(ctx, base, bg); err != nil {
 			return ctrl.Result{}, err
 		}
 		if _, resting := bluegreen.Active(step.Next); resting {
 			if err := r.retireOthers(ctx, bg, obs, step.Target); err != nil {
 				return ctrl.Result{}, err
+			}
+			// At rest and without a failed switch, the active child runs the recorded template:
+			// re-apply it in case the operator stopped between recording and applying it.
+			if active := obs.children[step.Target]; st.Error == "" && active != nil {
+				if _, err := r.ensureChild(ctx, bg, step.Target, restorePathOf(active), active); err != nil {
+					return ctrl.Result{}, err
+				}
 			}
 			if err := r.reconcileIngress(ctx, bg, step.Target); err != nil {
 				return ctrl.Result{}, err
@@ -325,11 +341,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		if err := r.writeStatus(ctx, base, bg); err != nil {
 			return ctrl.Result{}, err
 		}
-		path := ""
-		if target != nil && target.Spec.Job != nil {
-			path = target.Spec.Job.InitialSavepointPath
-		}
-		done, err := r.ensureChild(ctx, bg, step.Target, path, target)
+		done, err := r.ensureChild(ctx, bg, step.Target, restorePathOf(target), target)
 		if err != nil || !done {
 			return requeueSoon(), err
 		}
@@ -438,10 +450,8 @@ func isTransitioning(s flinkv1beta1.FlinkBlueGreenDeploymentState) bool {
 func (r *FlinkBlueGreenDeploymentReconciler) nextLook(bg *flinkv1beta1.FlinkBlueGreenDeployment, opts bluegreen.Options) time.Duration {
 	next := opts.RescheduleInterval
 	now := r.now()
-	for _, ts := range []string{bg.Status.AbortTimestamp} {
-		if at, ok := parseTimestamp(ts); ok && at.Sub(now) < next {
-			next = at.Sub(now)
-		}
+	if abortAt, ok := parseTimestamp(bg.Status.AbortTimestamp); ok && abortAt.Sub(now) < next {
+		next = abortAt.Sub(now)
 	}
 	if readyAt, ok := parseTimestamp(bg.Status.DeploymentReadyTimestamp); ok {
 		if d := readyAt.Add(opts.DeletionDelay).Sub(now); d < next {
@@ -474,7 +484,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) recordInvalid(ctx context.Context, 
 	}
 	bg.Status.Error = msg
 	meta.SetStatusCondition(&bg.Status.Conditions, metav1.Condition{Type: ConditionBlueGreenReady, Status: metav1.ConditionFalse,
-		Reason: "Invalid", Message: msg, ObservedGeneration: bg.Generation})
+		Reason: reasonInvalid, Message: msg, ObservedGeneration: bg.Generation})
 	r.Recorder.Event(bg, "Warning", ReasonValidationError, msg)
 	return r.writeStatus(ctx, base, bg)
 }
@@ -484,6 +494,9 @@ func (r *FlinkBlueGreenDeploymentReconciler) recordInvalid(ctx context.Context, 
 func (r *FlinkBlueGreenDeploymentReconciler) mirrorJobStatus(bg *flinkv1beta1.FlinkBlueGreenDeployment, active *flinkv1beta1.FlinkDeployment) {
 	if active != nil && bg.Status.Error == "" {
 		bg.Status.JobStatus = *active.Status.JobStatus.DeepCopy()
+	}
+	if bluegreen.IsSuspended(&bg.Spec) && bg.Status.Error == "" {
+		bg.Status.JobStatus.State = flinkv1beta1.JobStatusSuspended // as upstream reports a suspended resource
 	}
 	r.setConditionsFor(bg, active)
 }
@@ -588,11 +601,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) ensureChild(ctx context.Context, bg
 	if !existing.DeletionTimestamp.IsZero() {
 		return false, nil
 	}
-	existingPath := ""
-	if existing.Spec.Job != nil {
-		existingPath = existing.Spec.Job.InitialSavepointPath
-	}
-	if existingPath != restorePath || existing.Annotations[AnnotationBlueGreenRetired] != "" {
+	if restorePathOf(existing) != restorePath || existing.Annotations[AnnotationBlueGreenRetired] != "" {
 		if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 			return false, fmt.Errorf("delete child %s to start it from %q: %w", existing.Name, restorePath, err)
 		}
@@ -611,11 +620,23 @@ func (r *FlinkBlueGreenDeploymentReconciler) ensureChild(ctx context.Context, bg
 			existing.Annotations[k] = v
 		}
 	}
+	before := existing.ResourceVersion
 	if err := r.Client.Update(ctx, existing); err != nil {
 		return false, fmt.Errorf("update child %s: %w", existing.Name, err)
 	}
+	if existing.ResourceVersion == before {
+		return true, nil // only the API server's defaults differed
+	}
 	r.Recorder.Eventf(bg, "Normal", ReasonBlueGreenDeploy, "Updated %s%s", existing.Name, fromPath(restorePath))
 	return true, nil
+}
+
+// restorePathOf is the savepoint child d started from ("" for none or no child).
+func restorePathOf(d *flinkv1beta1.FlinkDeployment) string {
+	if d == nil || d.Spec.Job == nil {
+		return ""
+	}
+	return d.Spec.Job.InitialSavepointPath
 }
 
 func fromPath(p string) string {

@@ -13,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -147,6 +148,10 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 	blue := waitChild(t, c, ns, name+"-blue", "blue child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 	assert.Equal(t, "BLUE", blue.Labels[flinkv1beta1.BlueGreenDeploymentTypeLabel], "upstream's label")
 	assert.Equal(t, "orders", blue.Labels["team"], "the template's labels")
+	owner := metav1.GetControllerOf(blue)
+	require.NotNil(t, owner, "deleting the FlinkBlueGreenDeployment deletes its children (garbage collector)")
+	assert.Equal(t, name, owner.Name)
+	assert.True(t, *owner.BlockOwnerDeletion)
 	blueJob = runChild(t, c, k, ns, name+"-blue")
 	bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
 	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady))
@@ -226,6 +231,41 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Never(t, func() bool {
 			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenActiveBlue
 		}, time.Second, 100*time.Millisecond, "the same spec is not retried")
+	})
+
+	t.Run("suspend and resume act on the active child in place", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-suspend")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		activeBlue(t, c, k, ns, name, "10 min")
+
+		setJobState := func(state flinkv1beta1.JobState) {
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				bg := getBlueGreen(t, c, ns, name)
+				bg.Spec.Template.Spec.Job.State = state
+				return c.Update(context.Background(), bg)
+			}))
+		}
+		setJobState(flinkv1beta1.JobStateSuspended)
+		waitChild(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
+		})
+		k.collect(ns, name+"-blue") // the garbage collector's part in removing the JobManager
+		waitChild(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+		})
+		bg := getBlueGreen(t, c, ns, name)
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState, "no switch")
+		assert.Equal(t, flinkv1beta1.JobStatusSuspended, bg.Status.JobStatus.State)
+
+		setJobState(flinkv1beta1.JobStateRunning)
+		waitChild(t, c, ns, name+"-blue", "blue resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateRunning
+		})
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
+			"suspend and resume never start green")
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, getBlueGreen(t, c, ns, name).Status.BlueGreenState)
 	})
 
 	t.Run("an operator restarted mid-switch resumes it", func(t *testing.T) {
