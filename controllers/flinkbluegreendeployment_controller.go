@@ -302,7 +302,8 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 	case bluegreen.ActionDeploy:
 		// A new spec (or a new switch) gets a grace period of its own; the same spec redeployed
 		// (its child was missing or being replaced) keeps the one running.
-		sameSwitch := isTransitioning(base.Status.BlueGreenState) && st.AbortTimestamp != "" &&
+		_, graceRunning := parseTimestamp(st.AbortTimestamp)
+		sameSwitch := isTransitioning(base.Status.BlueGreenState) && graceRunning &&
 			bluegreen.Compare(obs.last, &bg.Spec) == bluegreen.DiffNone
 		if !sameSwitch {
 			st.AbortTimestamp = now.Add(opts.AbortGracePeriod).UTC().Format(time.RFC3339Nano)

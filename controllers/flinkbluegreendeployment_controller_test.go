@@ -304,3 +304,16 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 	})
 }
+
+// TestBlueGreenTimestamps: upstream resets its markers to the epoch, not to empty; an adopted
+// status with them has no grace period or readiness running.
+func TestBlueGreenTimestamps(t *testing.T) {
+	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
+		_, ok := parseTimestamp(unset)
+		assert.False(t, ok, unset)
+	}
+	at, ok := parseTimestamp("2026-11-25T16:00:00.5Z")
+	assert.True(t, ok)
+	assert.Equal(t, int64(1795622400), at.Unix())
+	assert.Equal(t, "TransitioningToGreen", toCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
+}
