@@ -62,11 +62,14 @@ type FlinkBlueGreenDeploymentReconciler struct {
 	Now func() time.Time
 }
 
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkbluegreendeployments,verbs=get;list;watch
+// Reads go through the manager's cache (list and watch). The children, snapshots and ingress
+// carry ownerReferences with blockOwnerDeletion, which needs update on the resource's finalizers
+// subresource where the OwnerReferencesPermissionEnforcement admission plugin runs.
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkbluegreendeployments,verbs=list;watch
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkbluegreendeployments/status,verbs=patch
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkbluegreendeployments/finalizers,verbs=update
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create
 
 // SetupWithManager watches the resources and what they own: the children (also those whose
 // owner reference is not a controller reference, as upstream's operator writes them), the
