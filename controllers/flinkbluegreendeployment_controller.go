@@ -424,6 +424,13 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		if obs.savepoint != nil && obs.savepoint.Status.Error != "" {
 			reason = obs.savepoint.Status.Error
 		}
+		// A snapshot still retrying would keep savepointing the active child: deleted before
+		// the failure is recorded (a restart in between only retries the savepoint).
+		if snap := obs.savepoint; snap != nil && snap.Status.State != flinkv1beta1.SnapshotCompleted {
+			if err := r.Client.Delete(ctx, snap); client.IgnoreNotFound(err) != nil {
+				return ctrl.Result{}, fmt.Errorf("delete failed savepoint %s: %w", snap.Name, err)
+			}
+		}
 		resetMarkers()
 		st.JobStatus.State = flinkv1beta1.JobStatusFailing
 		st.Error = fmt.Sprintf("Savepoint of '%s' failed, %s stays active: %s", childName(bg, step.Target), childName(bg, step.Target), reason)

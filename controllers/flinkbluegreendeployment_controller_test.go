@@ -233,6 +233,33 @@ func TestBlueGreenDeployment(t *testing.T) {
 		}, time.Second, 100*time.Millisecond, "the same spec is not retried")
 	})
 
+	t.Run("a savepoint that never completes keeps blue, and its snapshot stops", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-savepoint-fails")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "3s")
+
+		flink.SetAutoComplete(false)
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		bg := waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+		snapName := bg.Status.SavepointTriggerID
+		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
+		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "disk full")
+
+		bg = waitForBlueGreen(t, c, ns, name, "back to ACTIVE_BLUE with the error", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error != ""
+		})
+		assert.Contains(t, bg.Status.Error, "Savepoint of 'orders-blue' failed")
+		assert.Empty(t, bg.Status.SavepointTriggerID)
+		wait.For(t, 10*time.Second, "the snapshot deleted", func() bool {
+			return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: snapName}, &flinkv1beta1.FlinkStateSnapshot{}))
+		}, func() string { return "" })
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})))
+		assert.Equal(t, "RUNNING", flink.Job(blueJob))
+		events.seen(t, ReasonBlueGreenFailed)
+	})
+
 	t.Run("suspend and resume act on the active child in place", func(t *testing.T) {
 		ns := testEnv(t).NewNamespace(t, "bg-suspend")
 		flink := fakeflink.New(t)
