@@ -102,6 +102,7 @@ func TestBlueGreen(t *testing.T) {
 	})
 	green := waitFor(t, greenKey, "Ready and RUNNING", time.Minute, readyAndRunning)
 	greenJob := green.Status.JobStatus.JobID
+	allTasksRunning(t, greenKey, greenJob) // else the next switch's savepoint of green fails
 	restored := restoredFrom(t, greenKey, greenJob)
 	require.True(t, restored.IsSavepoint, "green's job restored a savepoint")
 	require.Equal(t, localPath(snap.Status.Path), localPath(restored.ExternalPath), "green restored blue's savepoint of the switch")
@@ -113,13 +114,13 @@ func TestBlueGreen(t *testing.T) {
 	}
 	logf(t, "switched to green in %s", time.Since(start).Round(time.Second))
 
-	// A broken next child: its image runs nowhere. The switch is aborted after the grace
+	// A broken next child: its image is not Flink's, so its JobManager never runs. The switch is aborted after the grace
 	// period; green's job is the same job, never restarted.
 	before, err := flinkREST(t, greenKey).JobDetails(ctx, greenJob)
 	require.NoError(t, err)
 	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
 		bg.Spec.Configuration["kubernetes.operator.bluegreen.abort.grace-period"] = "20s"
-		bg.Spec.Template.Spec.Image = "flink:no-such-image"
+		bg.Spec.Template.Spec.Image = "busybox:1.36" // not a Flink image: ImageNotRunnable
 	})
 	aborted := waitForBlueGreen(t, key, "aborted back to ACTIVE_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.Error != ""
