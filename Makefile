@@ -105,7 +105,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs and RBAC from kubebuilder markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role $(CRD_OPTIONS) webhook paths="./..." output:crd:artifacts:config=config/crd/bases
-	go run ./hack/podtemplateschema config/crd/bases/flink.apache.org_flinkdeployments.yaml
+	go run ./hack/podtemplateschema config/crd/bases/flink.apache.org_flinkdeployments.yaml config/crd/bases/flink.apache.org_flinkbluegreendeployments.yaml
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.

@@ -472,6 +472,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
+	if err := (&controllers.FlinkBlueGreenDeploymentReconciler{
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
+	}
 	if o.enableWebhooks {
 		if err := flinkwebhook.Setup(mgr, validator); err != nil {
 			return nil, err

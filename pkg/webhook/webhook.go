@@ -50,6 +50,10 @@ func Setup(mgr ctrl.Manager, v *validation.Validator) error {
 		WithValidator(&snapshotValidator{v: v, reader: reader}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkStateSnapshot webhook: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkBlueGreenDeployment{}).
+		WithValidator(&blueGreenValidator{v: v}).Complete(); err != nil {
+		return fmt.Errorf("set up FlinkBlueGreenDeployment webhook: %w", err)
+	}
 	return nil
 }
 

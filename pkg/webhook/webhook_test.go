@@ -272,6 +272,10 @@ spec:
 		admitUpstreamExamples(t, c)
 	})
 
+	t.Run("a blue/green template is validated as a FlinkDeployment", func(t *testing.T) {
+		testBlueGreenWebhook(t, c)
+	})
+
 	t.Run("a rotated certificate is served without a restart", func(t *testing.T) {
 		dir := env.Environment.WebhookInstallOptions.LocalServingCertDir
 		before := servedCertificate(t, addr)

@@ -38,8 +38,10 @@ var notCustomResources = []string{
 	"examples/flink-tls-example/pre-install.yaml",
 }
 
-// inScopeKinds are the kinds this operator serves; FlinkBlueGreenDeployment is out of scope.
-var inScopeKinds = map[string]bool{"FlinkDeployment": true, "FlinkSessionJob": true, "FlinkStateSnapshot": true}
+// inScopeKinds are the kinds this operator serves: all of upstream's.
+var inScopeKinds = map[string]bool{
+	"FlinkDeployment": true, "FlinkSessionJob": true, "FlinkStateSnapshot": true, "FlinkBlueGreenDeployment": true,
+}
 
 type upstreamCR struct {
 	file string
@@ -109,6 +111,7 @@ func TestUpstreamResourcesApplyUnchanged(t *testing.T) {
 	require.GreaterOrEqual(t, kinds["FlinkDeployment"], 20, "FlinkDeployments found: %v", kinds)
 	require.GreaterOrEqual(t, kinds["FlinkSessionJob"], 5, "FlinkSessionJobs found: %v", kinds)
 	require.GreaterOrEqual(t, kinds["FlinkStateSnapshot"], 5, "FlinkStateSnapshots found: %v", kinds)
+	require.GreaterOrEqual(t, kinds["FlinkBlueGreenDeployment"], 3, "FlinkBlueGreenDeployments found: %v", kinds)
 	t.Logf("upstream custom resources: %v", kinds)
 
 	strict := client.WithFieldValidation(env.Client, metav1.FieldValidationStrict)

@@ -32,6 +32,8 @@ var unexercised = map[auditcheck.Permission]string{
 	// request, never a request of its own, so a missing grant shows as a forbidden apply.
 	{Group: "flink.apache.org", Resource: "flinkdeployments/finalizers", Verb: "update"}: "blockOwnerDeletion (admission check)",
 	{Group: "apps", Resource: "deployments/finalizers", Verb: "update"}:                  "blockOwnerDeletion (admission check)",
+	// The children, snapshots and ingress of a FlinkBlueGreenDeployment, owned the same way.
+	{Group: "flink.apache.org", Resource: "flinkbluegreendeployments/finalizers", Verb: "update"}: "blockOwnerDeletion (admission check)",
 	// pkg/native Apply (deleteIfOurs): a FlinkDeployment switched to HA no longer has the
 	// JobManager's internal Service, which is deleted; no scenario turns HA on later.
 	{Group: "", Resource: "services", Verb: "delete"}: "internal Service dropped when HA is turned on",
@@ -39,13 +41,14 @@ var unexercised = map[auditcheck.Permission]string{
 	// with a streaming watch (sendInitialEvents) where the API server offers it, as the suite's
 	// 1.37 does, so no list request is made here. On older API servers, down to minKubeVersion
 	// 1.28, they fall back to list: the grant must stay.
-	{Group: "", Resource: "configmaps", Verb: "list"}:                          "informer fallback to list (WatchList)",
-	{Group: "", Resource: "services", Verb: "list"}:                            "informer fallback to list (WatchList)",
-	{Group: "apps", Resource: "deployments", Verb: "list"}:                     "informer fallback to list (WatchList)",
-	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "list"}:    "informer fallback to list (WatchList)",
-	{Group: "flink.apache.org", Resource: "flinksessionjobs", Verb: "list"}:    "informer fallback to list (WatchList)",
-	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "list"}: "informer fallback to list (WatchList)",
-	{Group: "networking.k8s.io", Resource: "ingresses", Verb: "list"}:          "informer fallback to list (WatchList)",
+	{Group: "", Resource: "configmaps", Verb: "list"}:                                "informer fallback to list (WatchList)",
+	{Group: "", Resource: "services", Verb: "list"}:                                  "informer fallback to list (WatchList)",
+	{Group: "apps", Resource: "deployments", Verb: "list"}:                           "informer fallback to list (WatchList)",
+	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "list"}:          "informer fallback to list (WatchList)",
+	{Group: "flink.apache.org", Resource: "flinksessionjobs", Verb: "list"}:          "informer fallback to list (WatchList)",
+	{Group: "flink.apache.org", Resource: "flinkstatesnapshots", Verb: "list"}:       "informer fallback to list (WatchList)",
+	{Group: "networking.k8s.io", Resource: "ingresses", Verb: "list"}:                "informer fallback to list (WatchList)",
+	{Group: "flink.apache.org", Resource: "flinkbluegreendeployments", Verb: "list"}: "informer fallback to list (WatchList)",
 }
 
 // filtered tells whether the run was narrowed to some tests (-run, -skip): then grants the

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,6 +133,9 @@ func start(o Options) (*Env, error) {
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// Discovery of the large CRDs (FlinkDeployment, FlinkBlueGreenDeployment embed pod
+		// templates) can exceed envtest's default 10 s on a loaded 2-core machine.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
 	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}}

@@ -1,0 +1,346 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
+)
+
+// blueGreenOperator runs the three controllers a blue/green switch needs: FlinkDeployment
+// (the children), FlinkStateSnapshot (the savepoint) and FlinkBlueGreenDeployment.
+// failingCreate is a client whose creates go through create first.
+type failingCreate struct {
+	client.Client
+	create func(obj client.Object) error
+}
+
+func (f failingCreate) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := f.create(obj); err != nil {
+		return err
+	}
+	return f.Client.Create(ctx, obj, opts...)
+}
+
+// The blue/green reconciler's creates go through create first (when set).
+func blueGreenOperator(flink *fakeflink.Server, create func(client.Object) error) func(ctrl.Manager, record.EventRecorder) error {
+	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
+		if err := deploymentController(flink)(mgr, rec); err != nil {
+			return err
+		}
+		if err := snapshotController(flink)(mgr, rec); err != nil {
+			return err
+		}
+		c := mgr.GetClient()
+		if create != nil {
+			c = failingCreate{Client: c, create: create}
+		}
+		return (&FlinkBlueGreenDeploymentReconciler{Client: c, Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager(mgr)
+	}
+}
+
+func newBlueGreen(t *testing.T, ns, name, abortGrace string) *flinkv1beta1.FlinkBlueGreenDeployment {
+	t.Helper()
+	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
+spec:
+  configuration:
+    kubernetes.operator.bluegreen.abort.grace-period: %q
+    kubernetes.operator.bluegreen.reconciliation.reschedule-interval: "200ms"
+    kubernetes.operator.bluegreen.deployment-deletion.delay: "0ms"
+  ingress: {template: "{{name}}.{{namespace}}.example.com"}
+  template:
+    metadata: {labels: {team: orders}}
+    spec:
+      image: flink:1.20
+      flinkVersion: v1_20
+      serviceAccount: flink
+      flinkConfiguration: {state.checkpoints.dir: "file:///cp", state.savepoints.dir: "file:///sp", taskmanager.numberOfTaskSlots: "2"}
+      jobManager: {resource: {memory: 1g, cpu: 1}}
+      taskManager: {resource: {memory: 1g, cpu: 1}}
+      job: {jarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", parallelism: 2, upgradeMode: savepoint}
+`, abortGrace)), bg))
+	bg.Namespace, bg.Name = ns, name
+	return bg
+}
+
+func getBlueGreen(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkBlueGreenDeployment {
+	t.Helper()
+	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, bg))
+	return bg
+}
+
+func waitForBlueGreen(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkBlueGreenDeployment) bool) *flinkv1beta1.FlinkBlueGreenDeployment {
+	t.Helper()
+	var last *flinkv1beta1.FlinkBlueGreenDeployment
+	wait.For(t, 30*time.Second, what, func() bool {
+		last = getBlueGreen(t, c, ns, name)
+		return cond(last)
+	}, func() string { return fmt.Sprintf("status %+v", last.Status) })
+	return last
+}
+
+func inState(s flinkv1beta1.FlinkBlueGreenDeploymentState) func(*flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	return func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.BlueGreenState == s }
+}
+
+// runChild waits for the child's job to be submitted and runs it in the fake Flink; it returns
+// the job id.
+func runChild(t *testing.T, c client.Client, k *cluster, ns, name string) string {
+	t.Helper()
+	d := waitChild(t, c, ns, name, name+" deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	return d.Status.JobStatus.JobID
+}
+
+// waitChild waits until the child FlinkDeployment exists and satisfies cond.
+func waitChild(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+	t.Helper()
+	d := &flinkv1beta1.FlinkDeployment{}
+	wait.For(t, 30*time.Second, what, func() bool {
+		return c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) == nil && cond(d)
+	}, func() string { return fmt.Sprintf("%s: status %+v", name, d.Status) })
+	return d
+}
+
+func ingressBackend(t *testing.T, c client.Client, ns, name string) string {
+	t.Helper()
+	ing := &networkingv1.Ingress{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.IngressName(name)}, ing); err != nil {
+		return ""
+	}
+	return ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name
+}
+
+func changeImage(t *testing.T, c client.Client, ns, name, image string) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bg := getBlueGreen(t, c, ns, name)
+		bg.Spec.Template.Spec.Image = image
+		return c.Update(context.Background(), bg)
+	}))
+}
+
+// activeBlue creates a blue/green deployment and runs its blue child until ACTIVE_BLUE.
+func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace string) (blueJob string) {
+	t.Helper()
+	require.NoError(t, c.Create(context.Background(), newBlueGreen(t, ns, name, abortGrace)))
+	blue := waitChild(t, c, ns, name+"-blue", "blue child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+	assert.Equal(t, "BLUE", blue.Labels[flinkv1beta1.BlueGreenDeploymentTypeLabel], "upstream's label")
+	assert.Equal(t, "orders", blue.Labels["team"], "the template's labels")
+	owner := metav1.GetControllerOf(blue)
+	require.NotNil(t, owner, "deleting the FlinkBlueGreenDeployment deletes its children (garbage collector)")
+	assert.Equal(t, name, owner.Name)
+	assert.True(t, *owner.BlockOwnerDeletion)
+	blueJob = runChild(t, c, k, ns, name+"-blue")
+	bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
+	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady))
+	assert.Equal(t, bg.Generation, meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady).ObservedGeneration)
+	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return ingressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
+	return blueJob
+}
+
+// TestBlueGreenDeployment walks the switches of a FlinkBlueGreenDeployment against the
+// FlinkDeployment and FlinkStateSnapshot controllers and a fake JobManager.
+func TestBlueGreenDeployment(t *testing.T) {
+	c := testEnv(t).Client
+	const name = "orders"
+
+	t.Run("a template change switches blue to green from a savepoint of blue", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-switch")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
+
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		bg := waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		require.NotEmpty(t, bg.Status.SavepointTriggerID, "the switch records its savepoint")
+		snap := &flinkv1beta1.FlinkStateSnapshot{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
+		assert.Equal(t, name+"-blue", snap.Spec.JobReference.Name)
+		require.NotEmpty(t, snap.Status.Path)
+
+		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "green starts from blue's savepoint")
+		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
+		runChild(t, c, k, ns, name+"-green")
+		assert.Equal(t, snap.Status.Path, restorePath(t, c, ns, name+"-green"), "green's JobManager restores the savepoint")
+		assert.Equal(t, "RUNNING", flink.Job(blueJob), "blue runs until green is ready")
+
+		bg = waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+		assert.Empty(t, bg.Status.SavepointTriggerID)
+		assert.Empty(t, bg.Status.Error)
+		wait.For(t, 10*time.Second, "ingress to green", func() bool { return ingressBackend(t, c, ns, name) == name+"-green-rest" }, func() string { return "" })
+		wait.For(t, 10*time.Second, "blue deleted", func() bool {
+			blue := &flinkv1beta1.FlinkDeployment{}
+			err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-blue"}, blue)
+			return apierrors.IsNotFound(err) || !blue.DeletionTimestamp.IsZero()
+		}, func() string { return "" })
+		events.seen(t, ReasonBlueGreenSavepoint)
+		events.seen(t, ReasonBlueGreenSwitched)
+	})
+
+	t.Run("a green that never becomes ready is aborted, blue keeps running", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-abort")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "3s")
+
+		changeImage(t, c, ns, name, "flink:does-not-exist")
+		waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		// Green's JobManager never becomes available.
+		bg := waitForBlueGreen(t, c, ns, name, "aborted back to ACTIVE_BLUE", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error != ""
+		})
+		assert.Contains(t, bg.Status.Error, "Aborting deployment 'orders-green', rolling B/G deployment back to ACTIVE_BLUE")
+		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
+		assert.True(t, meta.IsStatusConditionFalse(bg.Status.Conditions, ConditionBlueGreenReady))
+		waitChild(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
+		})
+		blue := get(t, c, ns, name+"-blue")
+		assert.True(t, blue.DeletionTimestamp.IsZero())
+		assert.Equal(t, "flink:1.20", blue.Spec.Image, "blue is untouched")
+		assert.Equal(t, blueJob, blue.Status.JobStatus.JobID, "blue's job was never restarted")
+		assert.Equal(t, "RUNNING", flink.Job(blueJob))
+		assert.NotContains(t, flink.Stops(), blueJob)
+		assert.Equal(t, name+"-blue-rest", ingressBackend(t, c, ns, name))
+		events.seen(t, ReasonBlueGreenAborted)
+		assert.Never(t, func() bool {
+			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenActiveBlue
+		}, time.Second, 100*time.Millisecond, "the same spec is not retried")
+	})
+
+	t.Run("a savepoint that never completes keeps blue, and its snapshot stops", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-savepoint-fails")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "3s")
+
+		flink.SetAutoComplete(false)
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		bg := waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+		snapName := bg.Status.SavepointTriggerID
+		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
+		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "disk full")
+
+		bg = waitForBlueGreen(t, c, ns, name, "back to ACTIVE_BLUE with the error", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error != ""
+		})
+		assert.Contains(t, bg.Status.Error, "Savepoint of 'orders-blue' failed")
+		assert.Empty(t, bg.Status.SavepointTriggerID)
+		wait.For(t, 10*time.Second, "the snapshot deleted", func() bool {
+			return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: snapName}, &flinkv1beta1.FlinkStateSnapshot{}))
+		}, func() string { return "" })
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})))
+		assert.Equal(t, "RUNNING", flink.Job(blueJob))
+		events.seen(t, ReasonBlueGreenFailed)
+	})
+
+	t.Run("suspend and resume act on the active child in place", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-suspend")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		activeBlue(t, c, k, ns, name, "10 min")
+
+		setJobState := func(state flinkv1beta1.JobState) {
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				bg := getBlueGreen(t, c, ns, name)
+				bg.Spec.Template.Spec.Job.State = state
+				return c.Update(context.Background(), bg)
+			}))
+		}
+		setJobState(flinkv1beta1.JobStateSuspended)
+		waitChild(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
+		})
+		k.collect(ns, name+"-blue") // the garbage collector's part in removing the JobManager
+		waitChild(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+		})
+		bg := getBlueGreen(t, c, ns, name)
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState, "no switch")
+		assert.Equal(t, flinkv1beta1.JobStatusSuspended, bg.Status.JobStatus.State)
+
+		setJobState(flinkv1beta1.JobStateRunning)
+		waitChild(t, c, ns, name+"-blue", "blue resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateRunning
+		})
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
+			"suspend and resume never start green")
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, getBlueGreen(t, c, ns, name).Status.BlueGreenState)
+	})
+
+	t.Run("an operator restarted mid-switch resumes it", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-restart")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		// The first operator "crashes" between recording TRANSITIONING_TO_GREEN and creating
+		// green: its creates of the green child fail, and it is stopped there.
+		var greenCreates atomic.Int32
+		crash := func(obj client.Object) error {
+			if obj.GetName() == name+"-green" {
+				greenCreates.Add(1)
+				return errors.New("operator stopped")
+			}
+			return nil
+		}
+		_, stop := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, crash)})
+		activeBlue(t, c, k, ns, name, "10 min")
+
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		bg := waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		wait.For(t, 10*time.Second, "a create of green", func() bool { return greenCreates.Load() > 0 }, func() string { return "" })
+		stop()
+		abortAt := getBlueGreen(t, c, ns, name).Status.AbortTimestamp
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})))
+		triggered := len(flink.Triggered())
+
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		green := waitChild(t, c, ns, name+"-green", "green recreated", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		snap := &flinkv1beta1.FlinkStateSnapshot{}
+		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
+		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "from the recorded savepoint, not a new one")
+		assert.Equal(t, abortAt, getBlueGreen(t, c, ns, name).Status.AbortTimestamp, "the switch keeps its grace period")
+		assert.Len(t, flink.Triggered(), triggered, "no second savepoint")
+		runChild(t, c, k, ns, name+"-green")
+		waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+	})
+}
+
+// TestBlueGreenTimestamps: upstream resets its markers to the epoch, not to empty; an adopted
+// status with them has no grace period or readiness running.
+func TestBlueGreenTimestamps(t *testing.T) {
+	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
+		_, ok := parseTimestamp(unset)
+		assert.False(t, ok, unset)
+	}
+	at, ok := parseTimestamp("2026-11-25T16:00:00.5Z")
+	assert.True(t, ok)
+	assert.Equal(t, int64(1795622400), at.Unix())
+	assert.Equal(t, "TransitioningToGreen", toCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
+}

@@ -1,0 +1,150 @@
+package bluegreen
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
+)
+
+// The kubernetes.operator.bluegreen.* keys of spec.configuration, with upstream's names.
+const (
+	KeyAbortGracePeriod   = "kubernetes.operator.bluegreen.abort.grace-period"
+	KeyRescheduleInterval = "kubernetes.operator.bluegreen.reconciliation.reschedule-interval"
+	KeyDeletionDelay      = "kubernetes.operator.bluegreen.deployment-deletion.delay"
+)
+
+// Options are the blue/green settings of one resource.
+type Options struct {
+	// AbortGracePeriod is how long a new child (or the savepoint before it) may take before
+	// the switch is aborted.
+	AbortGracePeriod time.Duration
+	// RescheduleInterval is how often a step in progress is looked at again.
+	RescheduleInterval time.Duration
+	// DeletionDelay is how long the old child keeps running after the new one is ready.
+	DeletionDelay time.Duration
+}
+
+// DefaultOptions are upstream's defaults.
+var DefaultOptions = Options{AbortGracePeriod: 10 * time.Minute, RescheduleInterval: 15 * time.Second}
+
+// OptionError names the configuration key whose value is not a duration.
+type OptionError struct {
+	Key   string
+	Value string
+	Err   error
+}
+
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("spec.configuration[%s]: %q is not a duration (a number and a unit such as ms, s, min): %v", e.Key, e.Value, e.Err)
+}
+
+// ParseOptions reads the blue/green keys of conf over the defaults. Other keys are ignored, as
+// upstream does. Every bad value is reported.
+func ParseOptions(conf map[string]string) (Options, []*OptionError) {
+	o := DefaultOptions
+	var errs []*OptionError
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{KeyAbortGracePeriod, &o.AbortGracePeriod},
+		{KeyRescheduleInterval, &o.RescheduleInterval},
+		{KeyDeletionDelay, &o.DeletionDelay},
+	} {
+		v, ok := conf[f.key]
+		if !ok {
+			continue
+		}
+		d, err := options.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, &OptionError{Key: f.key, Value: v, Err: err})
+			continue
+		}
+		*f.dst = d
+	}
+	return o, errs
+}
+
+// reconciledSpec is the JSON shape of status.lastReconciledSpec: the spec under "spec".
+type reconciledSpec struct {
+	Spec flinkv1beta1.FlinkBlueGreenDeploymentSpec `json:"spec"`
+}
+
+// MarshalSpec is the value of status.lastReconciledSpec for spec.
+func MarshalSpec(spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec) (string, error) {
+	b, err := json.Marshal(reconciledSpec{Spec: *spec})
+	if err != nil {
+		return "", fmt.Errorf("marshal blue/green spec: %w", err)
+	}
+	return string(b), nil
+}
+
+// UnmarshalSpec reads status.lastReconciledSpec; ok is false when none was recorded.
+func UnmarshalSpec(s string) (spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec, ok bool, err error) {
+	if s == "" {
+		return nil, false, nil
+	}
+	var r reconciledSpec
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return nil, false, fmt.Errorf("status.lastReconciledSpec: %w", err)
+	}
+	return &r.Spec, true, nil
+}
+
+// jobState is the template's job state, running when unset.
+func jobState(spec *flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.JobState {
+	if spec.Job == nil || spec.Job.State == "" {
+		return flinkv1beta1.JobStateRunning
+	}
+	return spec.Job.State
+}
+
+// IsSuspended says whether the template asks for a suspended job.
+func IsSuspended(spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec) bool {
+	return jobState(&spec.Template.Spec) == flinkv1beta1.JobStateSuspended
+}
+
+// NeedsSavepoint says whether a switch starts the new child from a savepoint of the active
+// one: for every upgrade mode but stateless, as upstream.
+func NeedsSavepoint(spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec) bool {
+	job := spec.Template.Spec.Job
+	return job != nil && job.UpgradeMode != "" && job.UpgradeMode != flinkv1beta1.UpgradeModeStateless
+}
+
+// withDefaults fills the job fields the API server defaults, so that a spec recorded before
+// defaulting compares equal to the same spec read back.
+func withDefaults(spec flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.FlinkDeploymentSpec {
+	if spec.Job == nil {
+		return spec
+	}
+	job := *spec.Job
+	if job.State == "" {
+		job.State = flinkv1beta1.JobStateRunning
+	}
+	if job.UpgradeMode == "" {
+		job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
+	}
+	spec.Job = &job
+	return spec
+}
+
+// Compare classifies the change from last to current. Only the template's spec matters to the
+// children: configuration and ingress are read on every reconcile. A change of job.state
+// (suspend, resume) acts in place, whatever else changed with it.
+func Compare(last, current *flinkv1beta1.FlinkBlueGreenDeploymentSpec) Diff {
+	if last == nil {
+		return DiffTransition
+	}
+	if jobState(&last.Template.Spec) != jobState(&current.Template.Spec) {
+		return DiffInPlace
+	}
+	if equality.Semantic.DeepEqual(withDefaults(last.Template.Spec), withDefaults(current.Template.Spec)) {
+		return DiffNone
+	}
+	return DiffTransition
+}

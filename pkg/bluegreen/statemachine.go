@@ -1,0 +1,216 @@
+// Package bluegreen holds the decisions of the FlinkBlueGreenDeployment controller that need
+// no cluster: the state machine (which step follows which, given what was observed), the
+// comparison of a spec with the last reconciled one, and the kubernetes.operator.bluegreen.*
+// options. The controller observes, asks Next, records the answer in the status and only then
+// acts, so that every decision is a row of a table a test can list.
+package bluegreen
+
+import (
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// Color names a child FlinkDeployment.
+type Color string
+
+// The two children.
+const (
+	Blue  Color = "BLUE"
+	Green Color = "GREEN"
+)
+
+// Other is the child that is not c.
+func (c Color) Other() Color {
+	if c == Blue {
+		return Green
+	}
+	return Blue
+}
+
+// Action is what the controller does after it has recorded the next state.
+type Action string
+
+// Actions.
+const (
+	// ActionNone: nothing to do but keep the active child's ingress in place.
+	ActionNone Action = "None"
+	// ActionWait: a step is in progress; look again after the reschedule interval.
+	ActionWait Action = "Wait"
+	// ActionDeploy creates or updates the target child from the template (and, during a
+	// switch, from the savepoint of the active child).
+	ActionDeploy Action = "Deploy"
+	// ActionPatchActive applies the template to the active child in place (suspend, resume,
+	// or a change while the active child is not ready to be savepointed).
+	ActionPatchActive Action = "PatchActive"
+	// ActionTriggerSavepoint takes a savepoint of the active child.
+	ActionTriggerSavepoint Action = "TriggerSavepoint"
+	// ActionRecordReady records when the new child became ready; the deletion delay counts from then.
+	ActionRecordReady Action = "RecordReady"
+	// ActionFinalize switches the ingress to the new child and deletes the old one.
+	ActionFinalize Action = "Finalize"
+	// ActionAbort suspends the new child and keeps the active one; the switch failed.
+	ActionAbort Action = "Abort"
+	// ActionFail records an error and stays with the active child (savepoint failed).
+	ActionFail Action = "Fail"
+)
+
+// Diff is how the template differs from the last reconciled one.
+type Diff string
+
+// Diffs.
+const (
+	// DiffNone: nothing changed (the zero value).
+	DiffNone Diff = ""
+	// DiffTransition: the change needs a new child (a blue/green switch).
+	DiffTransition Diff = "Transition"
+	// DiffInPlace: the change applies to the active child in place (suspend, resume).
+	DiffInPlace Diff = "InPlace"
+)
+
+// Inputs is what the controller observed, in the terms the state machine decides on.
+type Inputs struct {
+	// Diff of the template against the last reconciled one.
+	Diff Diff
+	// Reconciled: a spec was recorded (status.lastReconciledSpec).
+	Reconciled bool
+	// Suspended: the template asks for job.state suspended.
+	Suspended bool
+	// NeedsSavepoint: the template's upgradeMode keeps state (savepoint, last-state), so a
+	// switch starts the new child from a savepoint of the active one.
+	NeedsSavepoint bool
+	// ActiveReady: the active child's job runs and its resource is stable.
+	ActiveReady bool
+	// TargetExists: the child being started (during a transition) exists.
+	TargetExists bool
+	// TargetReady: that child's job runs and its resource is stable.
+	TargetReady bool
+	// ActiveExists: the child being replaced exists (false on the first deployment).
+	ActiveExists bool
+	// SavepointDone / SavepointFailed: the savepoint of the active child finished.
+	SavepointDone   bool
+	SavepointFailed bool
+	// ReadyRecorded: deploymentReadyTimestamp is set.
+	ReadyRecorded bool
+	// AbortGraceElapsed: abortTimestamp has passed.
+	AbortGraceElapsed bool
+	// DeletionDelayElapsed: deployment-deletion.delay has passed since deploymentReadyTimestamp.
+	DeletionDelayElapsed bool
+}
+
+// Step is the state machine's answer: the state to record, then the action to take, on the
+// child Target.
+type Step struct {
+	Next   flinkv1beta1.FlinkBlueGreenDeploymentState
+	Action Action
+	Target Color
+}
+
+// Active is the child serving in state s (for transitions, the child being replaced), and
+// whether s is a resting state.
+func Active(s flinkv1beta1.FlinkBlueGreenDeploymentState) (Color, bool) {
+	switch s {
+	case flinkv1beta1.BlueGreenActiveBlue:
+		return Blue, true
+	case flinkv1beta1.BlueGreenActiveGreen:
+		return Green, true
+	case flinkv1beta1.BlueGreenSavepointingBlue, flinkv1beta1.BlueGreenTransitioningToGreen:
+		return Blue, false
+	case flinkv1beta1.BlueGreenSavepointingGreen, flinkv1beta1.BlueGreenTransitioningToBlue:
+		return Green, false
+	}
+	return Blue, false
+}
+
+// ActiveState is the resting state with c serving.
+func ActiveState(c Color) flinkv1beta1.FlinkBlueGreenDeploymentState {
+	if c == Blue {
+		return flinkv1beta1.BlueGreenActiveBlue
+	}
+	return flinkv1beta1.BlueGreenActiveGreen
+}
+
+func savepointingState(c Color) flinkv1beta1.FlinkBlueGreenDeploymentState {
+	if c == Blue {
+		return flinkv1beta1.BlueGreenSavepointingBlue
+	}
+	return flinkv1beta1.BlueGreenSavepointingGreen
+}
+
+// TransitioningState is the state that starts child c.
+func TransitioningState(c Color) flinkv1beta1.FlinkBlueGreenDeploymentState {
+	if c == Blue {
+		return flinkv1beta1.BlueGreenTransitioningToBlue
+	}
+	return flinkv1beta1.BlueGreenTransitioningToGreen
+}
+
+// Target is the child a state starts: for TRANSITIONING_TO_X it is X.
+func Target(s flinkv1beta1.FlinkBlueGreenDeploymentState) Color {
+	if s == flinkv1beta1.BlueGreenTransitioningToGreen {
+		return Green
+	}
+	return Blue
+}
+
+// Next decides the step from state s given in. An empty state is a new resource.
+func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
+	stay := func(a Action, c Color) Step { return Step{Next: s, Action: a, Target: c} }
+	switch s {
+	case "", flinkv1beta1.BlueGreenInitializingBlue:
+		// The first child is blue; a template that starts suspended waits for running, and a
+		// first deployment that was aborted waits for a new spec.
+		if in.Suspended || (in.Reconciled && in.Diff == DiffNone) {
+			return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}
+		}
+		return Step{Next: flinkv1beta1.BlueGreenTransitioningToBlue, Action: ActionDeploy, Target: Blue}
+
+	case flinkv1beta1.BlueGreenActiveBlue, flinkv1beta1.BlueGreenActiveGreen:
+		active, _ := Active(s)
+		switch {
+		case in.Diff == DiffNone:
+			return stay(ActionNone, active)
+		case in.Diff == DiffInPlace || in.Suspended || !in.ActiveReady:
+			// Suspend and resume act on the active child; so does any change while the
+			// active child cannot be savepointed (its own upgrade brings it back).
+			return stay(ActionPatchActive, active)
+		case in.NeedsSavepoint:
+			return Step{Next: savepointingState(active), Action: ActionTriggerSavepoint, Target: active}
+		default:
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
+		}
+
+	case flinkv1beta1.BlueGreenSavepointingBlue, flinkv1beta1.BlueGreenSavepointingGreen:
+		active, _ := Active(s)
+		switch {
+		case in.SavepointDone:
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
+		case in.SavepointFailed || in.AbortGraceElapsed:
+			// The active child keeps running untouched; the error says why no switch happened.
+			return Step{Next: ActiveState(active), Action: ActionFail, Target: active}
+		default:
+			return stay(ActionWait, active)
+		}
+
+	case flinkv1beta1.BlueGreenTransitioningToBlue, flinkv1beta1.BlueGreenTransitioningToGreen:
+		target := Target(s)
+		switch {
+		case !in.TargetExists || in.Diff != DiffNone:
+			// Not created yet (the operator stopped after recording this state), or the
+			// template changed again: (re)apply the template to the new child.
+			return stay(ActionDeploy, target)
+		case in.TargetReady && (!in.ActiveExists || (in.ReadyRecorded && in.DeletionDelayElapsed)):
+			return Step{Next: ActiveState(target), Action: ActionFinalize, Target: target}
+		case in.TargetReady && !in.ReadyRecorded:
+			return stay(ActionRecordReady, target)
+		case in.TargetReady:
+			return stay(ActionWait, target)
+		case in.AbortGraceElapsed:
+			if !in.ActiveExists {
+				return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionAbort, Target: target}
+			}
+			return Step{Next: ActiveState(target.Other()), Action: ActionAbort, Target: target}
+		default:
+			return stay(ActionWait, target)
+		}
+	}
+	return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}
+}

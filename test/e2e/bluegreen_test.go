@@ -1,0 +1,139 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
+
+// waitForBlueGreen polls the FlinkBlueGreenDeployment until cond holds.
+func waitForBlueGreen(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkBlueGreenDeployment) bool) *flinkv1beta1.FlinkBlueGreenDeployment {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+	for {
+		err := env.Client.Get(context.Background(), key, bg)
+		if err == nil && cond(bg) {
+			logf(t, "%s: %s", key.Name, what)
+			return bg
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s not reached in %s; state=%s job=%s error=%s (operator log %s)", key.Name, what, timeout,
+				bg.Status.BlueGreenState, bg.Status.JobStatus.State, bg.Status.Error, env.OperatorLog())
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+		if err := env.Client.Get(context.Background(), key, bg); err != nil {
+			return err
+		}
+		change(bg)
+		return env.Client.Update(context.Background(), bg)
+	}))
+}
+
+// TestBlueGreen is issue #20's scenario on real Flink 1.20: a template change switches blue to
+// green with the job's state carried by a savepoint of blue (Flink says green's job restored
+// from it), and a broken next child (an image no node can run) is aborted while the active
+// child's job runs on, never stopped or restarted.
+func TestBlueGreen(t *testing.T) {
+	ctx := context.Background()
+	start := time.Now()
+	// The checkpoint-ha example's cluster (without HA: each child is a cluster of its own) as
+	// the template; both children share the hostPath volume, so green reads blue's savepoint.
+	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-bluegreen")
+	conf, err := dep.Spec.FlinkConfiguration.Flatten()
+	require.NoError(t, err)
+	for k := range conf {
+		if strings.HasPrefix(k, "high-availability") {
+			delete(conf, k)
+		}
+	}
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+	bg.Namespace, bg.Name = dep.Namespace, "bluegreen"
+	bg.Spec.Configuration = map[string]string{
+		"kubernetes.operator.bluegreen.abort.grace-period":                 "3 min",
+		"kubernetes.operator.bluegreen.reconciliation.reschedule-interval": "2s",
+		"kubernetes.operator.bluegreen.deployment-deletion.delay":          "0ms",
+	}
+	bg.Spec.Template.Spec = dep.Spec
+	key := client.ObjectKeyFromObject(bg)
+	blueKey := client.ObjectKey{Namespace: key.Namespace, Name: "bluegreen-blue"}
+	greenKey := client.ObjectKey{Namespace: key.Namespace, Name: "bluegreen-green"}
+	require.NoError(t, env.Client.Create(ctx, bg))
+
+	waitForBlueGreen(t, key, "ACTIVE_BLUE", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue
+	})
+	blue := waitFor(t, blueKey, "Ready and RUNNING", time.Minute, readyAndRunning)
+	blueJob := blue.Status.JobStatus.JobID
+	allTasksRunning(t, blueKey, blueJob)
+	cp := completedCheckpoint(t, blueKey, blueJob)
+	logf(t, "blue up in %s, checkpoint %d", time.Since(start).Round(time.Second), cp.ID)
+
+	// A template change: another checkpoint interval.
+	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
+		bg.Spec.Template.Spec.FlinkConfiguration = setConfig(t, bg.Spec.Template.Spec.FlinkConfiguration, "execution.checkpointing.interval", "4s")
+	})
+	switching := waitForBlueGreen(t, key, "TRANSITIONING_TO_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenTransitioningToGreen
+	})
+	snap := &flinkv1beta1.FlinkStateSnapshot{}
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: switching.Status.SavepointTriggerID}, snap))
+	require.Equal(t, flinkv1beta1.SnapshotCompleted, snap.Status.State)
+	waitForBlueGreen(t, key, "ACTIVE_GREEN", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen
+	})
+	green := waitFor(t, greenKey, "Ready and RUNNING", time.Minute, readyAndRunning)
+	greenJob := green.Status.JobStatus.JobID
+	allTasksRunning(t, greenKey, greenJob) // else the next switch's savepoint of green fails
+	restored := restoredFrom(t, greenKey, greenJob)
+	require.True(t, restored.IsSavepoint, "green's job restored a savepoint")
+	require.Equal(t, localPath(snap.Status.Path), localPath(restored.ExternalPath), "green restored blue's savepoint of the switch")
+	require.Equal(t, int64(4000), checkpointInterval(t, greenKey, greenJob), "green runs the new template")
+	deadline := time.Now().Add(time.Minute)
+	for !apierrors.IsNotFound(env.Client.Get(ctx, blueKey, &flinkv1beta1.FlinkDeployment{})) {
+		require.True(t, time.Now().Before(deadline), "blue was never deleted")
+		time.Sleep(time.Second)
+	}
+	logf(t, "switched to green in %s", time.Since(start).Round(time.Second))
+
+	// A broken next child: its image is not Flink's, so its JobManager never runs. The switch is aborted after the grace
+	// period; green's job is the same job, never restarted.
+	before, err := flinkREST(t, greenKey).JobDetails(ctx, greenJob)
+	require.NoError(t, err)
+	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
+		bg.Spec.Configuration["kubernetes.operator.bluegreen.abort.grace-period"] = "20s"
+		bg.Spec.Template.Spec.Image = "busybox:1.36" // not a Flink image: ImageNotRunnable
+	})
+	aborted := waitForBlueGreen(t, key, "aborted back to ACTIVE_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.Error != ""
+	})
+	require.Contains(t, aborted.Status.Error, "Aborting deployment 'bluegreen-blue'")
+	require.Equal(t, flinkv1beta1.JobStatusFailing, aborted.Status.JobStatus.State)
+	after, err := flinkREST(t, greenKey).JobDetails(ctx, greenJob)
+	require.NoError(t, err)
+	require.Equal(t, flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusState(after.State), "green's job runs on")
+	require.Equal(t, before.StartTime, after.StartTime, "green's job was never restarted")
+	green = waitFor(t, greenKey, "still Ready", 10*time.Second, readyAndRunning)
+	require.Equal(t, greenJob, green.Status.JobStatus.JobID)
+	logf(t, "aborted the broken switch; total %s", time.Since(start).Round(time.Second))
+
+	require.NoError(t, env.Client.Delete(ctx, bg))
+}
