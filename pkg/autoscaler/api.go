@@ -155,12 +155,20 @@ type Result struct {
 	// Scaled is true when Overrides should be applied.
 	Scaled   bool
 	Vertices []VertexSummary
-	// Reason is the event reason ("ScalingReport") and Message its text, both empty when there is
-	// nothing to report.
+	// Reason is the event reason ("ScalingReport") and Message its text in upstream's shape, both
+	// empty when there is nothing to report. A recommendation in recommend-only mode
+	// (scaling.enabled=false) is reported too, with Scaled false.
 	Reason  string
 	Message string
-	// Warnings explain why a scaling was held back (ineffective scaling, memory pressure, ...).
-	Warnings []string
+	// Warnings explain why a scaling was held back or limited, each with upstream's event
+	// reason (IneffectiveScaling, MemoryPressure, ScalingLimited, ...).
+	Warnings []Warning
+}
+
+// Warning is a condition worth an event.
+type Warning struct {
+	Reason  string
+	Message string
 }
 
 // Reason of the event that reports a scaling decision, as upstream.
@@ -191,53 +199,14 @@ type Config struct {
 	// EffectivenessDetection blocks further scale-ups of a vertex whose last scale-up achieved
 	// less than EffectivenessThreshold of the expected increase:
 	// job.autoscaler.scaling.effectiveness.detection.enabled (false) / .threshold (0.1).
-	EffectivenessDetection   bool
-	EffectivenessThreshold   float64
-	BacklogLagThreshold      time.Duration // job.autoscaler.backlog-processing.lag-threshold (5 min)
-	HeapUsageThreshold       float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
-	GCPressureThreshold      float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
-	ExcludedVertices         []VertexID    // job.autoscaler.vertex.exclude.ids
-	BusyTimeAggregatorMax    bool          // job.autoscaler.metrics.busy-time.aggregator (MAX); false = AVG
-	ParallelismAlignmentMode string        // job.autoscaler.scaling.parallelism-alignment.mode (BALANCED)
+	EffectivenessDetection bool
+	EffectivenessThreshold float64
+	BacklogLagThreshold    time.Duration // job.autoscaler.backlog-processing.lag-threshold (5 min)
+	HeapUsageThreshold     float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
+	GCPressureThreshold    float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
+	ExcludedVertices       []VertexID    // job.autoscaler.vertex.exclude.ids
+	BusyTimeAggregator     string        // job.autoscaler.metrics.busy-time.aggregator (MAX)
+	// AlignmentMode is job.autoscaler.scaling.parallelism-alignment.mode (BALANCED), or the
+	// legacy job.autoscaler.scaling.key-group.partitions.adjust.mode when only that is set.
+	AlignmentMode string
 }
-
-// DefaultConfig returns upstream's defaults.
-func DefaultConfig() Config { panic("not implemented yet") }
-
-// ParseConfig reads the job.autoscaler.* options (also under the legacy
-// kubernetes.operator.job.autoscaler. prefix) from a Flink configuration.
-func ParseConfig(flinkConf map[string]string) (Config, error) { panic("not implemented yet") }
-
-// DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
-// Apache operator.
-func DecodeState(data map[string]string) (State, error) { panic("not implemented yet") }
-
-// Encode returns the ConfigMap data for the state, in upstream's keys and encodings.
-func (s State) Encode() (map[string]string, error) { panic("not implemented yet") }
-
-// Observe appends a sample to the state: samples taken before the stabilization interval after
-// JobStart are dropped, and the window is trimmed to metrics.window.
-func Observe(now time.Time, sample Sample, s State, c Config) State { panic("not implemented yet") }
-
-// Evaluate decides the parallelism of every vertex from the collected samples.
-func Evaluate(now time.Time, t Topology, s State, c Config) Result { panic("not implemented yet") }
-
-// FormatOverrides renders overrides as pipeline.jobvertex-parallelism-overrides
-// ("vid:p,vid:p", sorted by vertex id).
-func FormatOverrides(o map[VertexID]int) string { panic("not implemented yet") }
-
-// ParseOverrides parses pipeline.jobvertex-parallelism-overrides.
-func ParseOverrides(s string) (map[VertexID]int, error) { panic("not implemented yet") }
-
-// Sources returns the source vertices.
-func (t Topology) Sources() []Vertex { panic("not implemented yet") }
-
-// Order returns the vertices in topological order (every vertex after its inputs).
-func (t Topology) Order() ([]Vertex, error) { panic("not implemented yet") }
-
-// Vertex returns the vertex with the given id.
-func (t Topology) Vertex(id VertexID) (Vertex, bool) { panic("not implemented yet") }
-
-// WithJobStart records the job's last switch to RUNNING: a later start than the state knows
-// drops the collected samples, so the stabilization interval and the window start over.
-func (s State) WithJobStart(runningSince time.Time) State { panic("not implemented yet") }
