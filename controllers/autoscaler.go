@@ -182,7 +182,7 @@ func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in
 	state = result.State
 	a.metrics().Vertices(in.owner.GetNamespace(), in.kind, in.owner.GetName(), vertexMetrics(result.Vertices))
 	for _, w := range result.Warnings {
-		rec.Event(in.owner, corev1.EventTypeWarning, ReasonScalingReport, w)
+		rec.Event(in.owner, corev1.EventTypeWarning, w.Reason, w.Message)
 	}
 	if result.Message != "" {
 		reason := result.Reason

@@ -82,7 +82,6 @@ func (m *scriptedMetrics) Sample(_ context.Context, jobID string, t autoscaler.T
 	p := float64(m.parallelism(jobID, vertexMap))
 	light := autoscaler.VertexSample{BusyTimeMsPerSecond: 50, RecordsInPerSecond: m.rate, RecordsOutPerSecond: m.rate}
 	source := light
-	source.RecordsInPerSecond = 0
 	source.PendingRecords, source.HasPendingRecords = 0, true
 	return autoscaler.Sample{Vertices: map[autoscaler.VertexID]autoscaler.VertexSample{
 		vertexSource: source,
@@ -314,6 +313,7 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 	jobID := autoscaled(t, c, k, ns, name, map[string]string{"job.autoscaler.scaling.enabled": "false"})
 	jm := k.jobManager(ns, name)
 
+	defer func() { t.Logf("DEBUG events %v samples %d", events.events, source.samples()) }()
 	events.seen(t, ReasonScalingReport)
 	before := source.samples()
 	require.Eventually(t, func() bool { return source.samples() > before+5 }, 30*time.Second, 50*time.Millisecond, "evaluated again")
