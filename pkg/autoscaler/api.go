@@ -34,21 +34,32 @@ type Topology struct {
 	Vertices []Vertex
 }
 
-// VertexSample is one observation of a vertex's metrics (per second rates, aggregated over
-// subtasks: busy and back-pressured time are the max over subtasks, rates are sums).
+// VertexSample is one observation of a vertex's metrics, aggregated over its subtasks. A gauge
+// that could not be read is NaN; it is then left out of the window's averages.
 type VertexSample struct {
-	BusyTimeMsPerSecond          float64
+	// BusyTimeMsPerSecond is busyTimeMsPerSecond aggregated over subtasks with
+	// metrics.busy-time.aggregator (Config.BusyTimeAggregator; MAX by default, which makes a
+	// skewed vertex count by its busiest subtask).
+	BusyTimeMsPerSecond float64
+	// BackPressuredTimeMsPerSecond is backPressuredTimeMsPerSecond, averaged over subtasks. Kept
+	// for reporting; the evaluation does not use it (upstream only uses it for the observed true
+	// processing rate, which is not implemented).
 	BackPressuredTimeMsPerSecond float64
-	RecordsInPerSecond           float64
-	RecordsOutPerSecond          float64
-	// PendingRecords is the source lag (sum of pendingRecords over subtasks).
+	// RecordsInPerSecond is numRecordsInPerSecond summed over subtasks; for a source, the records
+	// it reads from outside the job (its Source__*.numRecordsInPerSecond, or
+	// numRecordsOutPerSecond where the source reports no input).
+	RecordsInPerSecond float64
+	// RecordsOutPerSecond is numRecordsOutPerSecond summed over subtasks.
+	RecordsOutPerSecond float64
+	// PendingRecords is the source lag (pendingRecords summed over subtasks); HasPendingRecords
+	// is false when the source does not report it (then it counts as no lag, as upstream).
 	PendingRecords    float64
 	HasPendingRecords bool
 	// NumRecordsIn, NumRecordsOut and AccumulatedBusyTimeMs are counters accumulated since the
 	// job started (the job details' read-records, or the source's numRecordsIn for sources,
-	// write-records and accumulated-busy-time). When the window's samples carry them
-	// (HasAccumulated), rates over the window are computed from them as upstream does instead of
-	// averaging the per-second gauges, which makes short spikes count by their real weight.
+	// write-records and accumulated-busy-time). When all the window's samples of a vertex carry
+	// them (HasAccumulated), its rates are computed from them as upstream does; otherwise from
+	// the per-second gauges, each weighted by the time since the previous sample.
 	NumRecordsIn          float64
 	NumRecordsOut         float64
 	AccumulatedBusyTimeMs float64
@@ -66,6 +77,8 @@ type Sample struct {
 }
 
 // MetricsSource reads a running job's topology and metrics (implemented over the Flink REST API).
+// Each autoscaler cycle: state = state.WithJobStart(job's RUNNING time); state = Observe(now,
+// sample, state, cfg); result = Evaluate(now, topology, state, cfg); store result.State.
 type MetricsSource interface {
 	Topology(ctx context.Context, jobID string) (Topology, error)
 	Sample(ctx context.Context, jobID string, t Topology) (Sample, error)
@@ -91,7 +104,9 @@ type EvaluatedMetric struct {
 // State is what the autoscaler keeps between observations, stored in the autoscaler-<name>
 // ConfigMap.
 type State struct {
-	// Samples are the collected metrics within the window, oldest first.
+	// Samples are the collected metrics, oldest first: those within the window plus the newest
+	// one at or before its start, so that whether the window is full (the samples span
+	// metrics.window) can be told from the samples alone, also after storing and loading them.
 	Samples []Sample
 	// History is the per-vertex scaling history, oldest first.
 	History map[VertexID][]ScalingRecord
@@ -100,9 +115,6 @@ type State struct {
 	// JobStart is the last (re)start or rescale; stabilization and the window start here. Set
 	// it with WithJobStart from the job's RUNNING timestamp on every observation.
 	JobStart time.Time
-	// WindowFull records that the metric window has been full since JobStart (the window is
-	// trimmed from then on, so its span alone cannot tell).
-	WindowFull bool
 	// DelayedScaleDown holds, per vertex, when a scale-down was first wanted (upstream's
 	// delayedScaleDown), so it is applied only after scale-down.interval.
 	DelayedScaleDown map[VertexID]DelayedScaleDown
@@ -165,11 +177,19 @@ type Result struct {
 	Warnings []Warning
 }
 
-// Warning is a condition worth an event.
+// Warning is a condition worth an event, with upstream's event type for it.
 type Warning struct {
+	// Type is the event type: EventNormal or EventWarning.
+	Type    string
 	Reason  string
 	Message string
 }
+
+// Event types of warnings, as Kubernetes spells them.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
 
 // Reason of the event that reports a scaling decision, as upstream.
 const ReasonScalingReport = "ScalingReport"
@@ -205,7 +225,10 @@ type Config struct {
 	HeapUsageThreshold     float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
 	GCPressureThreshold    float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
 	ExcludedVertices       []VertexID    // job.autoscaler.vertex.exclude.ids
-	BusyTimeAggregator     string        // job.autoscaler.metrics.busy-time.aggregator (MAX)
+	// ExcludedPeriods are job.autoscaler.excluded.periods: daily ranges (HH:mm:ss-HH:mm:ss)
+	// and/or Quartz cron expressions, in UTC, during which scaling is only recommended.
+	ExcludedPeriods    []string
+	BusyTimeAggregator string // job.autoscaler.metrics.busy-time.aggregator (MAX)
 	// AlignmentMode is job.autoscaler.scaling.parallelism-alignment.mode (BALANCED), or the
 	// legacy job.autoscaler.scaling.key-group.partitions.adjust.mode when only that is set.
 	AlignmentMode string

@@ -28,6 +28,10 @@ const (
 // and then every vertex gets its ideal parallelism, clamped by the max factors and the
 // parallelism bounds and aligned to key groups or source partitions. Scale-downs wait for
 // scale-down.interval; ineffective scale-ups and memory pressure hold scaling back.
+//
+// With the autoscaler disabled the result is empty, State included: upstream then clears all
+// autoscaler state, and the job runs at the parallelism of its spec again (the caller must stop
+// applying stored overrides).
 func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	if !c.Enabled {
 		// Upstream clears all autoscaler state of a job whose autoscaler is disabled.
@@ -36,12 +40,17 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	s = s.clone()
 	s.History = trimHistory(now, c, s.History, t)
 	s.RestartTimes = trimRestarts(now, c, s.RestartTimes)
+	for id := range s.DelayedScaleDown {
+		if _, ok := t.Vertex(id); !ok {
+			delete(s.DelayedScaleDown, id)
+		}
+	}
 	s.recordRestartDuration(t)
 	res.State = s
 
 	order, err := t.Order()
 	if err != nil {
-		res.Warnings = append(res.Warnings, Warning{Reason: ReasonNotEvaluable, Message: err.Error()})
+		res.Warnings = append(res.Warnings, Warning{Type: EventWarning, Reason: ReasonNotEvaluable, Message: err.Error()})
 		return res
 	}
 	if len(s.Samples) < 2 {
@@ -51,11 +60,11 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	restart := s.restartTime(c)
 	metrics, err := evaluateMetrics(w, t, order, c, restart)
 	if err != nil {
-		res.Warnings = append(res.Warnings, Warning{Reason: ReasonNotEvaluable, Message: err.Error()})
+		res.Warnings = append(res.Warnings, Warning{Type: EventWarning, Reason: ReasonNotEvaluable, Message: err.Error()})
 		return res
 	}
 	defer func() { res.Vertices = summaries(order, metrics) }()
-	if !s.WindowFull {
+	if !windowFull(now, s.Samples, c) {
 		return res
 	}
 	if warn := memoryPressure(w, c); warn != nil {
@@ -91,6 +100,10 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 		res.Message = reportHeaderDisabled + KeyPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
+	if c.inExcludedPeriod(now) {
+		res.Message = reportHeaderDisabled + KeyPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
+		return res
+	}
 	res.Message = reportHeaderEnabled + report(changes, metrics)
 
 	overrides := map[VertexID]int{}
@@ -107,7 +120,7 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	res.State.Overrides = overrides
 	res.State.DelayedScaleDown = map[VertexID]DelayedScaleDown{}
 	// The samples describe the old parallelism; stabilization starts over from the decision.
-	res.State.Samples, res.State.WindowFull, res.State.JobStart = nil, false, now
+	res.State.Samples, res.State.JobStart = nil, now
 	res.Overrides = maps.Clone(overrides)
 	res.Scaled = true
 	return res

@@ -36,13 +36,15 @@ const (
 
 // DefaultConfig returns upstream's defaults.
 func DefaultConfig() Config {
+	// The band is computed at run time as upstream does (0.7-0.3 is 0.39999999999999997 there).
+	target, boundary := 0.7, 0.3
 	return Config{
 		ScalingEnabled:         true,
 		MetricsWindow:          15 * time.Minute,
 		Stabilization:          5 * time.Minute,
-		TargetUtil:             0.7,
-		UtilMin:                0.7 - 0.3,
-		UtilMax:                0.7 + 0.3,
+		TargetUtil:             target,
+		UtilMin:                target - boundary,
+		UtilMax:                target + boundary,
 		CatchUpDuration:        30 * time.Minute,
 		RestartTime:            5 * time.Minute,
 		RestartTimeLimit:       15 * time.Minute,
@@ -167,38 +169,43 @@ func (r *confReader) choice(allowed []string, names ...string) (string, bool) {
 
 // ParseConfig reads the job.autoscaler.* options (also under the legacy
 // kubernetes.operator.job.autoscaler. prefix) from a Flink configuration. Keys it does not know
-// are left to the configuration's own validation; bad values of known keys fail with an error
-// naming every offending key and what it allows.
+// are left to the configuration's own validation. When the autoscaler is enabled, bad values of
+// known keys fail with an error naming every offending key and what it allows; when it is
+// disabled they do not matter (as upstream, which then does not read them).
 func ParseConfig(flinkConf map[string]string) (Config, error) {
 	c := DefaultConfig()
 	r := &confReader{conf: flinkConf}
 
 	r.boolean(&c.Enabled, "enabled")
+	if len(r.errs) > 0 {
+		return c, fmt.Errorf("invalid autoscaler configuration: %s", r.errs[0])
+	}
 	r.boolean(&c.ScalingEnabled, "scaling.enabled")
 	r.duration(&c.MetricsWindow, "metrics.window")
 	r.duration(&c.Stabilization, "stabilization.interval")
 	r.float(&c.TargetUtil, 0, 1, "utilization.target", "target.utilization")
 	boundary := 0.3
-	r.float(&boundary, 0, 1, "target.utilization.boundary")
+	r.float(&boundary, 0, math.MaxFloat64, "target.utilization.boundary")
 	c.UtilMin, c.UtilMax = c.TargetUtil-boundary, c.TargetUtil+boundary
-	r.float(&c.UtilMin, 0, 1, "utilization.min")
-	r.float(&c.UtilMax, 0, 1, "utilization.max")
+	// An explicit band must contain the target, as upstream's validator requires.
+	r.float(&c.UtilMin, 0, c.TargetUtil, "utilization.min")
+	r.float(&c.UtilMax, c.TargetUtil, 1, "utilization.max")
 	r.duration(&c.CatchUpDuration, "catch-up.duration")
 	r.duration(&c.RestartTime, "restart.time")
 	r.boolean(&c.RestartTimeTracking, "restart.time-tracking.enabled")
 	r.duration(&c.RestartTimeLimit, "restart.time-tracking.limit")
 	r.float(&c.ScaleUpMaxFactor, 0, math.MaxFloat64, "scale-up.max-factor")
-	r.float(&c.ScaleDownMaxFactor, 0, 1, "scale-down.max-factor")
+	r.float(&c.ScaleDownMaxFactor, 0, math.MaxFloat64, "scale-down.max-factor")
 	r.duration(&c.ScaleDownInterval, "scale-down.interval", "scale-up.grace-period")
 	r.integer(&c.VertexMinParallel, 1, "vertex.min-parallelism")
 	r.integer(&c.VertexMaxParallel, 1, "vertex.max-parallelism")
 	r.integer(&c.HistoryMaxCount, 0, "history.max.count")
 	r.duration(&c.HistoryMaxAge, "history.max.age")
 	r.boolean(&c.EffectivenessDetection, "scaling.effectiveness.detection.enabled")
-	r.float(&c.EffectivenessThreshold, 0, math.MaxFloat64, "scaling.effectiveness.threshold")
+	r.float(&c.EffectivenessThreshold, 0, 1, "scaling.effectiveness.threshold")
 	r.duration(&c.BacklogLagThreshold, "backlog-processing.lag-threshold")
-	r.float(&c.HeapUsageThreshold, 0, math.MaxFloat64, "memory.heap-usage.threshold")
-	r.float(&c.GCPressureThreshold, 0, math.MaxFloat64, "memory.gc-pressure.threshold")
+	r.float(&c.HeapUsageThreshold, 0, 1, "memory.heap-usage.threshold")
+	r.float(&c.GCPressureThreshold, 0, 1, "memory.gc-pressure.threshold")
 	if v, _, ok := r.lookup("vertex.exclude.ids"); ok {
 		for _, id := range strings.Split(v, ";") {
 			if id = strings.TrimSpace(id); id != "" {
@@ -206,20 +213,40 @@ func ParseConfig(flinkConf map[string]string) (Config, error) {
 			}
 		}
 	}
+	if v, key, ok := r.lookup("excluded.periods"); ok {
+		for _, expr := range strings.Split(v, ";") {
+			if expr = strings.TrimSpace(expr); expr == "" {
+				continue
+			}
+			if _, err := parseExcludedPeriod(expr); err != nil {
+				r.fail(key, "%v", err)
+				continue
+			}
+			c.ExcludedPeriods = append(c.ExcludedPeriods, expr)
+		}
+	}
 	if v, ok := r.choice([]string{AggregatorMax, AggregatorAvg, AggregatorMin}, "metrics.busy-time.aggregator"); ok {
 		c.BusyTimeAggregator = v
 	}
-	// Upstream uses the legacy key-group mode only when the alignment mode is not set.
-	if v, ok := r.choice([]string{AlignBalanced, AlignEvenlySpread, AlignOff}, "scaling.parallelism-alignment.mode"); ok {
-		c.AlignmentMode = v
-	} else if _, _, set := r.lookup("scaling.parallelism-alignment.mode"); !set {
+	// Upstream uses the legacy key-group mode only when the alignment mode is not set, and
+	// falls back to BALANCED for a mode that is not built in and whose plugin class it cannot
+	// find; plugins do not exist here, so every other name gets BALANCED.
+	if v, _, set := r.lookup("scaling.parallelism-alignment.mode"); set {
+		c.AlignmentMode = AlignBalanced
+		for _, m := range []string{AlignEvenlySpread, AlignOff} {
+			if v == m {
+				c.AlignmentMode = m
+			}
+		}
+	} else {
 		if v, ok := r.choice([]string{"EVENLY_SPREAD", "MAXIMIZE_UTILISATION"}, "scaling.key-group.partitions.adjust.mode"); ok {
 			c.AlignmentMode = map[string]string{"EVENLY_SPREAD": alignLegacyEvenlySpread, "MAXIMIZE_UTILISATION": alignLegacyMaximizeUtilis}[v]
 		}
 	}
 
-	if c.UtilMin > c.UtilMax {
-		r.errs = append(r.errs, fmt.Sprintf("%sutilization.min (%v) must not exceed %sutilization.max (%v)", KeyPrefix, c.UtilMin, KeyPrefix, c.UtilMax))
+	if !c.Enabled {
+		// Upstream neither reads nor validates the options of a disabled autoscaler.
+		return c, nil
 	}
 	if c.VertexMinParallel > c.VertexMaxParallel {
 		r.errs = append(r.errs, fmt.Sprintf("%svertex.min-parallelism (%d) must not exceed %svertex.max-parallelism (%d)", KeyPrefix, c.VertexMinParallel, KeyPrefix, c.VertexMaxParallel))

@@ -242,12 +242,12 @@ func targetCapacity(m vertexMetrics, c Config, utilization float64, withRestart 
 func memoryPressure(w window, c Config) *Warning {
 	gc := w.last().GCTimeMsPerSecond / 1000
 	if gc > c.GCPressureThreshold {
-		return &Warning{Reason: ReasonMemoryPressure, Message: fmt.Sprintf(
+		return &Warning{Type: EventNormal, Reason: ReasonMemoryPressure, Message: fmt.Sprintf(
 			"GC Pressure %s is above the allowed limit for scaling operations. Please adjust the available memory manually.", javaDouble(gc))}
 	}
 	heap := w.globalAvg(func(s Sample) float64 { return s.HeapUsedRatio })
 	if heap > c.HeapUsageThreshold {
-		return &Warning{Reason: ReasonMemoryPressure, Message: fmt.Sprintf(
+		return &Warning{Type: EventNormal, Reason: ReasonMemoryPressure, Message: fmt.Sprintf(
 			"Heap Usage %s is above the allowed limit for scaling operations. Please adjust the available memory manually.", javaDouble(heap))}
 	}
 	return nil

@@ -134,7 +134,7 @@ func align(mode string, v Vertex, cur, target, lower, upper, maxP int) (int, *Wa
 	}
 	candidate := max(p, lower)
 	limited := func(actual int) *Warning {
-		return &Warning{Reason: ReasonScalingLimited, Message: fmt.Sprintf(
+		return &Warning{Type: EventWarning, Reason: ReasonScalingLimited, Message: fmt.Sprintf(
 			"Scaling limited detected for %s (expected parallelism: %d, actual parallelism %d). "+
 				"Scaling limited due to numKeyGroupsOrPartitions : %d，upperBoundForAlignment(maxParallelism or parallelismUpperLimit): %d, parallelismLowerLimit: %d.",
 			v.ID, target, actual, n, min(maxP, upper), lower)}
@@ -170,7 +170,7 @@ func (d *decider) ineffective(id VertexID, m vertexMetrics, last ScalingRecord) 
 	if d.c.EffectivenessDetection {
 		state = "enabled"
 	}
-	d.warnings = append(d.warnings, Warning{Reason: ReasonIneffectiveScaling, Message: fmt.Sprintf(
+	d.warnings = append(d.warnings, Warning{Type: EventNormal, Reason: ReasonIneffectiveScaling, Message: fmt.Sprintf(
 		"Ineffective scaling detected for %s (expected increase: %s, actual increase %s). Blocking of ineffective scaling decisions is %s",
 		id, javaDouble(expectedIncrease), javaDouble(actualIncrease), state)})
 	return d.c.EffectivenessDetection

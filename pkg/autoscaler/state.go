@@ -193,6 +193,11 @@ func DecodeState(data map[string]string) (State, error) {
 			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
 		}
 	}
+	// The last rescale decision restarts stabilization (Evaluate sets JobStart to it); the
+	// ConfigMap does not hold JobStart itself, so take it from the rescale record.
+	if n := len(s.RestartTimes); n > 0 {
+		s.JobStart = s.RestartTimes[n-1].Time
+	}
 	if len(errs) > 0 {
 		sort.Strings(errs)
 		return s, fmt.Errorf("autoscaler state: %s", strings.Join(errs, "; "))
@@ -358,6 +363,11 @@ func decodeDelayed(value string) (map[VertexID]DelayedScaleDown, error) {
 // Apache operator could continue from it too. Empty parts are left out (upstream removes their
 // keys). When the compressed entries exceed upstream's budget, the oldest samples are dropped.
 func (s State) Encode() (map[string]string, error) {
+	return s.encode(maxStateBytes), nil
+}
+
+// encode encodes within a byte budget for the compressed entries.
+func (s State) encode(limit int) map[string]string {
 	out := map[string]string{}
 	for k, v := range s.Extra {
 		out[k] = v
@@ -374,16 +384,32 @@ func (s State) Encode() (map[string]string, error) {
 	if len(s.DelayedScaleDown) > 0 {
 		out[KeyDelayedScaleDown] = encodeDelayed(s.DelayedScaleDown)
 	}
-	samples := s.Samples
-	for len(samples) > 0 {
-		enc := compress(encodeSamples(samples))
-		if len(enc)+len(out[KeyScalingHistory])+len(out[KeyScalingTracking]) <= maxStateBytes {
+	budget := limit - len(out[KeyScalingHistory]) - len(out[KeyScalingTracking])
+	if enc := compress(encodeSamples(s.Samples)); len(enc) <= budget {
+		if len(s.Samples) > 0 {
 			out[KeyCollectedMetrics] = enc
-			break
 		}
-		samples = samples[1:]
+		return out
 	}
-	return out, nil
+	// Keep the longest run of newest samples that fits (binary search: each try compresses).
+	lo, hi, best := 0, len(s.Samples)-1, ""
+	for lo <= hi {
+		keep := (lo + hi) / 2
+		if keep == 0 {
+			lo = 1
+			continue
+		}
+		enc := compress(encodeSamples(s.Samples[len(s.Samples)-keep:]))
+		if len(enc) <= budget {
+			best, lo = enc, keep+1
+		} else {
+			hi = keep - 1
+		}
+	}
+	if best != "" {
+		out[KeyCollectedMetrics] = best
+	}
+	return out
 }
 
 // yamlWriter writes the few YAML shapes upstream's Jackson mapper produces.

@@ -15,15 +15,15 @@ func (s State) WithJobStart(runningSince time.Time) State {
 		s.JobStart = runningSince
 	}
 	if len(s.Samples) > 0 && s.JobStart.After(s.Samples[0].Time) {
-		s.Samples, s.WindowFull = nil, false
+		s.Samples = nil
 	}
 	return s
 }
 
 // Observe appends a sample to the state. Samples taken within the stabilization interval after
 // JobStart are dropped (the job is still warming up), as are samples not newer than the last
-// one. Once the window has been full since JobStart, samples older than metrics.window are
-// trimmed. The input state is not modified.
+// one. Samples older than metrics.window are trimmed (see State.Samples). The input state is
+// not modified.
 func Observe(now time.Time, sample Sample, s State, c Config) State {
 	s = s.WithJobStart(s.JobStart)
 	if sample.Time.IsZero() {
@@ -36,18 +36,23 @@ func Observe(now time.Time, sample Sample, s State, c Config) State {
 		return s
 	}
 	s.Samples = append(slices.Clip(s.Samples), sample)
-	if !s.WindowFull && !now.Before(s.Samples[0].Time.Add(c.MetricsWindow)) {
-		s.WindowFull = true
+	// Drop what is older than the window, but keep the newest sample at or before its start:
+	// it anchors the window's span (see State.Samples).
+	cut := now.Add(-c.MetricsWindow)
+	i := 0
+	for i+1 < len(s.Samples) && !s.Samples[i+1].Time.After(cut) {
+		i++
 	}
-	if s.WindowFull {
-		cut := now.Add(-c.MetricsWindow)
-		i := 0
-		for i < len(s.Samples)-1 && s.Samples[i].Time.Before(cut) {
-			i++
-		}
+	if i > 0 {
 		s.Samples = slices.Clone(s.Samples[i:])
 	}
 	return s
+}
+
+// windowFull reports whether the samples cover metrics.window: only then does a decision rest
+// on a full window of metrics taken after the stabilization interval.
+func windowFull(now time.Time, samples []Sample, c Config) bool {
+	return len(samples) >= 2 && !now.Before(samples[0].Time.Add(c.MetricsWindow))
 }
 
 // window computes per-vertex aggregates over the collected samples the way upstream's
