@@ -313,7 +313,6 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 	jobID := autoscaled(t, c, k, ns, name, map[string]string{"job.autoscaler.scaling.enabled": "false"})
 	jm := k.jobManager(ns, name)
 
-	defer func() { t.Logf("DEBUG events %v samples %d", events.events, source.samples()) }()
 	events.seen(t, ReasonScalingReport)
 	before := source.samples()
 	require.Eventually(t, func() bool { return source.samples() > before+5 }, 30*time.Second, 50*time.Millisecond, "evaluated again")
