@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -324,4 +327,72 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 	state, ok := autoscalerState(t, c, ns, name)
 	require.True(t, ok)
 	assert.Empty(t, state.Overrides, "a recommendation is not an override")
+}
+
+// TestAutoscalerScalesASessionJob: a session job's autoscaler decision is applied as an upgrade
+// with its upgrade mode (stop with a savepoint, resubmit from it), the overrides in the job's
+// recorded configuration and the autoscaler ConfigMap, never in its spec.
+func TestAutoscalerScalesASessionJob(t *testing.T) {
+	fl := fakeflink.New(t)
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns := testEnv(t).NewNamespace(t, "autoscale-sessionjob")
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	session := newDeployment(t, ns, "session")
+	session.Spec.Job = nil
+	require.NoError(t, c.Create(ctx, session))
+	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, session))
+
+	source := &scriptedMetrics{flink: fl, busy: 1800, rate: 1000}
+	clock := &stepClock{now: time.Now(), step: 20 * time.Second}
+	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
+		return (&FlinkSessionJobReconciler{
+			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+			Flink:     &FlinkClients{URLTemplate: fl.URL, Timeout: 2 * time.Second},
+			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
+			Validator: &validation.Validator{AllowedJarSchemes: []string{"file"}}, Intervals: fastIntervals(),
+			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock.Now},
+		}).SetupWithManager(mgr)
+	}})
+
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+			JarURI: "file://" + jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeSavepoint},
+			FlinkConfiguration: flinkv1beta1.NewFlinkConfiguration(map[string]string{"job.autoscaler.enabled": "true",
+				"job.autoscaler.stabilization.interval": "1m", "job.autoscaler.metrics.window": "2m",
+				"job.autoscaler.utilization.target": "0.5"})}}
+	key := client.ObjectKeyFromObject(job)
+	require.NoError(t, c.Create(ctx, job))
+	current := func() *flinkv1beta1.FlinkSessionJob {
+		j := &flinkv1beta1.FlinkSessionJob{}
+		require.NoError(t, c.Get(ctx, key, j))
+		return j
+	}
+	var first string
+	wait.For(t, 30*time.Second, "running", func() bool {
+		j := current()
+		if j.Status.JobStatus.JobID != "" && j.Status.JobStatus.State != flinkv1beta1.JobStatusRunning {
+			fl.SetJob(j.Status.JobStatus.JobID, "RUNNING")
+		}
+		first = j.Status.JobStatus.JobID
+		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, func() string { return fmt.Sprintf("status %+v", current().Status) })
+
+	var j *flinkv1beta1.FlinkSessionJob
+	wait.For(t, 60*time.Second, "upgraded by the autoscaler", func() bool {
+		j = current()
+		return j.Status.JobStatus.JobID != first && j.Status.JobStatus.JobID != "" &&
+			strings.Contains(j.Status.ReconciliationStatus.LastReconciledSpec, keyParallelismOverrides)
+	}, func() string { return fmt.Sprintf("status %+v; events %v", current().Status, events.events) })
+	events.seen(t, ReasonScalingReport)
+	assert.Len(t, fl.Stops(), 1, "stopped with a savepoint (its upgrade mode)")
+	assert.Equal(t, "FINISHED", fl.Job(first))
+	state, ok := autoscalerState(t, c, ns, job.Name)
+	require.True(t, ok)
+	assert.Greater(t, state.Overrides[vertexMap], 1, "the scale-up is in the ConfigMap")
+	assert.Contains(t, j.Status.ReconciliationStatus.LastReconciledSpec,
+		fmt.Sprintf("%s:%d", vertexMap, state.Overrides[vertexMap]), "the job was resubmitted with the overrides")
+	assert.NotContains(t, string(j.Spec.FlinkConfiguration.Raw), keyParallelismOverrides, "never written into the user's spec")
 }
