@@ -141,7 +141,7 @@ func loadgenDeployment(ns, image string, version flinkv1beta1.FlinkVersion) *fli
 			TaskManager: &flinkv1beta1.TaskManagerSpec{Resource: &flinkv1beta1.Resource{Memory: "1024m", CPU: ptr(0.5)}},
 			Job: &flinkv1beta1.JobSpec{
 				JarURI:      "local:///loadgen-jar/loadgen.jar",
-				Args:        []string{"--schedule", "40x20s,800x80s,40x1h", "--cpu-micros-per-record", "2000", "--work", "park"},
+				Args:        []string{"--schedule", "40x20s,800x80s,40x60m", "--cpu-micros-per-record", "2000", "--work", "park"},
 				Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeLastState,
 			},
 		},
