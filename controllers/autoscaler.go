@@ -142,9 +142,11 @@ func (a *Autoscaling) autoscale(ctx context.Context, c client.Client, rec record
 	var out autoscaleOutcome
 	if in.evaluate && !in.reset {
 		var evalErr error
-		state, out.scaled, evalErr = a.evaluate(ctx, rec, in, cfg, state)
-		dirty = true // the new sample at least
-		if evalErr != nil {
+		var evaluated autoscaler.State
+		evaluated, out.scaled, evalErr = a.evaluate(ctx, rec, in, cfg, state)
+		if evalErr == nil {
+			state, dirty = evaluated, true // the new sample at least
+		} else {
 			a.metrics().Error(in.owner.GetNamespace(), in.kind, in.owner.GetName())
 			rec.Event(in.owner, corev1.EventTypeWarning, ReasonAutoscalerError, evalErr.Error())
 			log.FromContext(ctx).Info("autoscaler: no evaluation this time", "error", evalErr.Error())
