@@ -41,9 +41,8 @@ type VertexSample struct {
 	// metrics.busy-time.aggregator (Config.BusyTimeAggregator; MAX by default, which makes a
 	// skewed vertex count by its busiest subtask).
 	BusyTimeMsPerSecond float64
-	// BackPressuredTimeMsPerSecond is backPressuredTimeMsPerSecond, averaged over subtasks. Kept
-	// for reporting; the evaluation does not use it (upstream only uses it for the observed true
-	// processing rate, which is not implemented).
+	// BackPressuredTimeMsPerSecond is backPressuredTimeMsPerSecond, averaged over subtasks; a
+	// source's rate divided by its unthrottled time is its observed true processing rate.
 	BackPressuredTimeMsPerSecond float64
 	// RecordsInPerSecond is numRecordsInPerSecond summed over subtasks; for a source, the records
 	// it reads from outside the job (its Source__*.numRecordsInPerSecond, or
@@ -64,6 +63,11 @@ type VertexSample struct {
 	NumRecordsOut         float64
 	AccumulatedBusyTimeMs float64
 	HasAccumulated        bool
+
+	// observedTPR is a source's observed true processing rate (upstream's OBSERVED_TPR),
+	// derived by Evaluate from the sample and the ones before it, and stored with the state.
+	observedTPR    float64
+	hasObservedTPR bool
 }
 
 // Sample is one observation of the whole job.
@@ -225,6 +229,14 @@ type Config struct {
 	HeapUsageThreshold     float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
 	GCPressureThreshold    float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
 	ExcludedVertices       []VertexID    // job.autoscaler.vertex.exclude.ids
+	// A source's observed true processing rate (records per unthrottled second, measured while
+	// its lag exceeds ObservedTPRLagThreshold of input) replaces the busy-time one when that is
+	// more than ObservedTPRSwitchThreshold above it, given ObservedTPRMinObservations:
+	// job.autoscaler.observed-true-processing-rate.lag-threshold (30 s), .switch-threshold
+	// (0.15), .min-observations (2).
+	ObservedTPRLagThreshold    time.Duration
+	ObservedTPRSwitchThreshold float64
+	ObservedTPRMinObservations int
 	// ExcludedPeriods are job.autoscaler.excluded.periods: daily ranges (HH:mm:ss-HH:mm:ss)
 	// and/or Quartz cron expressions, in UTC, during which scaling is only recommended.
 	ExcludedPeriods    []string

@@ -56,6 +56,8 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	if len(s.Samples) < 2 {
 		return res
 	}
+	fillObservedTPR(s.Samples, t, c)
+	res.State.Samples = s.Samples
 	w := window(s.Samples)
 	restart := s.restartTime(c)
 	metrics, err := evaluateMetrics(w, t, order, c, restart)

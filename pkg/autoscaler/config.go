@@ -39,28 +39,31 @@ func DefaultConfig() Config {
 	// The band is computed at run time as upstream does (0.7-0.3 is 0.39999999999999997 there).
 	target, boundary := 0.7, 0.3
 	return Config{
-		ScalingEnabled:         true,
-		MetricsWindow:          15 * time.Minute,
-		Stabilization:          5 * time.Minute,
-		TargetUtil:             target,
-		UtilMin:                target - boundary,
-		UtilMax:                target + boundary,
-		CatchUpDuration:        30 * time.Minute,
-		RestartTime:            5 * time.Minute,
-		RestartTimeLimit:       15 * time.Minute,
-		ScaleUpMaxFactor:       100000,
-		ScaleDownMaxFactor:     0.6,
-		ScaleDownInterval:      time.Hour,
-		VertexMinParallel:      1,
-		VertexMaxParallel:      200,
-		HistoryMaxCount:        3,
-		HistoryMaxAge:          24 * time.Hour,
-		EffectivenessThreshold: 0.1,
-		BacklogLagThreshold:    5 * time.Minute,
-		HeapUsageThreshold:     1,
-		GCPressureThreshold:    1,
-		BusyTimeAggregator:     AggregatorMax,
-		AlignmentMode:          AlignBalanced,
+		ScalingEnabled:             true,
+		MetricsWindow:              15 * time.Minute,
+		Stabilization:              5 * time.Minute,
+		TargetUtil:                 target,
+		UtilMin:                    target - boundary,
+		UtilMax:                    target + boundary,
+		CatchUpDuration:            30 * time.Minute,
+		RestartTime:                5 * time.Minute,
+		RestartTimeLimit:           15 * time.Minute,
+		ScaleUpMaxFactor:           100000,
+		ScaleDownMaxFactor:         0.6,
+		ScaleDownInterval:          time.Hour,
+		VertexMinParallel:          1,
+		VertexMaxParallel:          200,
+		HistoryMaxCount:            3,
+		HistoryMaxAge:              24 * time.Hour,
+		EffectivenessThreshold:     0.1,
+		BacklogLagThreshold:        5 * time.Minute,
+		ObservedTPRLagThreshold:    30 * time.Second,
+		ObservedTPRSwitchThreshold: 0.15,
+		ObservedTPRMinObservations: 2,
+		HeapUsageThreshold:         1,
+		GCPressureThreshold:        1,
+		BusyTimeAggregator:         AggregatorMax,
+		AlignmentMode:              AlignBalanced,
 	}
 }
 
@@ -204,6 +207,9 @@ func ParseConfig(flinkConf map[string]string) (Config, error) {
 	r.boolean(&c.EffectivenessDetection, "scaling.effectiveness.detection.enabled")
 	r.float(&c.EffectivenessThreshold, 0, 1, "scaling.effectiveness.threshold")
 	r.duration(&c.BacklogLagThreshold, "backlog-processing.lag-threshold")
+	r.duration(&c.ObservedTPRLagThreshold, "observed-true-processing-rate.lag-threshold")
+	r.float(&c.ObservedTPRSwitchThreshold, 0, math.MaxFloat64, "observed-true-processing-rate.switch-threshold")
+	r.integer(&c.ObservedTPRMinObservations, 0, "observed-true-processing-rate.min-observations")
 	r.float(&c.HeapUsageThreshold, 0, 1, "memory.heap-usage.threshold")
 	r.float(&c.GCPressureThreshold, 0, 1, "memory.gc-pressure.threshold")
 	if v, _, ok := r.lookup("vertex.exclude.ids"); ok {

@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"time"
 )
@@ -127,7 +128,11 @@ func evaluateMetrics(w window, t Topology, order []Vertex, c Config, restart tim
 		}
 
 		busyAvg := busyTimeAvg(w, v, c)
-		m[MetricTrueProcessingRate] = average(trueProcessingRate(busyAvg, tprInputRate(w, v, c)))
+		tpr := trueProcessingRate(busyAvg, tprInputRate(w, v, c))
+		if v.isSource() {
+			tpr = selectTPR(tpr, w.observedTPR(v.ID, c.ObservedTPRMinObservations), c)
+		}
+		m[MetricTrueProcessingRate] = average(tpr)
 		m[MetricLoad] = average(busyAvg / 1000)
 		m[MetricParallelism] = current(float64(v.Parallelism))
 		m[MetricMaxParallelism] = current(float64(v.MaxParallelism))
@@ -167,6 +172,60 @@ func tprInputRate(w window, v Vertex, c Config) float64 {
 		return a
 	}
 	return w.inputRate(v.ID)
+}
+
+// selectTPR picks the observed true processing rate of a source over the busy-time one when the
+// busy time overstates it (a source reading from outside spends time that busy time misses).
+func selectTPR(busyTPR, observed float64, c Config) float64 {
+	switch {
+	case math.IsNaN(observed):
+		return busyTPR
+	case math.IsInf(busyTPR, 0) || math.IsNaN(busyTPR):
+		return observed
+	case busyTPR > observed*(1+c.ObservedTPRSwitchThreshold):
+		return observed
+	}
+	return busyTPR
+}
+
+// fillObservedTPR derives, oldest first, each source sample's observed true processing rate
+// where it is not known yet: measured while the source catches up a lag (records in per second
+// of time not back-pressured), otherwise the average of the earlier samples' (as upstream, so a
+// measurement outlives the catch-up). Samples it fills get their own vertex map, so the
+// caller's state is not modified.
+func fillObservedTPR(samples []Sample, t Topology, c Config) {
+	for _, v := range t.Sources() {
+		for i := range samples {
+			vs, ok := samples[i].Vertices[v.ID]
+			if !ok || vs.hasObservedTPR || math.IsNaN(vs.RecordsInPerSecond) {
+				continue
+			}
+			val, measured := measureTPR(vs, c)
+			if !measured {
+				val = window(samples[:i]).observedTPR(v.ID, 1)
+			}
+			vs.observedTPR, vs.hasObservedTPR = val, true
+			samples[i].Vertices = maps.Clone(samples[i].Vertices)
+			samples[i].Vertices[v.ID] = vs
+		}
+	}
+}
+
+// measureTPR is a source's observed true processing rate in one sample, if it is catching up.
+func measureTPR(vs VertexSample, c Config) (float64, bool) {
+	rate := vs.RecordsInPerSecond
+	if rate == 0 {
+		return math.Inf(1), true // nothing comes in: allow scaling down
+	}
+	l, _ := lag(vs)
+	if l < seconds(c.ObservedTPRLagThreshold)*rate {
+		return 0, false
+	}
+	bp := vs.BackPressuredTimeMsPerSecond
+	if math.IsNaN(bp) || bp >= 1000 {
+		return 0, false
+	}
+	return rate / (1 - bp/1000), true
 }
 
 // trueProcessingRate is what the vertex would process when busy all the time.

@@ -415,3 +415,60 @@ func TestEvaluateTrimsHistory(t *testing.T) {
 		t.Errorf("history of mid: %+v", h[mid])
 	}
 }
+
+// TestEvaluateObservedTrueProcessingRate: a source catching up a lag while back-pressured 80 %
+// of the time reads 666 records/s, so it could read 3333/s unthrottled; its busy time (13 ms/s)
+// would claim 51000/s. The observed rate wins, and it outlives the catch-up.
+func TestEvaluateObservedTrueProcessingRate(t *testing.T) {
+	top := Topology{Vertices: []Vertex{{ID: src, Parallelism: 1, MaxParallelism: 128, Source: true}}}
+	catchingUp := load{rate: 666, busy: 13, lag: 1e6, bp: 800}
+	for _, c := range []struct {
+		name string
+		l    load
+		cfg  func(*Config)
+		want float64
+	}{
+		{name: "observed rate replaces an overstated busy-time rate", l: catchingUp, cfg: func(*Config) {}, want: 3330},
+		{name: "no lag: no observation, busy-time rate", l: load{rate: 666, busy: 13, lag: 100, bp: 800}, cfg: func(*Config) {}, want: 51230.769},
+		{name: "observed-true-processing-rate.lag-threshold above the lag", l: catchingUp, cfg: func(c *Config) { c.ObservedTPRLagThreshold = time.Hour }, want: 51230.769},
+		{name: "observed-true-processing-rate.switch-threshold not exceeded", l: catchingUp, cfg: func(c *Config) { c.ObservedTPRSwitchThreshold = 100 }, want: 51230.769},
+		{name: "observed-true-processing-rate.min-observations not met", l: catchingUp, cfg: func(c *Config) { c.ObservedTPRMinObservations = 17 }, want: 51230.769},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := testConfig()
+			c.cfg(&cfg)
+			r := evalAt(top, fullState(samples(16, map[VertexID]load{src: c.l})), cfg)
+			if got := metric(t, r, src, MetricTrueProcessingRate); math.Abs(got-c.want) > 0.01 {
+				t.Errorf("TRUE_PROCESSING_RATE = %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	// Measured during a catch-up, carried into later samples (as their average) and stored.
+	s := samples(16, map[VertexID]load{src: catchingUp})
+	later := samples(16, map[VertexID]load{src: {rate: 666, busy: 13}})
+	for i := range later {
+		later[i].Time = later[i].Time.Add(16 * time.Minute)
+	}
+	st := fullState(append(s, later...))
+	in := st.Samples[20].Vertices[src]
+	r := evalAt(top, st, testConfig())
+	if in.hasObservedTPR || st.Samples[20].Vertices[src].hasObservedTPR {
+		t.Fatalf("Evaluate modified its input samples")
+	}
+	last := r.State.Samples[31].Vertices[src]
+	if !last.hasObservedTPR || math.Abs(last.observedTPR-3330) > 0.01 {
+		t.Errorf("observed rate after the catch-up: %v (set %v)", last.observedTPR, last.hasObservedTPR)
+	}
+	data, err := r.State.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := DecodeState(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := back.Samples[31].Vertices[src]; !v.hasObservedTPR || math.Abs(v.observedTPR-3330) > 0.01 {
+		t.Errorf("observed rate not stored as OBSERVED_TPR: %+v", v)
+	}
+}

@@ -34,9 +34,10 @@ func pipeline(ps, pm, pk int) Topology {
 	}}
 }
 
-// load is one vertex's steady behaviour: input rate and busy ms per second.
+// load is one vertex's steady behaviour: input rate, busy and back-pressured ms per second
+// (0: not reported), lag.
 type load struct {
-	rate, busy, lag float64
+	rate, busy, lag, bp float64
 }
 
 // samples returns n samples a minute apart from t0 with steady per-vertex load; records out
@@ -46,7 +47,11 @@ func samples(n int, loads map[VertexID]load) []Sample {
 	for i := range out {
 		s := Sample{Time: t0.Add(time.Duration(i) * time.Minute), Vertices: map[VertexID]VertexSample{}, HeapUsedRatio: math.NaN(), GCTimeMsPerSecond: math.NaN()}
 		for id, l := range loads {
-			s.Vertices[id] = VertexSample{BusyTimeMsPerSecond: l.busy, RecordsInPerSecond: l.rate, RecordsOutPerSecond: l.rate, PendingRecords: l.lag, HasPendingRecords: l.lag > 0}
+			bp := l.bp
+			if bp == 0 {
+				bp = math.NaN()
+			}
+			s.Vertices[id] = VertexSample{BusyTimeMsPerSecond: l.busy, BackPressuredTimeMsPerSecond: bp, RecordsInPerSecond: l.rate, RecordsOutPerSecond: l.rate, PendingRecords: l.lag, HasPendingRecords: l.lag > 0}
 		}
 		out[i] = s
 	}

@@ -167,16 +167,17 @@ func TestReplay(t *testing.T) {
 			if f.ExpectReports && !reported {
 				t.Errorf("no ScalingReport")
 			}
+			if filepath.Base(path) == "synthetic-low-high-low.json" {
+				checkSyntheticLoadShape(t, got)
+			}
 		})
 	}
 }
 
-// TestReplaySyntheticLoadShape checks what the synthetic low → high → low series must show
-// beyond its exact decisions: the busy vertex goes up while the load is high, comes down after
-// it falls, and nothing else moves.
-func TestReplaySyntheticLoadShape(t *testing.T) {
-	f := loadReplay(t, filepath.Join("testdata", "replay", "synthetic-low-high-low.json"))
-	got, _ := replay(t, f)
+// checkSyntheticLoadShape checks what the synthetic low → high → low series must show beyond
+// its exact decisions: the busy vertex goes up while the load is high, comes down after it
+// falls, and nothing else moves.
+func checkSyntheticLoadShape(t *testing.T, got []replayDecision) {
 	if len(got) < 2 {
 		t.Fatalf("decisions %v", got)
 	}

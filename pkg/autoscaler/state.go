@@ -38,6 +38,7 @@ const (
 	sampleNumRecordsOut         = "NUM_RECORDS_OUT"
 	sampleAccumulatedBusyTime   = "ACCUMULATED_BUSY_TIME"
 	sampleNumRecordsInPerSecond = "NUM_RECORDS_IN_PER_SECOND"
+	sampleObservedTPR           = "OBSERVED_TPR"
 )
 
 // jfloat is a double as Jackson writes it into YAML: a plain number, or NaN / Infinity spelled
@@ -165,8 +166,8 @@ type (
 
 // DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
 // Apache operator. Entries it does not interpret are kept in State.Extra. A malformed entry is
-// an error naming the key; the caller may then start over as upstream does (it discards an
-// entry it cannot read).
+// an error naming the key, and the returned state holds everything else: the caller may go on
+// with it, which is what upstream does (it discards an entry it cannot read).
 func DecodeState(data map[string]string) (State, error) {
 	s := State{History: map[VertexID][]ScalingRecord{}, Overrides: map[VertexID]int{}, DelayedScaleDown: map[VertexID]DelayedScaleDown{}}
 	var errs []string
@@ -262,6 +263,7 @@ func decodeSamples(value string) ([]Sample, error) {
 				vs.RecordsInPerSecond = v
 			}
 			vs.PendingRecords, vs.HasPendingRecords = get(MetricLag)
+			vs.observedTPR, vs.hasObservedTPR = get(sampleObservedTPR)
 			if in, ok := get(sampleNumRecordsIn); ok {
 				vs.HasAccumulated = true
 				vs.NumRecordsIn = in
@@ -450,7 +452,17 @@ func decimalSeconds(d time.Duration) string {
 func encodeSamples(samples []Sample) string {
 	var w yamlWriter
 	w.line(0, "---")
-	// Counters upstream expects; accumulated from the gauges where the samples lack them.
+	// Counters upstream expects: the collected ones when every sample of the vertex has them
+	// (as window.accumulated requires), else accumulated from the gauges for all its samples, so
+	// that the rates read back are the rates evaluated now.
+	realCounters := map[VertexID]bool{}
+	for _, s := range samples {
+		for id, vs := range s.Vertices {
+			if prev, seen := realCounters[id]; !seen || prev {
+				realCounters[id] = vs.HasAccumulated
+			}
+		}
+	}
 	acc := map[VertexID][3]float64{}
 	for i, s := range samples {
 		w.line(0, "%s:", javaInstantKey(s.Time))
@@ -468,7 +480,7 @@ func encodeSamples(samples []Sample) string {
 				metric(MetricLag, vs.PendingRecords)
 			}
 			c := acc[id]
-			if vs.HasAccumulated {
+			if realCounters[id] {
 				c = [3]float64{vs.NumRecordsIn, vs.NumRecordsOut, vs.AccumulatedBusyTimeMs}
 			} else {
 				c[0] += finite(vs.RecordsInPerSecond) * dt
@@ -481,6 +493,9 @@ func encodeSamples(samples []Sample) string {
 			metric(sampleAccumulatedBusyTime, c[2])
 			if !math.IsNaN(vs.RecordsInPerSecond) {
 				metric(sampleNumRecordsInPerSecond, vs.RecordsInPerSecond)
+			}
+			if vs.hasObservedTPR {
+				metric(sampleObservedTPR, vs.observedTPR)
 			}
 		}
 		global := map[string]float64{}

@@ -174,6 +174,21 @@ func TestEncodeRoundTrip(t *testing.T) {
 			t.Errorf("input rate of %s: %v before, %v after the round trip", id, before, after)
 		}
 	}
+	// Samples with counters followed by samples without (upstream's state continued by a
+	// collector without counters): the gauges decide before and after storing.
+	mixed := fullState(samples(6, map[VertexID]load{src: {rate: 1000, busy: 100}}))
+	for i := range 3 {
+		v := mixed.Samples[i].Vertices[src]
+		v.NumRecordsIn, v.NumRecordsOut, v.AccumulatedBusyTimeMs, v.HasAccumulated = 7e9+float64(i)*1e3, 1, 1, true
+		mixed.Samples[i].Vertices[src] = v
+	}
+	data, _ = mixed.Encode()
+	if back, err = DecodeState(data); err != nil {
+		t.Fatal(err)
+	}
+	if before, after := window(mixed.Samples).inputRate(src), window(back.Samples).inputRate(src); before != 1000 || math.Abs(after-1000) > 1e-9 {
+		t.Errorf("mixed counters: input rate %v before, %v after the round trip", before, after)
+	}
 }
 
 // sameState compares states treating NaN as equal to NaN.
@@ -262,4 +277,19 @@ func randomHex(seed int) string {
 		b[i] = hex[x%16]
 	}
 	return string(b)
+}
+
+func TestDecodeStateKeepsWhatItCanRead(t *testing.T) {
+	data := upstreamConfigMap(t, true)
+	data[KeyScalingHistory] = "---\nabc: [not, a, map]\n"
+	s, err := DecodeState(data)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if len(s.Samples) != 16 || len(s.History) != 0 || s.Overrides[mid] != 1 {
+		t.Errorf("readable entries lost: %d samples, %d history, overrides %v", len(s.Samples), len(s.History), s.Overrides)
+	}
+	if r := Evaluate(t0, pipeline(1, 1, 1), s, testConfig()); len(r.Warnings) != 0 && r.Warnings[0].Reason == ReasonNotEvaluable {
+		t.Errorf("the partial state does not evaluate: %+v", r.Warnings)
+	}
 }

@@ -136,6 +136,25 @@ func (w window) globalAvg(pick func(Sample) float64) float64 {
 
 func (w window) last() Sample { return w[len(w)-1] }
 
+// observedTPR averages the vertex's observed true processing rates: +Inf when only infinite
+// ones (no input) exist, NaN when fewer than minObservations finite ones.
+func (w window) observedTPR(id VertexID, minObservations int) float64 {
+	a := w.avg(id, func(v VertexSample) (float64, bool) { return v.observedTPR, v.hasObservedTPR })
+	if math.IsNaN(a) || math.IsInf(a, 0) {
+		return a
+	}
+	n := 0
+	for _, s := range w {
+		if v, ok := s.Vertices[id]; ok && v.hasObservedTPR && !math.IsNaN(v.observedTPR) && !math.IsInf(v.observedTPR, 0) {
+			n++
+		}
+	}
+	if n < minObservations {
+		return math.NaN()
+	}
+	return a
+}
+
 func busy(v VertexSample) (float64, bool)           { return v.BusyTimeMsPerSecond, true }
 func recordsInRate(v VertexSample) (float64, bool)  { return v.RecordsInPerSecond, true }
 func recordsOutRate(v VertexSample) (float64, bool) { return v.RecordsOutPerSecond, true }
