@@ -34,25 +34,40 @@ type Topology struct {
 	Vertices []Vertex
 }
 
-// VertexSample is one observation of a vertex's metrics (per second rates, aggregated over
-// subtasks: busy and back-pressured time are the max over subtasks, rates are sums).
+// VertexSample is one observation of a vertex's metrics, aggregated over its subtasks. A gauge
+// that could not be read is NaN; it is then left out of the window's averages.
 type VertexSample struct {
-	BusyTimeMsPerSecond          float64
+	// BusyTimeMsPerSecond is busyTimeMsPerSecond aggregated over subtasks with
+	// metrics.busy-time.aggregator (Config.BusyTimeAggregator; MAX by default, which makes a
+	// skewed vertex count by its busiest subtask).
+	BusyTimeMsPerSecond float64
+	// BackPressuredTimeMsPerSecond is backPressuredTimeMsPerSecond, averaged over subtasks; a
+	// source's rate divided by its unthrottled time is its observed true processing rate.
 	BackPressuredTimeMsPerSecond float64
-	RecordsInPerSecond           float64
-	RecordsOutPerSecond          float64
-	// PendingRecords is the source lag (sum of pendingRecords over subtasks).
+	// RecordsInPerSecond is numRecordsInPerSecond summed over subtasks; for a source, the records
+	// it reads from outside the job (its Source__*.numRecordsInPerSecond, or
+	// numRecordsOutPerSecond where the source reports no input).
+	RecordsInPerSecond float64
+	// RecordsOutPerSecond is numRecordsOutPerSecond summed over subtasks.
+	RecordsOutPerSecond float64
+	// PendingRecords is the source lag (pendingRecords summed over subtasks); HasPendingRecords
+	// is false when the source does not report it (then it counts as no lag, as upstream).
 	PendingRecords    float64
 	HasPendingRecords bool
 	// NumRecordsIn, NumRecordsOut and AccumulatedBusyTimeMs are counters accumulated since the
 	// job started (the job details' read-records, or the source's numRecordsIn for sources,
-	// write-records and accumulated-busy-time). When the window's samples carry them
-	// (HasAccumulated), rates over the window are computed from them as upstream does instead of
-	// averaging the per-second gauges, which makes short spikes count by their real weight.
+	// write-records and accumulated-busy-time). When all the window's samples of a vertex carry
+	// them (HasAccumulated), its rates are computed from them as upstream does; otherwise from
+	// the per-second gauges, each weighted by the time since the previous sample.
 	NumRecordsIn          float64
 	NumRecordsOut         float64
 	AccumulatedBusyTimeMs float64
 	HasAccumulated        bool
+
+	// observedTPR is a source's observed true processing rate (upstream's OBSERVED_TPR),
+	// derived by Evaluate from the sample and the ones before it, and stored with the state.
+	observedTPR    float64
+	hasObservedTPR bool
 }
 
 // Sample is one observation of the whole job.
@@ -66,6 +81,8 @@ type Sample struct {
 }
 
 // MetricsSource reads a running job's topology and metrics (implemented over the Flink REST API).
+// Each autoscaler cycle: state = state.WithJobStart(job's RUNNING time); state = Observe(now,
+// sample, state, cfg); result = Evaluate(now, topology, state, cfg); store result.State.
 type MetricsSource interface {
 	Topology(ctx context.Context, jobID string) (Topology, error)
 	Sample(ctx context.Context, jobID string, t Topology) (Sample, error)
@@ -91,7 +108,9 @@ type EvaluatedMetric struct {
 // State is what the autoscaler keeps between observations, stored in the autoscaler-<name>
 // ConfigMap.
 type State struct {
-	// Samples are the collected metrics within the window, oldest first.
+	// Samples are the collected metrics, oldest first: those within the window plus the newest
+	// one at or before its start, so that whether the window is full (the samples span
+	// metrics.window) can be told from the samples alone, also after storing and loading them.
 	Samples []Sample
 	// History is the per-vertex scaling history, oldest first.
 	History map[VertexID][]ScalingRecord
@@ -100,9 +119,6 @@ type State struct {
 	// JobStart is the last (re)start or rescale; stabilization and the window start here. Set
 	// it with WithJobStart from the job's RUNNING timestamp on every observation.
 	JobStart time.Time
-	// WindowFull records that the metric window has been full since JobStart (the window is
-	// trimmed from then on, so its span alone cannot tell).
-	WindowFull bool
 	// DelayedScaleDown holds, per vertex, when a scale-down was first wanted (upstream's
 	// delayedScaleDown), so it is applied only after scale-down.interval.
 	DelayedScaleDown map[VertexID]DelayedScaleDown
@@ -155,13 +171,29 @@ type Result struct {
 	// Scaled is true when Overrides should be applied.
 	Scaled   bool
 	Vertices []VertexSummary
-	// Reason is the event reason ("ScalingReport") and Message its text, both empty when there is
-	// nothing to report.
+	// Reason is the event reason ("ScalingReport") and Message its text in upstream's shape, both
+	// empty when there is nothing to report. A recommendation in recommend-only mode
+	// (scaling.enabled=false) is reported too, with Scaled false.
 	Reason  string
 	Message string
-	// Warnings explain why a scaling was held back (ineffective scaling, memory pressure, ...).
-	Warnings []string
+	// Warnings explain why a scaling was held back or limited, each with upstream's event
+	// reason (IneffectiveScaling, MemoryPressure, ScalingLimited, ...).
+	Warnings []Warning
 }
+
+// Warning is a condition worth an event, with upstream's event type for it.
+type Warning struct {
+	// Type is the event type: EventNormal or EventWarning.
+	Type    string
+	Reason  string
+	Message string
+}
+
+// Event types of warnings, as Kubernetes spells them.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
 
 // Reason of the event that reports a scaling decision, as upstream.
 const ReasonScalingReport = "ScalingReport"
@@ -191,53 +223,25 @@ type Config struct {
 	// EffectivenessDetection blocks further scale-ups of a vertex whose last scale-up achieved
 	// less than EffectivenessThreshold of the expected increase:
 	// job.autoscaler.scaling.effectiveness.detection.enabled (false) / .threshold (0.1).
-	EffectivenessDetection   bool
-	EffectivenessThreshold   float64
-	BacklogLagThreshold      time.Duration // job.autoscaler.backlog-processing.lag-threshold (5 min)
-	HeapUsageThreshold       float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
-	GCPressureThreshold      float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
-	ExcludedVertices         []VertexID    // job.autoscaler.vertex.exclude.ids
-	BusyTimeAggregatorMax    bool          // job.autoscaler.metrics.busy-time.aggregator (MAX); false = AVG
-	ParallelismAlignmentMode string        // job.autoscaler.scaling.parallelism-alignment.mode (BALANCED)
+	EffectivenessDetection bool
+	EffectivenessThreshold float64
+	BacklogLagThreshold    time.Duration // job.autoscaler.backlog-processing.lag-threshold (5 min)
+	HeapUsageThreshold     float64       // job.autoscaler.memory.heap-usage.threshold (1.0)
+	GCPressureThreshold    float64       // job.autoscaler.memory.gc-pressure.threshold (1.0)
+	ExcludedVertices       []VertexID    // job.autoscaler.vertex.exclude.ids
+	// A source's observed true processing rate (records per unthrottled second, measured while
+	// its lag exceeds ObservedTPRLagThreshold of input) replaces the busy-time one when that is
+	// more than ObservedTPRSwitchThreshold above it, given ObservedTPRMinObservations:
+	// job.autoscaler.observed-true-processing-rate.lag-threshold (30 s), .switch-threshold
+	// (0.15), .min-observations (2).
+	ObservedTPRLagThreshold    time.Duration
+	ObservedTPRSwitchThreshold float64
+	ObservedTPRMinObservations int
+	// ExcludedPeriods are job.autoscaler.excluded.periods: daily ranges (HH:mm:ss-HH:mm:ss)
+	// and/or Quartz cron expressions, in UTC, during which scaling is only recommended.
+	ExcludedPeriods    []string
+	BusyTimeAggregator string // job.autoscaler.metrics.busy-time.aggregator (MAX)
+	// AlignmentMode is job.autoscaler.scaling.parallelism-alignment.mode (BALANCED), or the
+	// legacy job.autoscaler.scaling.key-group.partitions.adjust.mode when only that is set.
+	AlignmentMode string
 }
-
-// DefaultConfig returns upstream's defaults.
-func DefaultConfig() Config { panic("not implemented yet") }
-
-// ParseConfig reads the job.autoscaler.* options (also under the legacy
-// kubernetes.operator.job.autoscaler. prefix) from a Flink configuration.
-func ParseConfig(flinkConf map[string]string) (Config, error) { panic("not implemented yet") }
-
-// DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
-// Apache operator.
-func DecodeState(data map[string]string) (State, error) { panic("not implemented yet") }
-
-// Encode returns the ConfigMap data for the state, in upstream's keys and encodings.
-func (s State) Encode() (map[string]string, error) { panic("not implemented yet") }
-
-// Observe appends a sample to the state: samples taken before the stabilization interval after
-// JobStart are dropped, and the window is trimmed to metrics.window.
-func Observe(now time.Time, sample Sample, s State, c Config) State { panic("not implemented yet") }
-
-// Evaluate decides the parallelism of every vertex from the collected samples.
-func Evaluate(now time.Time, t Topology, s State, c Config) Result { panic("not implemented yet") }
-
-// FormatOverrides renders overrides as pipeline.jobvertex-parallelism-overrides
-// ("vid:p,vid:p", sorted by vertex id).
-func FormatOverrides(o map[VertexID]int) string { panic("not implemented yet") }
-
-// ParseOverrides parses pipeline.jobvertex-parallelism-overrides.
-func ParseOverrides(s string) (map[VertexID]int, error) { panic("not implemented yet") }
-
-// Sources returns the source vertices.
-func (t Topology) Sources() []Vertex { panic("not implemented yet") }
-
-// Order returns the vertices in topological order (every vertex after its inputs).
-func (t Topology) Order() ([]Vertex, error) { panic("not implemented yet") }
-
-// Vertex returns the vertex with the given id.
-func (t Topology) Vertex(id VertexID) (Vertex, bool) { panic("not implemented yet") }
-
-// WithJobStart records the job's last switch to RUNNING: a later start than the state knows
-// drops the collected samples, so the stabilization interval and the window start over.
-func (s State) WithJobStart(runningSince time.Time) State { panic("not implemented yet") }

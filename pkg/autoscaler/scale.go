@@ -1,0 +1,214 @@
+package autoscaler
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// decider computes the parallelism of each vertex for one evaluation.
+type decider struct {
+	now      time.Time
+	c        Config
+	restart  time.Duration
+	delayed  map[VertexID]DelayedScaleDown
+	warnings []Warning
+}
+
+// change is a vertex's outcome: the new parallelism (equal to the current one for none) and
+// whether its processing rate is outside the utilization band.
+type change struct {
+	current, next int
+	outside       bool
+}
+
+func (ch change) none() bool { return ch.next == ch.current }
+
+// vertex decides one vertex's parallelism from its evaluated metrics and scaling history.
+func (d *decider) vertex(v Vertex, m vertexMetrics, history []ScalingRecord) change {
+	cur := v.Parallelism
+	noChange := change{current: cur, next: cur}
+	tpr := m.get(MetricTrueProcessingRate).Average
+	if math.IsNaN(tpr) {
+		return noChange
+	}
+	capacity := targetCapacity(m, d.c, d.c.TargetUtil, true, d.restart)
+	if math.IsNaN(capacity) {
+		return noChange
+	}
+	factor := capacity / tpr
+	if math.IsNaN(factor) {
+		// Infinite capacity over infinite rate says nothing about the right parallelism.
+		return noChange
+	}
+	factor = math.Min(math.Max(factor, 1-d.c.ScaleDownMaxFactor), 1+d.c.ScaleUpMaxFactor)
+
+	next := d.scale(v, cur, factor)
+	if next == cur {
+		delete(d.delayed, v.ID)
+		return noChange
+	}
+	m[MetricExpectedProcessingRate] = current(tpr / float64(cur) * float64(next))
+	outside := outsideUtilizationBound(m)
+
+	if next > cur {
+		delete(d.delayed, v.ID)
+		if n := len(history); n > 0 {
+			last := history[n-1]
+			if cur == last.NewParallelism && last.NewParallelism > last.CurrentParallelism && d.ineffective(v.ID, m, last) {
+				return noChange
+			}
+		}
+		return change{current: cur, next: next, outside: outside}
+	}
+	return d.delayScaleDown(v.ID, cur, next, outside)
+}
+
+// bounds are the parallelism limits of a vertex: vertex.min/max-parallelism widened to include
+// the current parallelism (so the autoscaler never forces a change just to meet them), and the
+// vertex's max parallelism (number of key groups) on top.
+func (c Config) bounds(v Vertex) (lower, upper, maxParallelism int) {
+	maxParallelism = v.MaxParallelism
+	if maxParallelism <= 0 {
+		maxParallelism = math.MaxInt32
+	}
+	lower = min(v.Parallelism, c.VertexMinParallel)
+	upper = max(v.Parallelism, c.VertexMaxParallel)
+	return lower, upper, maxParallelism
+}
+
+// scale applies the factor to the current parallelism within the bounds, then aligns it.
+func (d *decider) scale(v Vertex, cur int, factor float64) int {
+	lower, upper, maxP := d.c.bounds(v)
+	raw := math.Min(math.Ceil(factor*float64(cur)), math.MaxInt32)
+	next := min(max(lower, int(raw)), min(maxP, upper))
+	if next == cur {
+		return next
+	}
+	aligned, w := align(d.c.AlignmentMode, v, cur, next, lower, upper, maxP)
+	if w != nil {
+		d.warnings = append(d.warnings, *w)
+	}
+	return aligned
+}
+
+// align moves the parallelism to one that spreads key groups (or source partitions) evenly
+// over subtasks, as upstream's alignment modes do. It applies to sources with a known partition
+// count and to vertices with a keyed (hash) input.
+func align(mode string, v Vertex, cur, target, lower, upper, maxP int) (int, *Warning) {
+	if mode == AlignOff || (v.SourcePartitions <= 0 && !v.HashInput) {
+		return target, nil
+	}
+	n := maxP
+	if v.SourcePartitions > 0 {
+		n = v.SourcePartitions
+	}
+	if n <= 0 || n == math.MaxInt32 {
+		return target, nil // key groups unknown
+	}
+	scaleUp := target > cur
+	end := min(n, min(maxP, upper))
+	if !scaleUp {
+		end = min(cur, end)
+	}
+	acceptLoadReducing := mode == AlignBalanced || mode == alignLegacyMaximizeUtilis
+	for p := target; p <= end; p++ {
+		if n%p == 0 || (acceptLoadReducing && n/p < n/target) {
+			return p, nil
+		}
+	}
+	if mode != alignLegacyEvenlySpread && mode != alignLegacyMaximizeUtilis {
+		return target, nil
+	}
+	// The legacy modes fall back to the largest parallelism below the target that does not
+	// increase any subtask's load, and keep the current parallelism rather than reverse the
+	// direction of the change.
+	p := target
+	for ; p > 0; p-- {
+		if n/p > n/target {
+			if n%p != 0 {
+				p++
+			}
+			break
+		}
+	}
+	candidate := max(p, lower)
+	limited := func(actual int) *Warning {
+		return &Warning{Type: EventWarning, Reason: ReasonScalingLimited, Message: fmt.Sprintf(
+			"Scaling limited detected for %s (expected parallelism: %d, actual parallelism %d). "+
+				"Scaling limited due to numKeyGroupsOrPartitions : %d，upperBoundForAlignment(maxParallelism or parallelismUpperLimit): %d, parallelismLowerLimit: %d.",
+			v.ID, target, actual, n, min(maxP, upper), lower)}
+	}
+	if (scaleUp && candidate <= cur) || (!scaleUp && candidate >= cur) {
+		return cur, limited(cur)
+	}
+	if candidate != target {
+		return candidate, limited(candidate)
+	}
+	return candidate, nil
+}
+
+// outsideUtilizationBound reports whether the processing rate left the band between the scale-up
+// and scale-down thresholds; only then does a job get rescaled at all.
+func outsideUtilizationBound(m vertexMetrics) bool {
+	tpr := m.get(MetricTrueProcessingRate).Average
+	return tpr < m.get(MetricScaleUpRateThreshold).Current || tpr > m.get(MetricScaleDownRateThreshold).Current
+}
+
+// ineffective reports whether the vertex's last scale-up achieved less than
+// scaling.effectiveness.threshold of the processing rate increase it expected. It warns either
+// way and blocks the new scale-up only when detection is enabled.
+func (d *decider) ineffective(id VertexID, m vertexMetrics, last ScalingRecord) bool {
+	lastRate := metricOf(last.Metrics, MetricTrueProcessingRate).Average
+	lastExpected := metricOf(last.Metrics, MetricExpectedProcessingRate).Current
+	expectedIncrease := lastExpected - lastRate
+	actualIncrease := m.get(MetricTrueProcessingRate).Average - lastRate
+	if actualIncrease/expectedIncrease >= d.c.EffectivenessThreshold {
+		return false
+	}
+	state := "disabled"
+	if d.c.EffectivenessDetection {
+		state = "enabled"
+	}
+	d.warnings = append(d.warnings, Warning{Type: EventNormal, Reason: ReasonIneffectiveScaling, Message: fmt.Sprintf(
+		"Ineffective scaling detected for %s (expected increase: %s, actual increase %s). Blocking of ineffective scaling decisions is %s",
+		id, javaDouble(expectedIncrease), javaDouble(actualIncrease), state)})
+	return d.c.EffectivenessDetection
+}
+
+func metricOf(m map[string]EvaluatedMetric, name string) EvaluatedMetric {
+	return vertexMetrics(m).get(name)
+}
+
+// delayScaleDown holds a scale-down back until it has been wanted for scale-down.interval, then
+// applies the highest parallelism recommended within that interval, so that a dip in load does
+// not cost a restart and several scale-downs merge into one.
+func (d *decider) delayScaleDown(id VertexID, cur, next int, outside bool) change {
+	if d.c.ScaleDownInterval <= 0 {
+		return change{current: cur, next: next, outside: outside}
+	}
+	info, ok := d.delayed[id]
+	if !ok {
+		info = DelayedScaleDown{FirstTriggered: d.now}
+	}
+	rec := append([]RecommendedParallelism(nil), info.Recommended...)
+	for len(rec) > 0 && rec[len(rec)-1].Parallelism <= next {
+		rec = rec[:len(rec)-1]
+	}
+	info.Recommended = append(rec, RecommendedParallelism{Time: d.now, Parallelism: next, OutsideBound: outside})
+	d.delayed[id] = info
+
+	windowStart := d.now.Add(-d.c.ScaleDownInterval)
+	if windowStart.Before(info.FirstTriggered) {
+		return change{current: cur, next: cur}
+	}
+	for len(info.Recommended) > 1 && info.Recommended[0].Time.Before(windowStart) {
+		info.Recommended = info.Recommended[1:]
+	}
+	d.delayed[id] = info
+	best := info.Recommended[0]
+	if best.Parallelism == cur {
+		return change{current: cur, next: cur}
+	}
+	return change{current: cur, next: best.Parallelism, outside: best.OutsideBound}
+}
