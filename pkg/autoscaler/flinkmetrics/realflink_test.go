@@ -25,19 +25,91 @@ import (
 // write what it collected to ../testdata/recorded-<version>.json for the autoscaler's replay test.
 const recordEnv = "RECORD_AUTOSCALER_SERIES"
 
-// Recording is the file format of a recorded series: the job's topology and its samples.
-type Recording struct {
-	FlinkVersion string              `json:"flinkVersion"`
-	Args         []string            `json:"args"`
-	Topology     autoscaler.Topology `json:"topology"`
-	Samples      []autoscaler.Sample `json:"samples"`
+// recording is the autoscaler's replay format (pkg/autoscaler/replay_test.go): the job graph,
+// then one observation per sample. Gauges Flink did not report are null, as JSON has no NaN.
+// The expected decisions are left to whoever moves a recording into testdata/replay/.
+type recording struct {
+	Description  string                `json:"description"`
+	FlinkConf    map[string]string     `json:"flinkConf"`
+	Vertices     []recordedVertex      `json:"vertices"`
+	Observations []recordedObservation `json:"observations"`
+}
+
+type recordedVertex struct {
+	ID               autoscaler.VertexID   `json:"id"`
+	Name             string                `json:"name,omitempty"`
+	MaxParallelism   int                   `json:"maxParallelism"`
+	Inputs           []autoscaler.VertexID `json:"inputs,omitempty"`
+	Source           bool                  `json:"source,omitempty"`
+	SourcePartitions int                   `json:"sourcePartitions,omitempty"`
+	HashInput        bool                  `json:"hashInput,omitempty"`
+}
+
+type recordedObservation struct {
+	Time              time.Time                                  `json:"time"`
+	JobStart          time.Time                                  `json:"jobStart"`
+	Parallelism       map[autoscaler.VertexID]int                `json:"parallelism"`
+	Vertices          map[autoscaler.VertexID]recordedVertexData `json:"vertices"`
+	HeapUsedRatio     *float64                                   `json:"heapUsedRatio,omitempty"`
+	GCTimeMsPerSecond *float64                                   `json:"gcTimeMsPerSecond,omitempty"`
+}
+
+type recordedVertexData struct {
+	Busy            *float64 `json:"busyTimeMsPerSecond"`
+	BackPressured   *float64 `json:"backPressuredTimeMsPerSecond,omitempty"`
+	In              *float64 `json:"recordsInPerSecond"`
+	Out             *float64 `json:"recordsOutPerSecond"`
+	Pending         *float64 `json:"pendingRecords,omitempty"`
+	NumRecordsIn    *float64 `json:"numRecordsIn,omitempty"`
+	NumRecordsOut   *float64 `json:"numRecordsOut,omitempty"`
+	AccumulatedBusy *float64 `json:"accumulatedBusyTimeMs,omitempty"`
+}
+
+func orNull(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func newRecording(version string, args []string, topo autoscaler.Topology, jobStart time.Time, samples []autoscaler.Sample) recording {
+	r := recording{
+		Description: fmt.Sprintf("Recorded on Flink %s by TestRealFlinkLoadGen (%s=1): the load generator with %s, "+
+			"every vertex at parallelism 1 throughout (nothing rescaled it).", version, recordEnv, strings.Join(args, " ")),
+		// Windows short enough for the recording's few minutes.
+		FlinkConf: map[string]string{"job.autoscaler.enabled": "true", "job.autoscaler.stabilization.interval": "15 s",
+			"job.autoscaler.metrics.window": "30 s", "job.autoscaler.restart.time": "10 s", "job.autoscaler.catch-up.duration": "30 s"},
+	}
+	par := map[autoscaler.VertexID]int{}
+	for _, v := range topo.Vertices {
+		r.Vertices = append(r.Vertices, recordedVertex{ID: v.ID, Name: v.Name, MaxParallelism: v.MaxParallelism, Inputs: v.Inputs,
+			Source: v.Source, SourcePartitions: v.SourcePartitions, HashInput: v.HashInput})
+		par[v.ID] = v.Parallelism
+	}
+	for _, s := range samples {
+		o := recordedObservation{Time: s.Time.UTC().Round(time.Millisecond), JobStart: jobStart.UTC(), Parallelism: par,
+			Vertices: map[autoscaler.VertexID]recordedVertexData{}, HeapUsedRatio: orNull(s.HeapUsedRatio), GCTimeMsPerSecond: orNull(s.GCTimeMsPerSecond)}
+		for id, v := range s.Vertices {
+			d := recordedVertexData{Busy: orNull(v.BusyTimeMsPerSecond), BackPressured: orNull(v.BackPressuredTimeMsPerSecond),
+				In: orNull(v.RecordsInPerSecond), Out: orNull(v.RecordsOutPerSecond)}
+			if v.HasPendingRecords {
+				d.Pending = orNull(v.PendingRecords)
+			}
+			if v.HasAccumulated {
+				d.NumRecordsIn, d.NumRecordsOut, d.AccumulatedBusy = orNull(v.NumRecordsIn), orNull(v.NumRecordsOut), orNull(v.AccumulatedBusyTimeMs)
+			}
+			o.Vertices[id] = d
+		}
+		r.Observations = append(r.Observations, o)
+	}
+	return r
 }
 
 // TestRealFlinkLoadGen runs the load generator (test/loadgen, `make loadgen`) on real Flink
 // of every version in FLINK_VERSIONS and collects its metrics with the Source, as the
 // autoscaler does: the topology is the job's three vertices with their inputs, the source
 // reports its input rate and lag, and the busy vertex's busy time follows the scheduled rate
-// up when it rises tenfold.
+// up when it rises fifteenfold.
 func TestRealFlinkLoadGen(t *testing.T) {
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
@@ -55,12 +127,12 @@ func TestRealFlinkLoadGen(t *testing.T) {
 	}
 }
 
-// The schedule: low, then ten times as much. At 4 ms per record the busy vertex is busy about
-// 40 ms/s while low and 400 ms/s while high at parallelism 1. The time is parked rather than
+// The schedule: low, then fifteen times as much. At 4 ms per record the busy vertex is busy
+// about 40 ms/s while low and 600 ms/s while high at parallelism 1. The time is parked rather than
 // spun (--work park), and records are few: on a loaded 2-core machine a spinning task and the
 // per-record overhead, stretched by the load, would saturate the vertex in both phases.
 const (
-	lowRate, highRate = 10, 100
+	lowRate, highRate = 10, 150
 	cpuMicros         = 4000
 )
 
@@ -165,12 +237,15 @@ func testLoadGen(t *testing.T, cluster *flinkcluster.Cluster, jar string, record
 	assert.Less(t, last.HeapUsedRatio, 1.0)
 
 	if record {
-		writeRecording(t, Recording{FlinkVersion: cluster.Version, Args: args, Topology: topo, Samples: samples})
+		d, err := c.JobDetails(ctx, jobID)
+		require.NoError(t, err)
+		jobStart := time.UnixMilli(d.Timestamps[flink.JobRunning])
+		writeRecording(t, cluster.Version, newRecording(cluster.Version, args, topo, jobStart, samples))
 	}
 	require.NoError(t, c.CancelJob(ctx, jobID))
 }
 
-// risen reports whether the busy vertex's busy time per second rose with the tenfold rate: the
+// risen reports whether the busy vertex's busy time per second rose with the rate: the
 // last three intervals' at least three times the low phase's, and at least half of what the
 // high rate costs.
 func risen(low, high []float64) bool {
@@ -204,12 +279,12 @@ func mean(xs []float64) float64 {
 	return s / float64(n)
 }
 
-func writeRecording(t *testing.T, r Recording) {
+func writeRecording(t *testing.T, version string, r recording) {
 	t.Helper()
 	data, err := json.MarshalIndent(r, "", " ")
 	require.NoError(t, err)
-	path := filepath.Join("..", "testdata", "recorded-"+r.FlinkVersion+".json")
+	path := filepath.Join("..", "testdata", "recorded-"+version+".json")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
 	require.NoError(t, os.WriteFile(path, append(data, '\n'), 0o644))
-	t.Logf("recorded %d samples to %s", len(r.Samples), path)
+	t.Logf("recorded %d samples to %s", len(r.Observations), path)
 }
