@@ -138,7 +138,7 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 test: unit e2e deploy-test olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator.
 
 .PHONY: unit
-unit: manifests generate envtest-assets envtest-oldest-assets flink-dist promtool ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
+unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen promtool ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
 		go test ./... -count=1 -timeout 30m
@@ -146,7 +146,7 @@ unit: manifests generate envtest-assets envtest-oldest-assets flink-dist promtoo
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
 .PHONY: e2e
-e2e: manifests generate cluster-assets flink-dist ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+e2e: manifests generate cluster-assets flink-dist loadgen ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: deploy-test
@@ -380,6 +380,18 @@ $(KUBE_SCHEDULER): hack/tools/kube/go.mod
 $(ETCD): hack/tools/etcd/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	cd hack/tools/etcd && go build -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
+
+## The autoscaler tests' load-generator Flink job (test/loadgen): Flink's API from Maven Central as a
+## provided dependency; Maven works offline when its local repository has everything.
+LOADGEN_JAR = $(LOCALBIN)/loadgen/loadgen.jar
+
+.PHONY: loadgen
+loadgen: $(LOADGEN_JAR) ## Build the load-generator Flink job the autoscaler tests run (bin/loadgen/loadgen.jar).
+
+$(LOADGEN_JAR): test/loadgen/pom.xml $(shell find test/loadgen/src -type f 2>/dev/null)
+	mkdir -p $(dir $@)
+	cd test/loadgen && { mvn -B -q -o package 2>/dev/null || mvn -B -q package; }
+	cp test/loadgen/target/loadgen.jar $@.tmp && mv $@.tmp $@
 
 .PHONY: flink-dist
 flink-dist: $(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed $(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed ## Install the Flink distributions and example jobs the tests run.

@@ -428,6 +428,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// recorder interface throughout the controllers: a change of its own, not part of the
 	// controller-runtime upgrade.
 	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
+	autoscaling := &controllers.Autoscaling{Metrics: opMetrics.Autoscaler}
 	if err := (&controllers.FlinkDeploymentReconciler{
 		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
@@ -435,6 +436,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         opMetrics.Lifecycle,
+		Autoscaling:       autoscaling,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
 		Validator:         validator,
@@ -450,6 +452,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Recorder:          recorder,
 		Flink:             flinkClients,
 		Lifecycle:         opMetrics.Lifecycle,
+		Autoscaling:       autoscaling,
 		SecretKeyPatterns: o.keyPatterns(),
 		Live:              o.live,
 		Artifacts:         artifacts,

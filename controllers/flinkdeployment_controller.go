@@ -117,6 +117,8 @@ type FlinkDeploymentReconciler struct {
 	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
 	// status messages; redact.DefaultKeyPatterns when nil.
 	SecretKeyPatterns []string
+	// Autoscaling serves the job autoscaler of resources that enable it (nil: its defaults).
+	Autoscaling *Autoscaling
 	// Shard is the label selector of the resources this operator instance serves (nil: all;
 	// the manager's cache applies it). Snapshot resources the reconciler creates carry the
 	// deployment's labels it names, so they land in the same shard.

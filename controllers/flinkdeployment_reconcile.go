@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -57,6 +58,9 @@ const ReasonRestartFailed = "RestartUnhealthyJob"
 func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, target *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
 	st := s.status()
 	desired := target.DeepCopy()
+	if err := r.applyAutoscaler(ctx, s, desired); err != nil {
+		return ctrl.Result{}, err
+	}
 	if s.deployed == nil {
 		if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
 			return ctrl.Result{}, nil // created suspended: nothing to run yet
@@ -595,6 +599,7 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 	}
 	r.exceptions.forget(s.dep.UID)
 	r.writes.forget(s.dep.UID)
+	r.Autoscaling.metrics().Forget(s.dep.Namespace, metrics.KindDeployment, s.dep.Name)
 	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
 	if err := r.Client.Update(ctx, s.dep); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

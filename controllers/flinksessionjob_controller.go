@@ -58,6 +58,8 @@ type FlinkSessionJobReconciler struct {
 	// APIReader reads from the API server: a session cluster the cache does not hold (another
 	// shard's) is looked up there. The manager's API reader when nil.
 	APIReader client.Reader
+	// Autoscaling serves the job autoscaler of session jobs that enable it (nil: its defaults).
+	Autoscaling *Autoscaling
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).

@@ -14,6 +14,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/shard"
@@ -50,6 +51,9 @@ const (
 func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScope, target *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
 	st := s.status()
 	desired := target.DeepCopy()
+	if err := r.applyAutoscaler(ctx, s, desired); err != nil {
+		return ctrl.Result{}, err
+	}
 	suspended := desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended
 	switch {
 	case s.deployed == nil && suspended:
@@ -367,6 +371,7 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 	if r.Lifecycle != nil {
 		r.Lifecycle.Forget(s.job.UID)
 	}
+	r.Autoscaling.metrics().Forget(s.job.Namespace, metrics.KindSessionJob, s.job.Name)
 	controllerutil.RemoveFinalizer(s.job, SessionJobFinalizer)
 	if err := r.Client.Update(ctx, s.job); err != nil {
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)

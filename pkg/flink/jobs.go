@@ -58,6 +58,8 @@ type JobVertex struct {
 	Parallelism    int    `json:"parallelism"`
 	MaxParallelism int    `json:"maxParallelism"`
 	Status         string `json:"status"`
+	// Metrics are the vertex's counters; nil when the JobManager sent none.
+	Metrics *VertexIOMetrics `json:"metrics,omitempty"`
 }
 
 // JobDetails is GET /jobs/:jobid.

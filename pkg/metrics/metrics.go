@@ -335,16 +335,18 @@ type Operator struct {
 	Lifecycle *LifecycleTracker
 	REST      *RESTMetrics
 	Resources *ResourceCollector
+	// Autoscaler is the job autoscaler's scalings, errors and per-vertex evaluations.
+	Autoscaler *Autoscaler
 }
 
 // NewOperator creates the operator's metrics; resources are read from reader (the manager's
 // cache) and reported once elected is closed (nil: always).
 func NewOperator(reader client.Reader, elected <-chan struct{}) *Operator {
 	return &Operator{Lifecycle: NewLifecycleTracker(), REST: NewRESTMetrics(),
-		Resources: &ResourceCollector{Reader: reader, Elected: elected}}
+		Resources: &ResourceCollector{Reader: reader, Elected: elected}, Autoscaler: NewAutoscaler()}
 }
 
 // Collectors are the metrics to register.
 func (o *Operator) Collectors() []prometheus.Collector {
-	return append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources)
+	return append(append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources), o.Autoscaler.Collectors()...)
 }

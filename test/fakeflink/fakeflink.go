@@ -54,6 +54,8 @@ type Server struct {
 	latestCheckpoints map[string]string
 	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
 	failCancel string
+	// graphs are the scripted job graphs and metrics (metrics.go).
+	graphs *graphs
 }
 
 // RunRequest is what a POST /jars/:id/run asked for.
@@ -210,6 +212,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
 	s.mu.Unlock()
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if s.serveGraph(w, r, parts) {
+		return
+	}
 	switch {
 	case r.URL.Path == "/config":
 		writeJSON(w, 200, map[string]any{"flink-version": s.Version, "flink-revision": "fake", "features": map[string]bool{"web-submit": true}})

@@ -1,0 +1,77 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/autoscaler"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/metrics"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
+)
+
+// failingMetrics is a JobManager whose metrics cannot be read.
+type failingMetrics struct{}
+
+func (failingMetrics) Topology(context.Context, string) (autoscaler.Topology, error) {
+	return autoscaler.Topology{}, errors.New("connection refused")
+}
+
+func (failingMetrics) Sample(context.Context, string, autoscaler.Topology) (autoscaler.Sample, error) {
+	return autoscaler.Sample{}, errors.New("connection refused")
+}
+
+// TestAutoscaleKeepsOverridesWhenCollectionFails: metrics that cannot be read are an
+// AutoscalerError event and an error count; the stored overrides stay in force (the job keeps
+// its parallelism) and the state is not rewritten.
+func TestAutoscaleKeepsOverridesWhenCollectionFails(t *testing.T) {
+	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
+	stored := autoscaler.State{Overrides: map[autoscaler.VertexID]int{vertexMap: 3}}
+	data, err := stored.Encode()
+	require.NoError(t, err)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "job", UID: "uid-1"}}},
+		Data: data}
+	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).Build()
+	rec := record.NewFakeRecorder(10)
+	m := metrics.NewAutoscaler()
+	a := &Autoscaling{Metrics: m, Source: func(*flink.Client) autoscaler.MetricsSource { return failingMetrics{} }, Now: time.Now}
+
+	out, err := a.autoscale(context.Background(), c, rec, autoscaleInput{owner: dep, kind: metrics.KindDeployment,
+		conf:     map[string]string{"job.autoscaler.enabled": "true", keyParallelismOverrides: string(vertexSink) + ":2"},
+		evaluate: true, jobID: "j", rest: func(context.Context) (*flink.Client, error) { return nil, nil }})
+	require.NoError(t, err, "a failed collection does not fail the reconcile")
+	assert.Equal(t, autoscaler.FormatOverrides(map[autoscaler.VertexID]int{vertexMap: 3, vertexSink: 2}), out.overrides,
+		"the stored overrides over the user's own")
+	assert.False(t, out.scaled)
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, "Warning AutoscalerError autoscaler: job topology: connection refused")
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.Collectors()[1]), "one error counted") // scalings, errors, vertices
+	var after corev1.ConfigMap
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cm), &after))
+	assert.Equal(t, cm.ResourceVersion, after.ResourceVersion, "the state is not rewritten")
+}
+
+// TestAutoscaleLeavesForeignConfigMaps: an autoscaler-<name> ConfigMap the resource does not own
+// is neither read nor overwritten, and the reconcile says why.
+func TestAutoscaleLeavesForeignConfigMaps(t *testing.T) {
+	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job")},
+		Data: map[string]string{"parallelismOverrides": string(vertexMap) + ":9"}}
+	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).Build()
+	_, err := (&Autoscaling{}).autoscale(context.Background(), c, record.NewFakeRecorder(10), autoscaleInput{owner: dep,
+		kind: metrics.KindDeployment, conf: map[string]string{"job.autoscaler.enabled": "true"}})
+	require.ErrorContains(t, err, "not owned by")
+}
