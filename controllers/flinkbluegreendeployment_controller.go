@@ -183,15 +183,6 @@ func (r *FlinkBlueGreenDeploymentReconciler) observe(ctx context.Context, bg *fl
 	return obs, nil
 }
 
-func ownedBy(obj metav1.Object, bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.UID == bg.UID {
-			return true
-		}
-	}
-	return false
-}
-
 // childReady is upstream's test: the child's job runs and its resource is stable, for the
 // generation last written.
 func childReady(d *flinkv1beta1.FlinkDeployment) bool {
