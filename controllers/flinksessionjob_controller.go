@@ -58,6 +58,9 @@ type FlinkSessionJobReconciler struct {
 	// APIReader reads from the API server: a session cluster the cache does not hold (another
 	// shard's) is looked up there. The manager's API reader when nil.
 	APIReader client.Reader
+
+	// options reports the Apache operator options a spec sets that have no effect here.
+	options *optionWarnings
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -73,6 +76,7 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.options = newOptionWarnings()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
@@ -169,6 +173,7 @@ func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job
 		}
 		s.original = job.DeepCopy()
 	}
+	r.options.report(r.Recorder, job, job.Spec.FlinkConfiguration, job.Status.ObservedGeneration)
 	r.observeJob(ctx, s)
 	target, ok := r.validateJob(ctx, s)
 	if !ok {
