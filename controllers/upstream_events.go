@@ -17,9 +17,6 @@ const (
 	MessageSubmit = "Starting deployment"
 )
 
-// cleanupMessage goes with ReasonCleanup when a resource's deletion starts.
-func cleanupMessage(kind string) string { return "Cleaning up " + kind }
-
 // specChangedMessage is upstream's SpecChanged message for an upgrade from before to after:
 // "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.parallelism : 1 -> 2]), starting
 // reconciliation." Each changed field is named by its path in the spec, with its old and new
