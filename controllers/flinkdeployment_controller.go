@@ -127,6 +127,8 @@ type FlinkDeploymentReconciler struct {
 	exceptions *exceptionReporter
 	// writes recognises cached copies older than this reconciler's own writes.
 	writes *ownWrites
+	// options reports the Apache operator options a spec sets that have no effect here.
+	options *optionWarnings
 	// PriorityQueue queues reconciles by priority (priority.go): a user's change before new
 	// resources and routine work, the initial list after a start last.
 	PriorityQueue bool
@@ -161,6 +163,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.exceptions = newExceptionReporter()
 	r.writes = newOwnWrites()
+	r.options = newOptionWarnings()
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -236,6 +239,7 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 		r.writes.wrote(dep.UID, before, dep.ResourceVersion)
 		s.original = dep.DeepCopy() // the status is patched against the updated object
 	}
+	r.options.report(r.Recorder, dep, dep.Spec.FlinkConfiguration, dep.Status.ObservedGeneration)
 
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, r.finish(ctx, s, err)

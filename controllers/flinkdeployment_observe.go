@@ -96,6 +96,7 @@ func (r *FlinkDeploymentReconciler) observe(ctx context.Context, s *scope) error
 			st.ClusterInfo = map[string]string{}
 		}
 		st.ClusterInfo["flink-version"], st.ClusterInfo["flink-revision"] = cfg.FlinkVersion, cfg.FlinkRevision
+		r.observeClusterInfo(ctx, s, cl, conf)
 	}
 
 	if s.deployed.Job != nil {
@@ -256,6 +257,9 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 		}
 		st.JobStatus.State = next
 		st.JobStatus.UpdateTime = strconv.FormatInt(time.Now().UnixMilli(), 10)
+	}
+	if err == nil && jobDetailsDue(st, prev) {
+		r.observeJobDetails(ctx, s, cl, conf)
 	}
 	if isTerminal(next) {
 		// Every observe, not only on the change: the first read may fail, and a checkpoint may

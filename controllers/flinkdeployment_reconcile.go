@@ -238,7 +238,12 @@ func upgradeTargetChanged(recorded, desired *flinkv1beta1.FlinkDeploymentSpec) b
 // startUpgrade writes the new spec as UPGRADING before anything is touched.
 func (r *FlinkDeploymentReconciler) startUpgrade(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	st := s.status()
-	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, describeChange(s.deployed, desired))
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, specChangedMessage("FlinkDeploymentSpec", s.deployed, desired))
+	if d := s.deployed.Job; d != nil && d.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State) {
+		// The running job is about to be stopped, for an upgrade as for a suspend (upstream
+		// emits this for every stop that is not a no-op).
+		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSuspended, MessageSuspending)
+	}
 	// upgradeSavepointPath is what the next deployment restores from; set it for this upgrade.
 	if desired.Job != nil {
 		// A stateless job's upgradeSavepointPath only ever holds a path the user chose
@@ -323,7 +328,6 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		}
 		s.recordProgress(flinkv1beta1.ReconciliationDeployed)
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
-		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	restore := ""
@@ -495,7 +499,7 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 		}
 		return ctrl.Result{}, err
 	}
-	msg := "Starting deployment"
+	msg := MessageSubmit
 	if restore != "" {
 		msg += " from " + restore
 	}
@@ -685,23 +689,4 @@ func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {
 	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
 	return out
-}
-
-func describeChange(before, after *flinkv1beta1.FlinkDeploymentSpec) string {
-	a, b := significant(before), significant(after)
-	var changed []string
-	for k := range b {
-		if !equalStatus(a[k], b[k]) {
-			changed = append(changed, "spec."+k)
-		}
-	}
-	for k := range a {
-		if _, ok := b[k]; !ok {
-			changed = append(changed, "spec."+k)
-		}
-	}
-	if len(changed) == 0 {
-		return "Spec changed"
-	}
-	return "Spec changed: " + strings.Join(sortStrings(changed), ", ")
 }

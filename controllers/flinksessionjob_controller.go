@@ -60,6 +60,9 @@ type FlinkSessionJobReconciler struct {
 	APIReader client.Reader
 	// Autoscaling serves the job autoscaler of session jobs that enable it (nil: its defaults).
 	Autoscaling *Autoscaling
+
+	// options reports the Apache operator options a spec sets that have no effect here.
+	options *optionWarnings
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -75,6 +78,7 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
+	r.options = newOptionWarnings()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
@@ -171,6 +175,7 @@ func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job
 		}
 		s.original = job.DeepCopy()
 	}
+	r.options.report(r.Recorder, job, job.Spec.FlinkConfiguration, job.Status.ObservedGeneration)
 	r.observeJob(ctx, s)
 	target, ok := r.validateJob(ctx, s)
 	if !ok {

@@ -120,7 +120,12 @@ func (r *FlinkSessionJobReconciler) recordSpecChange(ctx context.Context, s *job
 		}
 		return true, nil
 	}
-	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, "Spec changed: upgrading the job")
+	r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSpecChanged, specChangedMessage("FlinkSessionJobSpec", s.deployed, desired))
+	if s.deployed.Job.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State) && !jobLost(st.Error) {
+		// The running job is about to be stopped (upstream emits this for every stop that is
+		// not a no-op, upgrade or suspend).
+		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSuspended, MessageSuspending)
+	}
 	st.JobStatus.UpgradeSavepointPath = plan.RestorePath
 	if waitsForUser(st.Error) { // answered (a lost job is only upgraded on the user's answer)
 		if info := st.JobStatus.SavepointInfo; jobLost(st.Error) && info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
@@ -179,7 +184,6 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		// its lingering state in the session must not make it look alive again.
 		st.JobStatus.JobID = ""
 		st.ReconciliationStatus.LastStableSpec = st.ReconciliationStatus.LastReconciledSpec
-		r.Recorder.Event(s.job, corev1.EventTypeNormal, ReasonSuspended, "Job suspended")
 		log.FromContext(ctx).Info("job suspended", "resumeFrom", st.JobStatus.UpgradeSavepointPath)
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
@@ -339,7 +343,7 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}
 	st.Error = ""
-	msg := "Job submitted to session " + s.session.Name
+	msg := MessageSubmit + " on session " + s.session.Name
 	if st.JobStatus.UpgradeSavepointPath != "" {
 		msg += " from " + st.JobStatus.UpgradeSavepointPath
 	}

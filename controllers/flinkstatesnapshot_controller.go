@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -248,7 +247,10 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	case "", flinkv1beta1.SnapshotTriggerPending:
 		st.State = flinkv1beta1.SnapshotTriggerPending
 		if sp := snap.Spec.Savepoint; sp != nil && sp.AlreadyExists != nil && *sp.AlreadyExists {
-			st.State, st.Path, st.ResultTimestamp = flinkv1beta1.SnapshotCompleted, sp.Path, strconv.FormatInt(now.UnixMilli(), 10)
+			st.State, st.Path, st.ResultTimestamp = flinkv1beta1.SnapshotCompleted, sp.Path, flinkv1beta1.FormatSnapshotTime(now)
+			if st.TriggerTimestamp == "" { // a record of an existing savepoint: taken when recorded (upstream)
+				st.TriggerTimestamp = st.ResultTimestamp
+			}
 			return ctrl.Result{}, nil
 		}
 		if wait := r.backoffLeft(snap, now); wait > 0 {
@@ -264,7 +266,7 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonSnapshotAbandoned, why)
 			return ctrl.Result{}, nil
 		}
-		st.TriggerID, st.TriggerTimestamp, st.State = flink.NewTriggerID(), strconv.FormatInt(now.UnixMilli(), 10), flinkv1beta1.SnapshotInProgress
+		st.TriggerID, st.TriggerTimestamp, st.State = flink.NewTriggerID(), flinkv1beta1.FormatSnapshotTime(now), flinkv1beta1.SnapshotInProgress
 		st.Error = ""
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
 	}
@@ -286,7 +288,7 @@ func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original 
 	case flink.OutcomeFailed:
 		return r.failed(snap, snapshotKind(snap)+" failed: "+progress.Failure), nil
 	}
-	st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, progress.Location, strconv.FormatInt(now.UnixMilli(), 10), ""
+	st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, progress.Location, flinkv1beta1.FormatSnapshotTime(now), ""
 	r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", snapshotKind(snap), progress.Location)
 	return ctrl.Result{}, nil
 }
@@ -322,7 +324,7 @@ func (r *FlinkStateSnapshotReconciler) failed(snap *flinkv1beta1.FlinkStateSnaps
 	st.Failures++
 	st.Error = msg
 	st.TriggerID = ""
-	st.ResultTimestamp = strconv.FormatInt(time.Now().UnixMilli(), 10)
+	st.ResultTimestamp = flinkv1beta1.FormatSnapshotTime(time.Now())
 	limit := int32(-1)
 	if snap.Spec.BackoffLimit != nil {
 		limit = *snap.Spec.BackoffLimit
@@ -351,11 +353,11 @@ func (r *FlinkStateSnapshotReconciler) backoffLeft(snap *flinkv1beta1.FlinkState
 	if st.Failures == 0 || st.ResultTimestamp == "" {
 		return 0
 	}
-	ms, err := strconv.ParseInt(st.ResultTimestamp, 10, 64)
+	failedAt, err := flinkv1beta1.ParseSnapshotTime(st.ResultTimestamp)
 	if err != nil {
 		return 0
 	}
-	return time.UnixMilli(ms).Add(r.backoff(st.Failures)).Sub(now)
+	return failedAt.Add(r.backoff(st.Failures)).Sub(now)
 }
 
 // dispose runs on deletion: a completed savepoint with disposeOnDelete is disposed through

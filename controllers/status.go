@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
 	"strconv"
 
 	"fmt"
@@ -72,9 +71,4 @@ func logUnknownOutcome(ctx context.Context, op flink.Operation, p flink.Progress
 func deterministicJobID(uid string, upgradeTimestamp int64) string {
 	sum := sha256.Sum256([]byte(uid + "/" + strconv.FormatInt(upgradeTimestamp, 10)))
 	return hex.EncodeToString(sum[:16])
-}
-
-func sortStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

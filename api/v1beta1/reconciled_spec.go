@@ -30,6 +30,9 @@ func EncodeReconciledSpec(spec any, firstDeployment bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if raw, err = withUpstreamNulls(spec, raw); err != nil {
+		return "", err
+	}
 	out, err := json.Marshal(reconciledSpecEnvelope{Spec: raw,
 		Metadata: reconciledSpecMetadata{APIVersion: GroupVersion.String(), FirstDeployment: firstDeployment}})
 	return string(out), err
@@ -54,6 +57,7 @@ func DecodeReconciledSpec(raw string, spec any) (found, firstDeployment bool, er
 		if err := json.Unmarshal(env.Spec, spec); err != nil {
 			return false, false, fmt.Errorf("decode reconciled spec: %w", err)
 		}
+		normaliseDecodedArgs(spec)
 		return true, env.Metadata.FirstDeployment, nil
 	}
 	if err := json.Unmarshal([]byte(raw), spec); err != nil {

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -120,10 +119,11 @@ func collectPerResource(ch chan<- prometheus.Metric, deps []flinkv1beta1.FlinkDe
 		}
 		switch s.Status.State {
 		case flinkv1beta1.SnapshotCompleted:
-			at, err := strconv.ParseInt(s.Status.ResultTimestamp, 10, 64)
+			completed, err := flinkv1beta1.ParseSnapshotTime(s.Status.ResultTimestamp)
 			if err != nil {
 				continue
 			}
+			at := completed.UnixMilli()
 			if typ == "checkpoint" {
 				t.checkpoint = max(t.checkpoint, at)
 			} else {

@@ -51,7 +51,8 @@ func TestPerResourceSeries(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(app, session, job,
 		snap("sp-old", false, "clicks", flinkv1beta1.SnapshotCompleted, "1700000400000"),
-		snap("sp-new", false, "clicks", flinkv1beta1.SnapshotCompleted, "1700000500000"),
+		// upstream's ISO-8601, as this operator writes it now; the others as earlier versions did
+		snap("sp-new", false, "clicks", flinkv1beta1.SnapshotCompleted, "2023-11-14T22:21:40Z"),
 		snap("sp-failed", false, "clicks", flinkv1beta1.SnapshotFailed, ""),
 		snap("cp-done", true, "clicks", flinkv1beta1.SnapshotCompleted, "1700000600000"),
 		snap("sp-running", false, "clicks", flinkv1beta1.SnapshotInProgress, ""),

@@ -29,6 +29,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/shard"
+	"github.com/flink-operator/flink-operator/pkg/upstreamoptions"
 )
 
 // Operator option keys (upstream's names).
@@ -281,6 +282,11 @@ func (w *Watcher) apply(data map[string]string) error {
 			"reconcileInterval", s.ReconcileInterval.String(), "progressCheckInterval", s.ProgressCheckInterval.String(),
 			"restTimeout", s.RESTTimeout.String(), "watchNamespaces", s.WatchNamespaces, "labelSelector", s.LabelSelector,
 			"leaseName", s.LeaseName)
+		// Upstream's options this configuration sets that have no effect here are said, never
+		// silently ignored (pkg/upstreamoptions says why for each).
+		for _, f := range upstreamoptions.Unhonoured(conf) {
+			w.Log(f.Message("ignored operator configuration option "), "configMap", w.Namespace+"/"+w.Name)
+		}
 	}
 	return nil
 }

@@ -172,3 +172,19 @@ func TestRateLimits(t *testing.T) {
 	_, err = Build(map[string]string{"kubernetes.operator.retry.interval.multiplier": "NaN"}, base, nil)
 	assert.ErrorContains(t, err, "kubernetes.operator.retry.interval.multiplier")
 }
+
+// TestUnhonouredOperatorOptionsAreLogged (review finding 39): an Apache operator option the
+// operator configuration sets that has no effect here is logged with the reason, never
+// silently ignored; an honoured one is not.
+func TestUnhonouredOperatorOptionsAreLogged(t *testing.T) {
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
+	var logged []string
+	w := &Watcher{Namespace: "ops", Name: "flink-operator-config", Base: base, Store: NewStore(base),
+		Log: func(msg string, _ ...any) { logged = append(logged, msg) }}
+	require.NoError(t, w.apply(map[string]string{"config.yaml": "kubernetes.operator.health.probe.port: 8085\n" +
+		"kubernetes.operator.reconcile.interval: 30 s\nkubernetes.operator.leader-election.enabled: true\n"}))
+	assert.Equal(t, []string{"applied operator configuration",
+		"ignored operator configuration option kubernetes.operator.health.probe.port (an Apache operator option) does not apply to this operator and is ignored: set with the operator's command-line flag --health-probe-bind-address (default :8081, upstream's 8085)",
+		"ignored operator configuration option kubernetes.operator.leader-election.enabled (an Apache operator option) does not apply to this operator and is ignored: set with the operator's command-line flag --leader-elect (the Deployment of `make deploy` and the bundle turn it on)",
+	}, logged)
+}

@@ -23,6 +23,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/shard"
+	"github.com/flink-operator/flink-operator/pkg/upstreamoptions"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -70,18 +71,29 @@ func invalid(kind, name string, errs field.ErrorList) error {
 type deploymentValidator struct{ v *validation.Validator }
 
 func (d *deploymentValidator) ValidateCreate(_ context.Context, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
-	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, nil))
+	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, nil))
 }
 
 func (d *deploymentValidator) ValidateUpdate(_ context.Context, old, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	if dep.DeletionTimestamp != nil {
 		return nil, nil // finalizer removal must never be blocked
 	}
-	return deprecations(dep), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, old))
+	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, old))
 }
 
 func (d *deploymentValidator) ValidateDelete(context.Context, *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	return nil, nil
+}
+
+// unhonouredOptions warn about the Apache operator's options a resource sets that have no
+// effect here, so that none is silently ignored (pkg/upstreamoptions says why for each). A
+// configuration that does not flatten is refused by the validation rules.
+func unhonouredOptions(cfg flinkv1beta1.FlinkConfiguration) admission.Warnings {
+	conf, err := cfg.Flatten()
+	if err != nil {
+		return nil
+	}
+	return upstreamoptions.Warnings(conf)
 }
 
 // deprecations warn about what upstream deprecates (kubectl prints admission warnings).
@@ -128,7 +140,7 @@ func (s *sessionJobValidator) validate(ctx context.Context, job, old *flinkv1bet
 			return nil, fmt.Errorf("look up session FlinkDeployment %s: %w", job.Spec.DeploymentName, err)
 		}
 	}
-	var w admission.Warnings
+	w := unhonouredOptions(job.Spec.FlinkConfiguration)
 	if session == nil && job.Spec.DeploymentName != "" {
 		w = append(w, fmt.Sprintf("FlinkDeployment %s does not exist yet; the job starts once it does", job.Spec.DeploymentName))
 	}

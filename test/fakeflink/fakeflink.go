@@ -357,7 +357,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": id},
-			"latest": map[string]any{"completed": map[string]any{"id": id, "external_path": latest}}})
+			"latest": map[string]any{"completed": map[string]any{"id": id, "external_path": latest, "state_size": StateSize}}})
 	case r.URL.Path == "/jars/upload" && r.Method == http.MethodPost:
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
@@ -456,6 +456,9 @@ func writeJSON(w http.ResponseWriter, status int, body any) {
 	out, _ := json.Marshal(body)
 	_, _ = w.Write(out)
 }
+
+// StateSize is the size of every job's latest completed checkpoint.
+const StateSize = 9685
 
 // CheckpointPath is the latest completed checkpoint the fake reports for a job.
 func CheckpointPath(jobID string) string { return "file:/flink/checkpoints/" + jobID + "/chk-7" }
