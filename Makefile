@@ -82,6 +82,8 @@ FLINK1_EXAMPLES_VERSION ?= 1.20.0
 FLINK2_VERSION ?= 2.3.0
 FLINK2_EXAMPLES_VERSION ?= 2.3.0
 FLINK_VERSIONS ?= $(FLINK1_VERSION) $(FLINK2_VERSION)
+# ZooKeeper server the ZooKeeper HA tests start (version in hack/zookeeper/pom.xml).
+ZOOKEEPER_DIR ?= $(LOCALBIN)/zookeeper
 ## The migration test: the Apache operator from Maven Central (hack/install-apache-operator.sh)
 ## and the Flink release it runs. Keep in step with the constants in test/migration.
 APACHE_OPERATOR_VERSION ?= 1.7.0
@@ -138,7 +140,7 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 test: unit e2e deploy-test olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator.
 
 .PHONY: unit
-unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen promtool ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
+unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen promtool zookeeper ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
 		go test ./... -count=1 -timeout 30m
@@ -146,7 +148,7 @@ unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
 .PHONY: e2e
-e2e: manifests generate cluster-assets flink-dist loadgen ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+e2e: manifests generate cluster-assets flink-dist loadgen zookeeper ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: deploy-test
@@ -402,6 +404,13 @@ $(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed: hack/install-flink.sh
 
 $(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed: hack/install-flink.sh
 	hack/install-flink.sh $(FLINK2_VERSION) $(FLINK2_EXAMPLES_VERSION) $(LOCALBIN)/flink/$(FLINK2_VERSION)
+	touch $@
+
+zookeeper: $(ZOOKEEPER_DIR)/.installed ## Download Apache ZooKeeper's server and its dependencies (Maven) for the ZooKeeper HA tests.
+
+$(ZOOKEEPER_DIR)/.installed: hack/zookeeper/pom.xml
+	rm -rf $(ZOOKEEPER_DIR)
+	mvn -q -B -f hack/zookeeper/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ZOOKEEPER_DIR)
 	touch $@
 
 # go-install-tool installs a Go package at a version into a versioned file name in bin/.

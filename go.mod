@@ -7,6 +7,7 @@ require (
 	github.com/KimMachineGun/automemlimit v1.0.1
 	github.com/blang/semver/v4 v4.0.0
 	github.com/go-logr/logr v1.4.4
+	github.com/go-zookeeper/zk v1.0.4
 	github.com/google/go-containerregistry v0.22.1
 	github.com/operator-framework/api v0.45.0
 	github.com/pavlo-v-chernykh/keystore-go/v4 v4.5.0

@@ -34,3 +34,24 @@ func TestArtifactOptions(t *testing.T) {
 	_, err = o.artifacts()
 	assert.ErrorContains(t, err, "--artifact-allowed-networks")
 }
+
+// TestZooKeeperOptions: ZooKeeper HA quorums get the address policy of jar hosts; only the
+// ranges of --zookeeper-allowed-networks (not --artifact-allowed-networks) open it.
+func TestZooKeeperOptions(t *testing.T) {
+	var o options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse([]string{"--artifact-allowed-networks=10.0.0.0/8"}))
+	zk, err := o.zooKeeper()
+	require.NoError(t, err)
+	assert.Empty(t, zk.AllowedNetworks)
+
+	require.NoError(t, fs.Parse([]string{"--zookeeper-allowed-networks=10.96.1.2/12"}))
+	zk, err = o.zooKeeper()
+	require.NoError(t, err)
+	assert.Equal(t, []netip.Prefix{netip.MustParsePrefix("10.96.0.0/12")}, zk.AllowedNetworks)
+
+	o.zooKeeperNetworks = "zk.example"
+	_, err = o.zooKeeper()
+	assert.ErrorContains(t, err, "--zookeeper-allowed-networks")
+}

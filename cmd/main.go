@@ -41,6 +41,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
+	"github.com/flink-operator/flink-operator/pkg/hastore"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -75,6 +76,7 @@ type options struct {
 	artifactMaxSize      int64
 	artifactLocalDir     string
 	artifactNetworks     string
+	zooKeeperNetworks    string
 	secretKeyPatterns    string
 	configMap            string
 	configMapNamespace   string
@@ -186,6 +188,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Comma-separated CIDRs that session job jar downloads may connect to although they are not public addresses "+
 			"(loopback, private, link-local, CGNAT and other special-purpose ranges are refused by default), "+
 			"e.g. the range of an in-cluster artifact repository.")
+	fs.StringVar(&o.zooKeeperNetworks, "zookeeper-allowed-networks", "",
+		"Comma-separated CIDRs that ZooKeeper HA quorums (high-availability.zookeeper.quorum) may be in although they are not "+
+			"public addresses (same policy as --artifact-allowed-networks), e.g. the pod or Service range of an in-cluster ZooKeeper.")
 	fs.StringVar(&o.jarSchemes, "allowed-jar-schemes", strings.Join(validation.DefaultJarSchemes, ","),
 		"Comma-separated jarURI schemes session jobs may use (upstream's user.artifacts.allowed-schemes).")
 }
@@ -276,14 +281,28 @@ func (o *options) artifacts() (*artifact.Fetcher, error) {
 // allowedNetworks are the non-public ranges session job jars may come from
 // (--artifact-allowed-networks): the fetcher connects to them and the validator accepts them.
 func (o *options) allowedNetworks() ([]netip.Prefix, error) {
+	return parseNetworks("--artifact-allowed-networks", o.artifactNetworks)
+}
+
+// zooKeeper is the policy for the ZooKeeper HA quorums tenants name
+// (--zookeeper-allowed-networks): the operator reads and deletes HA metadata there.
+func (o *options) zooKeeper() (hastore.ZooKeeperPolicy, error) {
+	networks, err := parseNetworks("--zookeeper-allowed-networks", o.zooKeeperNetworks)
+	if err != nil {
+		return hastore.ZooKeeperPolicy{}, err
+	}
+	return hastore.ZooKeeperPolicy{AllowedNetworks: networks}, nil
+}
+
+func parseNetworks(flag, value string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, s := range strings.Split(o.artifactNetworks, ",") {
+	for _, s := range strings.Split(value, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
 		p, err := netip.ParsePrefix(s)
 		if err != nil {
-			return nil, fmt.Errorf("--artifact-allowed-networks: %w", err)
+			return nil, fmt.Errorf("%s: %w", flag, err)
 		}
 		out = append(out, p.Masked())
 	}
@@ -417,6 +436,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	zooKeeper, err := o.zooKeeper()
+	if err != nil {
+		return nil, err
+	}
 	restTLS := o.restTLS.WithEnv(os.Getenv)
 	if err := restTLS.Check(); err != nil {
 		return nil, fmt.Errorf("flink REST TLS: %w", err)
@@ -443,6 +466,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Intervals:         o.intervals(),
 		RateLimits:        o.rateLimits,
 		Shard:             selector,
+		ZooKeeper:         zooKeeper,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -123,6 +124,9 @@ type FlinkDeploymentReconciler struct {
 	// the manager's cache applies it). Snapshot resources the reconciler creates carry the
 	// deployment's labels it names, so they land in the same shard.
 	Shard labels.Selector
+	// ZooKeeper is the policy for ZooKeeper HA quorums, which tenants name (allowed networks,
+	// timeout): the operator reads and deletes a cluster's HA metadata there.
+	ZooKeeper hastore.ZooKeeperPolicy
 
 	exceptions *exceptionReporter
 	// writes recognises cached copies older than this reconciler's own writes.

@@ -199,8 +199,15 @@ func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope,
 	}
 	// Validated at admission; an invalid value falls back to upstream's Foreground.
 	propagation, _ := native.ParseDeletionPropagation(options.DeletionPropagation.Get(conf))
-	return native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, Owner: s.dep.UID,
+	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, Owner: s.dep.UID,
 		WaitAtMost: options.ResourceCleanupTimeout.Get(conf), Propagation: propagation})
+	if err != nil || !gone || keepHA {
+		return gone, err
+	}
+	if err := r.deleteHAMetadata(ctx, s, conf); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // redeployFromSavepoint is upstream's savepoint redeploy (a new savepointRedeployNonce): the
@@ -320,6 +327,12 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}
 		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+	} else if !keepHA {
+		// The JobManager went before this step (an earlier deleteCluster call that waited
+		// for it, or it was lost): what it left in ZooKeeper must go all the same.
+		if err := r.deleteHAMetadata(ctx, s, conf); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
@@ -336,7 +349,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		// Refreshed when the cancelled job's latest checkpoint was read again above.
 		restore = recordedRestorePath(st, situation.Mode)
 	case plan.Restore == restoreLastState && desired.Job != nil:
-		if restore, err = r.prepareLastStateRestore(ctx, s); err != nil {
+		if restore, err = r.prepareLastStateRestore(ctx, s, conf); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -367,11 +380,17 @@ func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobSt
 // that store holds a checkpoint, the restore path is the last-state sentinel: should the HA
 // metadata vanish before the JobManager reads it, the job fails to start rather than starting
 // with empty state.
-func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context, s *scope) (string, error) {
-	if err := native.DeleteJobGraphs(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
+//
+// conf is the configuration being deployed: its HA store is where the new JobManager looks.
+func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context, s *scope, conf native.Config) (string, error) {
+	store, err := r.haStore(s, conf)
+	if err != nil {
 		return "", err
 	}
-	has, err := native.HasHACheckpoint(ctx, r.Client, s.dep.Namespace, s.dep.Name)
+	if err := store.DeleteJobGraphs(ctx); err != nil {
+		return "", err
+	}
+	has, err := store.HasCheckpoint(ctx)
 	if err != nil || !has {
 		return "", err
 	}
@@ -396,7 +415,13 @@ func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *sco
 		NothingRan:          s.firstDeployment && st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading,
 	}
 	if in.HAEnabled && in.Mode != flinkv1beta1.UpgradeModeStateless {
-		if in.HAMetadata, err = native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name); err != nil {
+		// Read where the new configuration's JobManager will look for it (the same store as
+		// the deployed one's unless HA moved, and then there is nothing to restore from).
+		store, err := r.haStore(s, conf)
+		if err != nil {
+			return upgradeSituation{}, err
+		}
+		if in.HAMetadata, err = store.HasJobMetadata(ctx); err != nil {
 			return upgradeSituation{}, err
 		}
 	}

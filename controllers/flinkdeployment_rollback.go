@@ -55,7 +55,11 @@ func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *s
 	if !conf.HAEnabled() {
 		return "high availability is not enabled", nil
 	}
-	has, err := native.HasHAData(ctx, r.Client, s.dep.Namespace, s.dep.Name)
+	store, err := r.haStore(s, conf)
+	if err != nil {
+		return "", err
+	}
+	has, err := store.HasJobMetadata(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -44,7 +44,12 @@ func HAConfigMaps(ctx context.Context, c client.Client, namespace, cluster strin
 	return out, nil
 }
 
-// deleteHAConfigMaps deletes a cluster's HA ConfigMaps (HAConfigMaps).
+// DeleteHAConfigMaps deletes a cluster's HA ConfigMaps (HAConfigMaps); DeleteCluster does it
+// with the cluster unless asked to keep them.
+func DeleteHAConfigMaps(ctx context.Context, c client.Client, namespace, cluster string) error {
+	return deleteHAConfigMaps(ctx, c, namespace, cluster)
+}
+
 func deleteHAConfigMaps(ctx context.Context, c client.Client, namespace, cluster string) error {
 	list, err := HAConfigMaps(ctx, c, namespace, cluster)
 	if err != nil {
