@@ -25,7 +25,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// recorder is a listener endpoint that keeps the CloudEvents it receives; answer says which
+// receiver is a listener endpoint that keeps the CloudEvents it receives; answer says which
 // HTTP status each attempt gets (nil: 200).
 type receiver struct {
 	mu       sync.Mutex
@@ -188,14 +188,13 @@ func TestListenerTimeoutNeverBlocksAndDropsOldest(t *testing.T) {
 }
 
 func TestListenerOrderPerResource(t *testing.T) {
+	// Every third attempt fails: the retried event must still arrive before the later ones.
 	rc := &receiver{answer: func(attempt int) int {
-		if attempt%3 == 1 { // every event's first attempt fails: retries must not reorder
+		if attempt%3 == 1 {
 			return http.StatusServiceUnavailable
 		}
 		return http.StatusOK
 	}}
-	// With the odd pattern above each event's first attempt fails only while attempts line up;
-	// what matters is that later events wait for earlier ones of the same resource.
 	srv := start(t, rc)
 	d, _, _ := dispatcher(t, `[{"name": "ordered", "url": "`+srv.URL+`", "maxAttempts": 10}]`)
 	res, _ := ResourceOf(flinkDeployment())

@@ -3,9 +3,12 @@ package validator
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,4 +204,29 @@ func TestCustomValidatorsMisconfiguredRefuse(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, errs, 1)
 	assert.Contains(t, errs[0].Error(), "plain http only to the hosts")
+}
+
+func TestCustomValidatorOverTLSWithItsCA(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req ValidationRequest
+		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		_ = json.NewEncoder(w).Encode(ValidationResponse{APIVersion: APIVersion, Kind: KindResponse, UID: req.UID,
+			Errors: []FieldError{{Field: "metadata.name", Message: "reserved"}}})
+	}))
+	t.Cleanup(srv.Close)
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	require.NoError(t, os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600))
+
+	trusted := &Chain{OperatorConfig: operatorConfig(`[{"name": "tls", "url": "` + srv.URL + `", "caFile": "` + ca + `"}]`)}
+	errs, err := trusted.Validate(context.Background(), Request{Operation: Create, Kind: "FlinkDeployment", Object: deployment("orders", 1)})
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "metadata.name: Forbidden: custom validator tls: reserved", errs[0].Error())
+
+	// Without its CA the server's certificate is not trusted: no answer, failurePolicy Fail.
+	untrusted := &Chain{OperatorConfig: operatorConfig(`[{"name": "tls", "url": "` + srv.URL + `"}]`)}
+	errs, err = untrusted.Validate(context.Background(), Request{Operation: Create, Kind: "FlinkDeployment", Object: deployment("orders", 1)})
+	require.NoError(t, err)
+	require.Len(t, errs, 1)
+	assert.Contains(t, errs[0].Error(), "certificate")
 }
