@@ -106,6 +106,9 @@ func (c *Chain) Validate(ctx context.Context, req Request) (field.ErrorList, err
 		// cannot be assumed away.
 		return field.ErrorList{field.InternalError(field.NewPath("spec"), fmt.Errorf("custom validators: %w", cfgErr))}, nil
 	}
+	if len(named) == 0 {
+		return nil, nil
+	}
 	var key reconcileKey
 	if req.Operation == Reconcile && req.Object != nil {
 		key = reconcileKey{kind: req.Kind, uid: string(req.Object.GetUID()), generation: req.Object.GetGeneration(), config: configText}
