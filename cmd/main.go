@@ -41,6 +41,9 @@ import (
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
+	extendpoint "github.com/flink-operator/flink-operator/pkg/extension/endpoint"
+	extlistener "github.com/flink-operator/flink-operator/pkg/extension/listener"
+	extvalidator "github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
@@ -328,6 +331,29 @@ func (o *options) validator() *validation.Validator {
 	return v
 }
 
+// extensions are the custom validators and resource listeners of the operator configuration
+// in force (kubernetes.operator.extension.*, pkg/extension), read at every use.
+func (o *options) extensions(mgr ctrl.Manager) (*extvalidator.Chain, *extlistener.Dispatcher, error) {
+	conf := func() map[string]string { return nil }
+	if live := o.live; live != nil {
+		conf = func() map[string]string { return live.Get().Defaults.Operator }
+	}
+	log := ctrl.Log.WithName("extension")
+	custom := &extvalidator.Chain{OperatorConfig: conf, SecretKeyPatterns: o.keyPatterns(),
+		OnFailure: func(name string, policy extendpoint.FailurePolicy, err error) {
+			log.Info("custom validator did not answer", "validator", name, "failurePolicy", policy, "error", err.Error())
+		}}
+	m, err := extlistener.NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, nil, err
+	}
+	listeners := &extlistener.Dispatcher{OperatorConfig: conf, Metrics: m, Log: log}
+	if err := mgr.Add(listeners); err != nil { // stops the deliveries with the manager
+		return nil, nil, fmt.Errorf("add resource listeners: %w", err)
+	}
+	return custom, listeners, nil
+}
+
 // namespaces parses the watched-namespaces option into the cache's per-namespace settings;
 // nil means all namespaces.
 func (o *options) namespaces() (map[string]cache.Config, error) {
@@ -432,6 +458,10 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err := opmetrics.Register(ctrlmetrics.Registry, opMetrics.Collectors()...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
+	custom, listeners, err := o.extensions(mgr)
+	if err != nil {
+		return nil, err
+	}
 	artifacts, err := o.artifacts()
 	if err != nil {
 		return nil, err
@@ -453,6 +483,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
 	autoscaling := &controllers.Autoscaling{Metrics: opMetrics.Autoscaler}
 	if err := (&controllers.FlinkDeploymentReconciler{
+		CustomValidator:   custom,
+		Listener:          listeners,
 		PriorityQueue:     o.priorityQueue,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
@@ -471,6 +503,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
 	}
 	if err := (&controllers.FlinkSessionJobReconciler{
+		CustomValidator:   custom,
+		Listener:          listeners,
 		Client:            mgr.GetClient(),
 		Scheme:            mgr.GetScheme(),
 		Recorder:          recorder,
@@ -496,6 +530,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		Flink:      flinkClients,
 		Intervals:  o.intervals(),
 		RateLimits: o.rateLimits,
+		Listener:   listeners,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
@@ -505,7 +540,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
 	}
 	if o.enableWebhooks {
-		if err := flinkwebhook.Setup(mgr, validator); err != nil {
+		if err := flinkwebhook.Setup(mgr, validator, custom); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {

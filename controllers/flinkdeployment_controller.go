@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/extension/listener"
+	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
@@ -136,6 +138,10 @@ type FlinkDeploymentReconciler struct {
 	// PriorityQueue queues reconciles by priority (priority.go): a user's change before new
 	// resources and routine work, the initial list after a start last.
 	PriorityQueue bool
+	// CustomValidator, when set, judges each spec beyond Validator's rules (extension.go).
+	CustomValidator validator.Validator
+	// Listener, when set, hears of every status written and event recorded (extension.go).
+	Listener listener.Listener
 }
 
 // Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -168,6 +174,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.exceptions = newExceptionReporter()
 	r.writes = newOwnWrites()
 	r.options = newOptionWarnings()
+	r.Recorder = withListener(r.Recorder, r.Listener)
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -327,6 +334,12 @@ func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Sta
 func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
 	// Update rules compare with the status's last reconciled spec, which s.dep carries.
 	errs := r.validator().ValidateDeployment(s.dep, s.dep)
+	var old *flinkv1beta1.FlinkDeployment
+	if s.deployed != nil {
+		old = s.dep.DeepCopy()
+		old.Spec = *s.deployed
+	}
+	errs = append(errs, customValidation(ctx, r.CustomValidator, "FlinkDeployment", s.dep, old)...)
 	if len(errs) == 0 {
 		if s.status().Error != "" && isValidationError(s.status().Error) {
 			s.status().Error = ""
@@ -410,6 +423,7 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
 		return err
 	}
+	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, s.redact)
 	r.writes.wrote(s.dep.UID, s.original.ResourceVersion, s.dep.ResourceVersion)
 	s.original = s.dep.DeepCopy()
 	return nil

@@ -20,6 +20,8 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/extension/listener"
+	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
@@ -63,6 +65,10 @@ type FlinkSessionJobReconciler struct {
 
 	// options reports the Apache operator options a spec sets that have no effect here.
 	options *optionWarnings
+	// CustomValidator, when set, judges each spec beyond Validator's rules (extension.go).
+	CustomValidator validator.Validator
+	// Listener, when set, hears of every status written and event recorded (extension.go).
+	Listener listener.Listener
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -79,6 +85,7 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.options = newOptionWarnings()
+	r.Recorder = withListener(r.Recorder, r.Listener)
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
@@ -331,6 +338,7 @@ func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope
 		old.Spec = *s.deployed
 	}
 	errs := r.Validator.ValidateSessionJob(ctx, s.job, old, s.session)
+	errs = append(errs, customValidation(ctx, r.CustomValidator, "FlinkSessionJob", s.job, old)...)
 	if len(errs) == 0 {
 		if isValidationError(s.status().Error) {
 			s.status().Error = ""
@@ -388,6 +396,7 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	if err := patchStatus(ctx, r.Client, s.job, s.original); err != nil {
 		return err
 	}
+	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, s.redact)
 	s.original = s.job.DeepCopy()
 	return nil
 }

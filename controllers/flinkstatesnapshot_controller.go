@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
@@ -51,6 +52,8 @@ type FlinkStateSnapshotReconciler struct {
 	RateLimits RateLimits
 	// BaseBackoff is the first retry delay after a failure (doubling after each); 10 s when 0.
 	BaseBackoff time.Duration
+	// Listener, when set, hears of every status written and event recorded (extension.go).
+	Listener listener.Listener
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create;update;patch;delete
@@ -62,6 +65,7 @@ func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if r.Intervals == (Intervals{}) {
 		r.Intervals = DefaultIntervals
 	}
+	r.Recorder = withListener(r.Recorder, r.Listener)
 	opts, paced, err := r.RateLimits.pace(mgr, "flinkstatesnapshot", r.Intervals.Reconcile, &flinkv1beta1.FlinkStateSnapshot{},
 		withDeadline(r, r.Intervals.Deadline))
 	if err != nil {
@@ -156,6 +160,7 @@ func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap
 	if err := patchStatus(ctx, r.Client, snap, original); err != nil {
 		return err
 	}
+	statusWritten(ctx, r.Listener, snap, &original.Status, &snap.Status, nil)
 	original.Status = *snap.Status.DeepCopy()
 	original.ResourceVersion = snap.ResourceVersion
 	if snap.Labels[LabelSnapshotState] != string(st.State) && st.State != "" {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/extension/endpoint"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
@@ -166,6 +167,10 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 	}
 	defaults, err := native.DefaultsFromOperatorConfig(conf)
 	if err != nil {
+		return Settings{}, err
+	}
+	// A custom validator or listener the administrator asked for cannot be left out unnoticed.
+	if err := endpoint.Check(defaults.Operator); err != nil {
 		return Settings{}, err
 	}
 	out.Defaults = defaults

@@ -129,6 +129,17 @@ var (
 		Description: "Operator configuration only. Comma-separated spec.ingress.annotations keys a FlinkDeployment may set; an entry ending in * allows every key with that prefix. Unset allows all (upstream's behaviour)."}}
 )
 
+// Extension points (pkg/extension): operator configuration only, our own options. README:
+// "Extension points" shows the endpoint lists' fields.
+var (
+	ExtensionValidators = StringOption{Option{Key: "kubernetes.operator.extension.validators", Type: TypeString,
+		Description: "Operator configuration only. Custom validators: a YAML or JSON list of endpoints (name, url, timeout (default 2 s, at most 3 s), failurePolicy Fail (default) or Ignore, kinds, caFile) called at admission and before each new generation is reconciled; their field errors refuse the resource."}}
+	ExtensionListeners = StringOption{Option{Key: "kubernetes.operator.extension.listeners", Type: TypeString,
+		Description: "Operator configuration only. Resource listeners: a YAML or JSON list of endpoints (name, url, timeout, caFile, maxAttempts, initialBackoff, maxBackoff, queueSize) that receive status changes and events as CloudEvents."}}
+	ExtensionAllowedHosts = StringOption{Option{Key: "kubernetes.operator.extension.allowed-hosts", Type: TypeString,
+		Description: "Operator configuration only. Comma-separated hosts (or *.suffix) extension endpoints may be on; plain http only to these. Unset: https to any host, no plain http."}}
+)
+
 var registry = []Option{
 	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
 	LabelSelector.Option, LeaseName.Option,
@@ -143,4 +154,5 @@ var registry = []Option{
 	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
 	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
 	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option,
+	ExtensionValidators.Option, ExtensionListeners.Option, ExtensionAllowedHosts.Option,
 }

@@ -35,7 +35,9 @@ type Policy struct {
 }
 
 // policyKeys are the options only the operator configuration may set.
-var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotationsAllowed.Key}
+var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotationsAllowed.Key,
+	// Where resources are sent (pkg/extension) is the administrator's decision too.
+	options.ExtensionValidators.Key, options.ExtensionListeners.Key, options.ExtensionAllowedHosts.Key}
 
 // PolicyFromOperatorConfig reads the policy from the operator configuration's operator options
 // (native.Defaults.Operator). An invalid value is an error: the caller refuses everything rather

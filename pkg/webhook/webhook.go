@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	extvalidator "github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/upstreamoptions"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -32,23 +33,25 @@ import (
 const LabelTargetSession = "target.session"
 
 // Setup registers the webhooks with the manager's webhook server. reader looks up the
-// FlinkDeployments and session jobs that other resources refer to.
-func Setup(mgr ctrl.Manager, v *validation.Validator) error {
+// FlinkDeployments and session jobs that other resources refer to. custom, when given, are
+// custom validators (pkg/extension/validator) whose field errors join the operator's own.
+func Setup(mgr ctrl.Manager, v *validation.Validator, custom ...extvalidator.Validator) error {
+	ext := customValidators(custom)
 	// An operator instance serving one shard (kubernetes.operator.label.selector) caches its
 	// own resources only, but admission is asked of whichever instance, for every shard's
 	// resources: a reference to another shard's FlinkDeployment is found all the same.
 	reader := shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkDeployment{}).
-		WithValidator(&deploymentValidator{v: v}).Complete(); err != nil {
+		WithValidator(&deploymentValidator{v: v, custom: ext}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkDeployment webhook: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkSessionJob{}).
-		WithValidator(&sessionJobValidator{v: v, reader: reader}).
+		WithValidator(&sessionJobValidator{v: v, reader: reader, custom: ext}).
 		WithDefaulter(sessionJobDefaulter{}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkSessionJob webhook: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkStateSnapshot{}).
-		WithValidator(&snapshotValidator{v: v, reader: reader}).Complete(); err != nil {
+		WithValidator(&snapshotValidator{v: v, reader: reader, custom: ext}).Complete(); err != nil {
 		return fmt.Errorf("set up FlinkStateSnapshot webhook: %w", err)
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &flinkv1beta1.FlinkBlueGreenDeployment{}).
@@ -56,6 +59,32 @@ func Setup(mgr ctrl.Manager, v *validation.Validator) error {
 		return fmt.Errorf("set up FlinkBlueGreenDeployment webhook: %w", err)
 	}
 	return nil
+}
+
+// customValidators combines the custom validators given to Setup (nil when none).
+func customValidators(custom []extvalidator.Validator) extvalidator.Validator {
+	switch len(custom) {
+	case 0:
+		return nil
+	case 1:
+		return custom[0]
+	}
+	return extvalidator.Func(func(ctx context.Context, req extvalidator.Request) (field.ErrorList, error) {
+		var errs field.ErrorList
+		for _, v := range custom {
+			errs = append(errs, extvalidator.Run(ctx, v, req)...)
+		}
+		return errs, nil
+	})
+}
+
+// askCustom asks the custom validators about obj (canaries are never validated); their field
+// errors join the operator's own in one answer.
+func askCustom(ctx context.Context, v extvalidator.Validator, op extvalidator.Operation, kind string, obj, old client.Object) field.ErrorList {
+	if v == nil || validation.IsCanary(obj.GetLabels()) {
+		return nil
+	}
+	return extvalidator.Run(ctx, v, extvalidator.Request{Operation: op, Kind: kind, Object: obj, OldObject: old})
 }
 
 // invalid turns violations into the API's Invalid error: one response listing all of them.
@@ -68,17 +97,22 @@ func invalid(kind, name string, errs field.ErrorList) error {
 
 // +kubebuilder:webhook:path=/validate-flink-apache-org-v1beta1-flinkdeployment,mutating=false,failurePolicy=fail,sideEffects=None,groups=flink.apache.org,resources=flinkdeployments,verbs=create;update,versions=v1beta1,name=vflinkdeployment-v1beta1.flink.apache.org,admissionReviewVersions=v1,timeoutSeconds=5
 
-type deploymentValidator struct{ v *validation.Validator }
-
-func (d *deploymentValidator) ValidateCreate(_ context.Context, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
-	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, nil))
+type deploymentValidator struct {
+	v      *validation.Validator
+	custom extvalidator.Validator
 }
 
-func (d *deploymentValidator) ValidateUpdate(_ context.Context, old, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
+func (d *deploymentValidator) ValidateCreate(ctx context.Context, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
+	errs := append(d.v.ValidateDeployment(dep, nil), askCustom(ctx, d.custom, extvalidator.Create, "FlinkDeployment", dep, nil)...)
+	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, errs)
+}
+
+func (d *deploymentValidator) ValidateUpdate(ctx context.Context, old, dep *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
 	if dep.DeletionTimestamp != nil {
 		return nil, nil // finalizer removal must never be blocked
 	}
-	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, d.v.ValidateDeployment(dep, old))
+	errs := append(d.v.ValidateDeployment(dep, old), askCustom(ctx, d.custom, extvalidator.Update, "FlinkDeployment", dep, old)...)
+	return append(deprecations(dep), unhonouredOptions(dep.Spec.FlinkConfiguration)...), invalid("FlinkDeployment", dep.Name, errs)
 }
 
 func (d *deploymentValidator) ValidateDelete(context.Context, *flinkv1beta1.FlinkDeployment) (admission.Warnings, error) {
@@ -123,6 +157,7 @@ func deprecations(dep *flinkv1beta1.FlinkDeployment) admission.Warnings {
 type sessionJobValidator struct {
 	v      *validation.Validator
 	reader client.Reader
+	custom extvalidator.Validator
 }
 
 func (s *sessionJobValidator) validate(ctx context.Context, job, old *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
@@ -144,7 +179,12 @@ func (s *sessionJobValidator) validate(ctx context.Context, job, old *flinkv1bet
 	if session == nil && job.Spec.DeploymentName != "" {
 		w = append(w, fmt.Sprintf("FlinkDeployment %s does not exist yet; the job starts once it does", job.Spec.DeploymentName))
 	}
-	return w, invalid("FlinkSessionJob", job.Name, s.v.ValidateSessionJob(ctx, job, old, session))
+	op, oldObj := extvalidator.Create, client.Object(nil)
+	if old != nil {
+		op, oldObj = extvalidator.Update, old
+	}
+	errs := append(s.v.ValidateSessionJob(ctx, job, old, session), askCustom(ctx, s.custom, op, "FlinkSessionJob", job, oldObj)...)
+	return w, invalid("FlinkSessionJob", job.Name, errs)
 }
 
 func (s *sessionJobValidator) ValidateCreate(ctx context.Context, job *flinkv1beta1.FlinkSessionJob) (admission.Warnings, error) {
@@ -181,9 +221,10 @@ func (sessionJobDefaulter) Default(_ context.Context, job *flinkv1beta1.FlinkSes
 type snapshotValidator struct {
 	v      *validation.Validator
 	reader client.Reader
+	custom extvalidator.Validator
 }
 
-func (s *snapshotValidator) validate(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) error {
+func (s *snapshotValidator) validate(ctx context.Context, snap, old *flinkv1beta1.FlinkStateSnapshot) error {
 	exists := func(kind flinkv1beta1.JobKind, name string) (bool, error) {
 		var obj client.Object = &flinkv1beta1.FlinkDeployment{}
 		if kind == flinkv1beta1.JobKindFlinkSessionJob {
@@ -195,18 +236,23 @@ func (s *snapshotValidator) validate(ctx context.Context, snap *flinkv1beta1.Fli
 		}
 		return err == nil, err
 	}
-	return invalid("FlinkStateSnapshot", snap.Name, s.v.ValidateSnapshot(snap, exists))
+	op, oldObj := extvalidator.Create, client.Object(nil)
+	if old != nil {
+		op, oldObj = extvalidator.Update, old
+	}
+	errs := append(s.v.ValidateSnapshot(snap, exists), askCustom(ctx, s.custom, op, "FlinkStateSnapshot", snap, oldObj)...)
+	return invalid("FlinkStateSnapshot", snap.Name, errs)
 }
 
 func (s *snapshotValidator) ValidateCreate(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
-	return disposalWarnings(snap), s.validate(ctx, snap)
+	return disposalWarnings(snap), s.validate(ctx, snap, nil)
 }
 
-func (s *snapshotValidator) ValidateUpdate(ctx context.Context, _, snap *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
+func (s *snapshotValidator) ValidateUpdate(ctx context.Context, old, snap *flinkv1beta1.FlinkStateSnapshot) (admission.Warnings, error) {
 	if snap.DeletionTimestamp != nil {
 		return nil, nil
 	}
-	return disposalWarnings(snap), s.validate(ctx, snap)
+	return disposalWarnings(snap), s.validate(ctx, snap, old)
 }
 
 // disposalWarnings warn that a record of an existing savepoint (alreadyExists) disposes of that

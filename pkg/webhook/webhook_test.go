@@ -62,7 +62,7 @@ func startWebhooks(t *testing.T) (*kubeenv.Env, string) {
 			Host: wio.LocalServingHost, Port: wio.LocalServingPort, CertDir: wio.LocalServingCertDir}),
 	})
 	require.NoError(t, err)
-	require.NoError(t, Setup(mgr, &validation.Validator{}))
+	require.NoError(t, Setup(mgr, &validation.Validator{}, customValidator(t)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

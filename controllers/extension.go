@@ -1,0 +1,62 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/flink-operator/flink-operator/pkg/extension/listener"
+	"github.com/flink-operator/flink-operator/pkg/extension/validator"
+	"github.com/flink-operator/flink-operator/pkg/redact"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+)
+
+// The reconcilers' hooks into the extension points (pkg/extension): custom validators judge a
+// spec as the webhook's do, so with the webhook off the same spec is refused with the same
+// field errors; listeners hear of every status the reconcilers write and every event they record.
+
+// customValidation asks the custom validators about obj; old carries the spec reconciled last
+// (nil before the first deployment). Canaries are never validated (pkg/validation).
+func customValidation(ctx context.Context, v validator.Validator, kind string, obj, old client.Object) field.ErrorList {
+	if v == nil || validation.IsCanary(obj.GetLabels()) {
+		return nil
+	}
+	if o := reflect.ValueOf(old); o.Kind() == reflect.Pointer && o.IsNil() {
+		old = nil // a typed nil (no spec reconciled yet) is no old object
+	}
+	return validator.Run(ctx, v, validator.Request{Operation: validator.Reconcile, Kind: kind, Object: obj, OldObject: old})
+}
+
+// withListener makes rec also tell l of the events on Flink resources (nil l: rec as is).
+func withListener(rec record.EventRecorder, l listener.Listener) record.EventRecorder {
+	if l == nil || rec == nil {
+		return rec
+	}
+	return listener.Recorder(rec, l)
+}
+
+// statusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and
+// status as they were before and are now; red masks secret values in them.
+func statusWritten(ctx context.Context, l listener.Listener, obj client.Object, oldStatus, status any, red *redact.Redactor) {
+	if l == nil {
+		return
+	}
+	res, ok := listener.ResourceOf(obj)
+	if !ok {
+		return
+	}
+	encode := func(v any) json.RawMessage {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			log.FromContext(ctx).Error(err, "cannot encode the status for resource listeners")
+			return nil
+		}
+		return json.RawMessage(red.String(string(raw)))
+	}
+	l.OnStatusChange(ctx, listener.StatusChange{Resource: res, Object: obj, OldStatus: encode(oldStatus), Status: encode(status)})
+}

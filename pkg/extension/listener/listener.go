@@ -1,0 +1,57 @@
+// Package listener delivers what happens to Flink resources, status changes and Kubernetes
+// events, to resource listeners: HTTP endpoints listed in the operator configuration
+// (kubernetes.operator.extension.listeners), which receive CloudEvents, or Go values for those
+// who embed the controllers in a binary of their own.
+//
+// Delivery never holds up a reconcile: events are queued per endpoint in bounded queues (the
+// oldest dropped and counted when full) and sent by the endpoint's own goroutines, with
+// retries on exponential back-off. One resource's events always travel through the same queue
+// and goroutine, so each endpoint receives them in the order they happened.
+package listener
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Resource identifies the Flink resource an event is about.
+type Resource struct {
+	// Kind is FlinkDeployment, FlinkSessionJob or FlinkStateSnapshot.
+	Kind       string    `json:"kind"`
+	Namespace  string    `json:"namespace"`
+	Name       string    `json:"name"`
+	UID        types.UID `json:"uid"`
+	Generation int64     `json:"generation"`
+}
+
+// StatusChange is a status the operator wrote.
+type StatusChange struct {
+	Resource
+	// Object is the resource after the write, for Go listeners (not sent over HTTP); must not be
+	// modified.
+	Object client.Object
+	// OldStatus and Status are the status before and after, as JSON; values of secret
+	// configuration keys are replaced by "******".
+	OldStatus, Status json.RawMessage
+}
+
+// Event is a Kubernetes event the operator recorded on a resource.
+type Event struct {
+	Resource
+	// Type is Normal or Warning.
+	Type    string
+	Reason  string
+	Message string
+	Time    time.Time
+}
+
+// Listener is told of status changes and events. Its methods are called from reconciles and
+// must return at once: queue the work, never wait for it.
+type Listener interface {
+	OnStatusChange(ctx context.Context, c StatusChange)
+	OnEvent(ctx context.Context, e Event)
+}
