@@ -76,7 +76,8 @@ func run(m *testing.M) int {
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
 		// The operator ConfigMap as config/manager names it; absent, so an empty configuration.
 		"--config-map=flink-operator-config", "--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
-		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink")}})
+		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink")},
+		FlinkImages: exampleImages(root)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
 		return 1
