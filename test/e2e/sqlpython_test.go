@@ -76,10 +76,11 @@ func TestSQLAndPythonJobs(t *testing.T) {
 			}
 		}
 	}
+	// Generous: JVM and Python start-up take minutes on a 2-core machine shared with other builds.
 	for i, tt := range tests {
 		key := keys[i]
 		// A job whose main method fails crash-loops its JobManager (application mode): stop there.
-		d := waitFor(t, key, "FINISHED or failed", 4*time.Minute-time.Since(start), func(d *flinkv1beta1.FlinkDeployment) bool {
+		d := waitFor(t, key, "FINISHED or failed", 6*time.Minute-time.Since(start), func(d *flinkv1beta1.FlinkDeployment) bool {
 			s := d.Status.JobStatus.State
 			return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed ||
 				strings.Contains(d.Status.Error, "CrashLoopBackOff")
