@@ -121,7 +121,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 
 	if !opts.SkipCRDs {
 		if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+			// envtest's default of 10 s for discovery to list them is too short on a loaded machine.
+			MaxTime: time.Minute}); err != nil {
 			return fail(fmt.Errorf("install CRDs: %w", err))
 		}
 	}
