@@ -148,7 +148,7 @@ unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
 .PHONY: e2e
-e2e: manifests generate cluster-assets flink-dist loadgen zookeeper ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+e2e: manifests generate cluster-assets flink-dist loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: deploy-test
@@ -411,6 +411,20 @@ zookeeper: $(ZOOKEEPER_DIR)/.installed ## Download Apache ZooKeeper's server and
 $(ZOOKEEPER_DIR)/.installed: hack/zookeeper/pom.xml
 	rm -rf $(ZOOKEEPER_DIR)
 	mvn -q -B -f hack/zookeeper/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ZOOKEEPER_DIR)
+	touch $@
+
+# The SQL runner job (Maven; Flink's table API is provided by the image) and the PyFlink
+# environment the SQL and Python examples run with in the e2e suite (TestSQLAndPythonJobs).
+SQL_RUNNER_JAR := $(LOCALBIN)/examples/flink-sql-runner/usrlib/sql-runner.jar
+.PHONY: examples
+examples: $(SQL_RUNNER_JAR) $(LOCALBIN)/pyflink/$(FLINK1_VERSION)/.installed ## Build the SQL runner job and install PyFlink (PyPI apache-flink) for the examples in examples/flink-sql-runner and examples/flink-python.
+
+$(SQL_RUNNER_JAR): examples/flink-sql-runner/pom.xml $(shell find examples/flink-sql-runner/src -type f 2>/dev/null)
+	mvn --batch-mode --quiet -f examples/flink-sql-runner/pom.xml package -Dflink.version=$(FLINK1_VERSION) -Dbuild.dir=$(LOCALBIN)/examples/flink-sql-runner/build
+	mkdir -p $(@D) && cp $(LOCALBIN)/examples/flink-sql-runner/build/sql-runner.jar $@
+
+$(LOCALBIN)/pyflink/$(FLINK1_VERSION)/.installed: hack/install-pyflink.sh
+	hack/install-pyflink.sh $(FLINK1_VERSION) $(@D)
 	touch $@
 
 # go-install-tool installs a Go package at a version into a versioned file name in bin/.

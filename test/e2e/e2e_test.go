@@ -78,7 +78,8 @@ func run(m *testing.M) int {
 		"--config-map=flink-operator-config", "--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
 		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink"),
 		// TestZooKeeperHA's ZooKeeper server listens on loopback.
-		"--zookeeper-allowed-networks=127.0.0.0/8"}})
+		"--zookeeper-allowed-networks=127.0.0.0/8"},
+		FlinkImages: exampleImages(root)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
 		return 1

@@ -56,6 +56,9 @@ type Options struct {
 	// MachineHostsFile is passed to the node agent (nodeagent.Options.MachineHostsFile): a
 	// hosts file that resolves Service names for processes outside pods.
 	MachineHostsFile string
+	// FlinkImages are passed to the node agent: job images built on the Flink image and what
+	// they add to it (nodeagent.Options.FlinkImages).
+	FlinkImages map[string]nodeagent.FlinkImage
 }
 
 // Env is a running local environment.
@@ -118,7 +121,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 
 	if !opts.SkipCRDs {
 		if _, err := envtest.InstallCRDs(e.Cluster.Config, envtest.CRDInstallOptions{
-			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true}); err != nil {
+			Paths: []string{filepath.Join(root, "config", "crd", "bases")}, ErrorIfPathMissing: true,
+			// envtest's default of 10 s for discovery to list them is too short on a loaded machine.
+			MaxTime: time.Minute}); err != nil {
 			return fail(fmt.Errorf("install CRDs: %w", err))
 		}
 	}
@@ -141,7 +146,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
 		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages,
-		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile}
+		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile, FlinkImages: opts.FlinkImages}
 	if opts.Pods == podnet.Namespace {
 		agentOpts.PodAddressPrefix = podnet.Prefix
 	}

@@ -6,7 +6,8 @@
 // What a container image becomes: images whose name contains "flink" run the Flink image's
 // entrypoint commands (jobmanager, taskmanager, standalone-job, kubernetes-jobmanager.sh,
 // kubernetes-taskmanager.sh) as java processes of the distribution whose major version matches
-// the image tag. Images of Options.ProcessImages run a locally built binary, or the image
+// the image tag; job images built on the Flink image (Options.FlinkImages) add their files and
+// a PyFlink environment (see FlinkImage). Images of Options.ProcessImages run a locally built binary, or the image
 // itself from an OCI image layout, instead (see ProcessImage). Other containers cannot run here and are reported as Waiting with reason
 // ImageNotRunnable, so their pods never look healthy.
 //
@@ -74,6 +75,9 @@ type Options struct {
 	// by its namespace-relative forms, as a pod's hosts file has them. The migration test runs
 	// the Apache operator that way; it reaches JobManagers at <name>-rest.<namespace>.
 	MachineHostsFile string
+	// FlinkImages are image name prefixes of job images built on the Flink image, with what
+	// they add to it (FlinkImage); the longest prefix wins.
+	FlinkImages map[string]FlinkImage
 }
 
 // Agent is a running node agent.

@@ -283,7 +283,12 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	rw := rewriter(append(r.pathMap(c.spec), pathRewrite{from: "/opt/flink", to: dist.Home}))
+	layer, err := r.a.flinkImageLayer(c.spec.Image, dist)
+	if err != nil {
+		return nil, "", err
+	}
+	// The pod's mounts first: of two equal paths the first wins, and a mount hides the image.
+	rw := rewriter(append(r.pathMap(c.spec), layer.rewrites...))
 
 	dir := filepath.Join(r.dir, "containers", c.spec.Name)
 	confDir := filepath.Join(dir, "conf")
@@ -318,10 +323,10 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	procEnv := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
+	procEnv := []string{pathWith(layer.binDir, os.Getenv("PATH")), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"HOSTNAME=" + r.pod.Name, "FLINK_HOME=" + dist.Home, "FLINK_CONF_DIR=" + confDir,
 		"FLINK_LIB_DIR=" + filepath.Join(dist.Home, "lib"), "FLINK_PLUGINS_DIR=" + filepath.Join(dist.Home, "plugins"),
-		"FLINK_BIN_DIR=" + filepath.Join(dist.Home, "bin"), "FLINK_OPT_DIR=" + filepath.Join(dist.Home, "opt"),
+		"FLINK_BIN_DIR=" + filepath.Join(dist.Home, "bin"), "FLINK_OPT_DIR=" + layer.optDir,
 		"FLINK_LOG_DIR=" + filepath.Join(r.dir, "logs")}
 	if jh := os.Getenv("JAVA_HOME"); jh != "" {
 		procEnv = append(procEnv, "JAVA_HOME="+jh)

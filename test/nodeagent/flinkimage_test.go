@@ -1,0 +1,64 @@
+package nodeagent
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/flink-operator/flink-operator/test/flinkcluster"
+)
+
+// fakeVenv lays out what flinkImageLayer reads of a PyFlink virtual environment.
+func fakeVenv(t *testing.T, pyflinkVersion string) string {
+	t.Helper()
+	venv := t.TempDir()
+	pkg := filepath.Join(venv, "lib", "python3.11", "site-packages", "pyflink")
+	require.NoError(t, os.MkdirAll(filepath.Join(pkg, "opt"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(venv, "bin"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(venv, "bin", "python"), nil, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(pkg, "version.py"), []byte("\"\"\"doc\"\"\"\n__version__ = \""+pyflinkVersion+"\"\n"), 0o644))
+	return venv
+}
+
+func TestFlinkImageLayer(t *testing.T) {
+	dist := flinkcluster.Dist{Version: "1.20.3", Home: "/dists/1.20.3"}
+	venv := fakeVenv(t, "1.20.3")
+	opt := filepath.Join(venv, "lib", "python3.11", "site-packages", "pyflink", "opt")
+	a := &Agent{opts: Options{FlinkImages: map[string]FlinkImage{
+		"sql-runner:":            {Dirs: map[string]string{"/opt/flink/usrlib/": "/built/usrlib"}},
+		"registry/python-job:":   {PythonEnv: venv},
+		"registry/python-job:v2": {PythonEnv: fakeVenv(t, "2.3.0")},
+	}}}
+
+	l, err := a.flinkImageLayer("flink:1.20", dist)
+	require.NoError(t, err)
+	assert.Equal(t, imageLayer{rewrites: []pathRewrite{{"/opt/flink", "/dists/1.20.3"}}, optDir: "/dists/1.20.3/opt"}, l,
+		"a plain Flink image is the distribution, without Python")
+
+	l, err = a.flinkImageLayer("sql-runner:1.20", dist)
+	require.NoError(t, err)
+	rw := rewriter(l.rewrites)
+	assert.Equal(t, "/built/usrlib/sql-runner.jar /dists/1.20.3/lib", rw.Replace("/opt/flink/usrlib/sql-runner.jar /opt/flink/lib"))
+	assert.Empty(t, l.binDir)
+
+	l, err = a.flinkImageLayer("registry/python-job:1.20", dist)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(venv, "bin"), l.binDir)
+	assert.Equal(t, opt, l.optDir)
+	assert.Equal(t, opt+"/flink-python-1.20.3.jar", rewriter(l.rewrites).Replace("/opt/flink/opt/flink-python-1.20.3.jar"),
+		"the PythonDriver's jar is where the image has it")
+	assert.Equal(t, "PATH="+filepath.Join(venv, "bin")+":/usr/bin", pathWith(l.binDir, "/usr/bin"))
+
+	_, err = a.flinkImageLayer("registry/python-job:v2-1.20", dist)
+	require.ErrorContains(t, err, "has PyFlink 2.3.0, the image runs Flink 1.20.3", "the longest prefix wins, and its PyFlink must match")
+}
+
+func TestPathRewritesMountsHideTheImage(t *testing.T) {
+	// The pod's mounts come first; an equal path of the image loses, a longer one of the mount wins.
+	rw := rewriter(append([]pathRewrite{{"/opt/flink/usrlib", "/volume"}, {"/opt/flink/usrlib/sql", "/scripts"}},
+		pathRewrite{"/opt/flink", "/dist"}, pathRewrite{"/opt/flink/usrlib", "/image-usrlib"}))
+	assert.Equal(t, "/volume/a.jar /scripts/x.sql /dist/lib", rw.Replace("/opt/flink/usrlib/a.jar /opt/flink/usrlib/sql/x.sql /opt/flink/lib"))
+}
