@@ -117,13 +117,14 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	require.Eventually(t, func() bool {
 		families, err = ctrlmetrics.Registry.Gather()
 		require.NoError(t, err)
+		// The resource series come from the cache, which can hold the resource before its
+		// first reconcile ends; the reconcile histograms appear only once one has.
+		seen := map[string]bool{}
 		for _, f := range families {
-			if f.GetName() == "flink_operator_resource_lifecycle" {
-				return true
-			}
+			seen[f.GetName()] = true
 		}
-		return false
-	}, 30*time.Second, 200*time.Millisecond, "the FlinkDeployment in the resource series")
+		return seen["flink_operator_resource_lifecycle"] && seen["controller_runtime_reconcile_time_seconds"]
+	}, 30*time.Second, 200*time.Millisecond, "the FlinkDeployment in the resource series, and one reconcile done")
 	for _, f := range families {
 		addSeriesNames(names, f.GetName(), f.GetType())
 	}
