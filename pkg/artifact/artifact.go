@@ -34,7 +34,7 @@ import (
 	"sync"
 	"time"
 
-	"code.dny.dev/ssrf"
+	"github.com/flink-operator/flink-operator/pkg/addrpolicy"
 )
 
 // DefaultMaxSize bounds a jar (512 MiB); larger artifacts fail with a clear error.
@@ -190,7 +190,7 @@ func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[st
 // httpClient is built once: its transport pools connections across fetches.
 func (f *Fetcher) httpClient() *http.Client {
 	f.once.Do(func() {
-		guard := newGuard(f.AllowedNetworks)
+		guard := addrpolicy.NewGuard(f.AllowedNetworks)
 		connect := orDefault(f.ConnectTimeout, DefaultConnectTimeout)
 		dialer := &net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second,
 			// Control runs for each address the dialer connects to, after name resolution: the
@@ -233,25 +233,6 @@ func checkRedirect(req *http.Request, via []*http.Request) error {
 		req.Header = http.Header{} //nolint:gosec // G119: headers are removed, not propagated
 	}
 	return nil
-}
-
-// newGuard is the address policy: IANA's special-purpose ranges are refused (loopback,
-// RFC 1918, link-local with the metadata services, CGNAT with Alibaba's metadata address,
-// benchmarking, reserved; for IPv6 everything outside global unicast, which includes NAT64
-// and IPv4-mapped addresses), except for allowed; any port.
-func newGuard(allowed []netip.Prefix) *ssrf.Guardian {
-	return ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(prefixes(allowed, true)...),
-		ssrf.WithAllowedV6Prefixes(prefixes(allowed, false)...))
-}
-
-func prefixes(all []netip.Prefix, v4 bool) []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range all {
-		if p.Addr().Is4() == v4 {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 func orDefault(d, def time.Duration) time.Duration {

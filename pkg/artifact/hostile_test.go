@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/pkg/addrpolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -92,7 +93,7 @@ func TestForbiddenAddressesAreRefusedAtDial(t *testing.T) {
 // TestAddressPolicy: the ranges a pod can reach that are not the public internet. Checked on
 // the policy itself, so that no test packet goes to them.
 func TestAddressPolicy(t *testing.T) {
-	guard := newGuard(nil)
+	guard := addrpolicy.NewGuard(nil)
 	for _, addr := range []string{
 		"127.0.0.1:80", "[::1]:80", "0.0.0.0:80", "10.0.0.1:443", "172.16.0.1:443", "192.168.1.1:443",
 		"169.254.169.254:80", "[fe80::1]:80", "[fd00:ec2::254]:80", // link-local and AWS IMDS over IPv6
@@ -105,7 +106,7 @@ func TestAddressPolicy(t *testing.T) {
 	for _, addr := range []string{"8.8.8.8:443", "[2606:4700::1111]:8081", "151.101.0.1:8080"} {
 		assert.NoError(t, guard.Safe("tcp"+map[bool]string{true: "6", false: "4"}[strings.HasPrefix(addr, "[")], addr, nil), addr)
 	}
-	allowing := newGuard([]netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")})
+	allowing := addrpolicy.NewGuard([]netip.Prefix{netip.MustParsePrefix("10.1.0.0/16"), netip.MustParsePrefix("fd00::/8")})
 	assert.NoError(t, allowing.Safe("tcp4", "10.1.2.3:8081", nil))
 	assert.NoError(t, allowing.Safe("tcp6", "[fd00::1]:8081", nil))
 	assert.Error(t, allowing.Safe("tcp4", "10.2.0.1:8081", nil))

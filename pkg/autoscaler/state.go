@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -510,7 +512,7 @@ func encodeSamples(samples []Sample) string {
 			continue
 		}
 		w.line(1, "globalMetrics:")
-		for _, name := range sortedKeys(global) {
+		for _, name := range slices.Sorted(maps.Keys(global)) {
 			w.line(2, "%s: %s", name, javaDouble(global[name]))
 		}
 	}
@@ -522,15 +524,6 @@ func finite(v float64) float64 {
 		return 0
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func encodeHistory(h map[VertexID][]ScalingRecord) string {
@@ -547,7 +540,7 @@ func encodeHistory(h map[VertexID][]ScalingRecord) string {
 				continue
 			}
 			w.line(2, "metrics:")
-			for _, name := range sortedKeys(r.Metrics) {
+			for _, name := range slices.Sorted(maps.Keys(r.Metrics)) {
 				m := r.Metrics[name]
 				w.line(3, "%s:", name)
 				w.line(4, "current: %s", javaDouble(m.Current))

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -218,7 +220,7 @@ func nanTo(v VertexSample) VertexSample {
 func fmtState(s State) string {
 	b, _ := s.Encode()
 	out := ""
-	for _, k := range sortedKeys(b) {
+	for _, k := range slices.Sorted(maps.Keys(b)) {
 		v := b[k]
 		if k == KeyCollectedMetrics || k == KeyScalingHistory || k == KeyScalingTracking {
 			v = decompress(v)

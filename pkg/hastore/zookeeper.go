@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"code.dny.dev/ssrf"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/flink-operator/flink-operator/pkg/addrpolicy"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -252,13 +252,12 @@ func (z *ZooKeeper) session(ctx context.Context, f func(*zkConn) error) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	guard := ssrf.New(ssrf.WithAnyPort(), ssrf.WithAllowedV4Prefixes(prefixes(z.policy.AllowedNetworks, true)...),
-		ssrf.WithAllowedV6Prefixes(prefixes(z.policy.AllowedNetworks, false)...))
+	guard := addrpolicy.NewGuard(z.policy.AllowedNetworks)
 	refused := make(chan error, 1)
 	dial := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		d := &net.Dialer{Timeout: min(timeout, dialTimeout), Control: guard.Safe}
 		conn, err := d.DialContext(ctx, network, address)
-		if err != nil && isPolicyError(err) {
+		if err != nil && addrpolicy.Refused(err) {
 			select {
 			case refused <- err:
 			default:
@@ -288,21 +287,6 @@ func (z *ZooKeeper) session(ctx context.Context, f func(*zkConn) error) error {
 		return fmt.Errorf("HA metadata of %s: %w", z.base, err)
 	}
 	return nil
-}
-
-func isPolicyError(err error) bool {
-	return errors.Is(err, ssrf.ErrProhibitedIP) || errors.Is(err, ssrf.ErrProhibitedNetwork) ||
-		errors.Is(err, ssrf.ErrProhibitedPort) || errors.Is(err, ssrf.ErrInvalidHostPort)
-}
-
-func prefixes(all []netip.Prefix, v4 bool) []netip.Prefix {
-	var out []netip.Prefix
-	for _, p := range all {
-		if p.Addr().Is4() == v4 {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // zkConn is one session's requests, counting the znodes they touch.

@@ -2,7 +2,9 @@ package native
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,7 +53,7 @@ const (
 func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
 	d := Defaults{Base: map[string]string{}, Namespace: map[string]map[string]string{}}
 	versions := map[string]*VersionDefaults{}
-	for _, k := range sortedKeys(conf) {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		v := conf[k]
 		switch {
 		case strings.HasPrefix(k, namespaceDefaultsPrefix):
@@ -87,7 +89,7 @@ func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
 		}
 	}
 	// "v1_18+" before "v1_20": broader ranges first, so the more specific setting wins.
-	for _, ver := range sortedKeys(versions) {
+	for _, ver := range slices.Sorted(maps.Keys(versions)) {
 		d.Version = append(d.Version, *versions[ver])
 	}
 	sort.SliceStable(d.Version, func(i, j int) bool {
@@ -607,15 +609,6 @@ func setDefault(conf Config, key, value string) {
 	if _, ok := conf[key]; !ok {
 		conf[key] = value
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Duration reads a Flink duration ("30 s", "10min", "1h", "500ms", a bare number of

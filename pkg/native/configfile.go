@@ -2,6 +2,8 @@ package native
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -34,7 +36,7 @@ func ConfigFileName(v flinkv1beta1.FlinkVersion) string {
 func RenderConfigFile(conf Config, v flinkv1beta1.FlinkVersion) (string, error) {
 	if ConfigFileName(v) == "flink-conf.yaml" {
 		var b strings.Builder
-		for _, k := range sortedKeys(conf) {
+		for _, k := range slices.Sorted(maps.Keys(conf)) {
 			if err := CheckLegacyEntry(k, conf[k]); err != nil {
 				return "", fmt.Errorf("flinkConfiguration %q: %w", k, err)
 			}
@@ -42,7 +44,7 @@ func RenderConfigFile(conf Config, v flinkv1beta1.FlinkVersion) (string, error) 
 		}
 		return b.String(), nil
 	}
-	for _, k := range sortedKeys(conf) {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if err := CheckYAMLEntry(k, conf[k]); err != nil {
 			return "", fmt.Errorf("flinkConfiguration %q: %w", k, err)
 		}
@@ -56,7 +58,7 @@ func RenderConfigFile(conf Config, v flinkv1beta1.FlinkVersion) (string, error) 
 	if err := yaml.Unmarshal(out, &back); err != nil {
 		return "", fmt.Errorf("render config.yaml: %w", err)
 	}
-	for _, k := range sortedKeys(conf) {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		if back[k] != conf[k] {
 			return "", fmt.Errorf("flinkConfiguration %q: the value does not read back from config.yaml as written", k)
 		}
