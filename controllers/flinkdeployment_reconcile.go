@@ -126,6 +126,9 @@ func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, tar
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if wait, err := r.awaitPendingSavepoint(ctx, s, desired, conf); wait || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		}
 		if r.scaleInPlace(ctx, s, desired, conf) {
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}

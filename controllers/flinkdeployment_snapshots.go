@@ -104,6 +104,44 @@ func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	return nil
 }
 
+// awaitPendingSavepoint says whether a spec change waits for a manual or periodic savepoint in
+// flight (legacy snapshot mode), as upstream's readyToReconcile does: the upgrade's stop records
+// its trigger in the same savepointInfo, so going ahead would either take that savepoint for the
+// stop (and the job for stopped while it runs) or lose it. While it waits the savepoint is
+// followed to its end, so the change goes ahead in the reconcile that records the outcome. With
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint, or when the job no longer runs (the
+// savepoint cannot complete), the savepoint is abandoned instead.
+func (r *FlinkDeploymentReconciler) awaitPendingSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (bool, error) {
+	st := s.status()
+	if snapshotResourcesEnabled(conf) || !pendingSnapshotSavepoint(&st.CommonStatus) {
+		return false, nil
+	}
+	if options.IgnorePendingSavepoint.Get(conf) || !jobRunning(st) || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		abandonPendingSavepoint(r.Recorder, s.dep, &st.CommonStatus, "the spec change does not wait for it")
+		return false, r.persist(ctx, s)
+	}
+	cl, err := r.restClient(ctx, s)
+	if err != nil {
+		return true, err
+	}
+	return r.savepoints(ctx, s, desired, conf, cl)
+}
+
+// pendingSnapshotSavepoint says a manual or periodic savepoint (legacy mode) was triggered and
+// its outcome is not recorded yet.
+func pendingSnapshotSavepoint(st *flinkv1beta1.CommonStatus) bool {
+	info := st.JobStatus.SavepointInfo
+	return info != nil && info.TriggerID != "" && info.TriggerType != flinkv1beta1.SnapshotTriggerUpgrade
+}
+
+// abandonPendingSavepoint forgets a manual or periodic savepoint in flight, with a warning: its
+// outcome is never recorded (Flink may still write it to the savepoint directory).
+func abandonPendingSavepoint(rec record.EventRecorder, obj runtime.Object, st *flinkv1beta1.CommonStatus, why string) {
+	info := st.JobStatus.SavepointInfo
+	rec.Eventf(obj, corev1.EventTypeWarning, ReasonSavepointError, "%s savepoint %s abandoned: %s", info.TriggerType, info.TriggerID, why)
+	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+}
+
 // savepoints returns true while a savepoint is in flight (upstream's legacy mode: the trigger
 // in status.jobStatus.savepointInfo, the result in lastSavepoint and savepointHistory).
 func (r *FlinkDeploymentReconciler) savepoints(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, cl *flink.Client) (bool, error) {

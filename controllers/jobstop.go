@@ -116,6 +116,11 @@ func (x *jobStop) withSavepoint(ctx context.Context, drain bool) (stopProgress, 
 		js.SavepointInfo = &flinkv1beta1.SavepointInfo{}
 	}
 	info := js.SavepointInfo
+	if pendingSnapshotSavepoint(x.status) {
+		// A manual or periodic savepoint's trigger is not this stop's: following it would
+		// take the job for stopped while it still runs.
+		abandonPendingSavepoint(x.recorder, x.owner, x.status, "the job is being stopped with a savepoint of its own")
+	}
 	// No target directory: the cluster's own savepoint directory, which its JobManager
 	// resolves (a path of its file system, not of the operator's).
 	op := flink.Operation{Kind: flink.OperationStopWithSavepoint, JobID: js.JobID, TriggerID: info.TriggerID, Format: x.format, Drain: drain}

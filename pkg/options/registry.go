@@ -53,6 +53,8 @@ var (
 		Description: "A FAILED job is redeployed, restoring what its upgrade mode keeps."}}
 	SavepointOnDeletion = BoolOption{Option{Key: "kubernetes.operator.job.savepoint-on-deletion", Default: "false", Type: TypeBool,
 		Description: "Deleting the resource stops its job with a savepoint first (bounded by resource.cleanup.timeout)."}}
+	IgnorePendingSavepoint = BoolOption{Option{Key: "kubernetes.operator.job.upgrade.ignore-pending-savepoint", Default: "false", Type: TypeBool,
+		Description: "A spec change does not wait for a manual or periodic savepoint in flight (legacy snapshot mode); the savepoint is abandoned."}}
 )
 
 // Rollback.
@@ -147,6 +149,7 @@ var registry = []Option{
 	RetryMaxAttempts.Option, RetryMaxInterval.Option,
 	DeletionPropagation.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
+	IgnorePendingSavepoint.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
 	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,
 	HealthCheckpointProgress.Option, HealthCheckpointWindow.Option,

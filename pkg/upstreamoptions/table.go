@@ -66,7 +66,7 @@ var table = []Entry{
 	{Key: op + "job.upgrade.last-state.job-cancel.enabled", Support: Honoured},
 	{Key: op + "job.upgrade.last-state.max.allowed.checkpoint.age", Support: Honoured},
 	{Key: op + "job.upgrade.inplace-scaling.enabled", Support: Honoured},
-	{Key: op + "job.upgrade.ignore-pending-savepoint", Support: Warned, Why: "not read: an upgrade does not consult a manual or periodic savepoint in flight (review finding 33)"},
+	{Key: op + "job.upgrade.ignore-pending-savepoint", Support: Honoured},
 	{Key: op + "job.restart.failed", Support: Honoured},
 	{Key: op + "job.savepoint-on-deletion", Support: Honoured},
 	{Key: op + "job.drain-on-savepoint-deletion", Support: Honoured},

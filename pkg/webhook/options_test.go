@@ -57,11 +57,11 @@ spec:
 metadata: {name: job, namespace: team-a}
 spec:
   deploymentName: session
-  flinkConfiguration: {kubernetes.operator.job.upgrade.ignore-pending-savepoint: "true"}
+  flinkConfiguration: {kubernetes.operator.observer.rest-ready.delay: "10 s"}
   job: {jarURI: "https://repo.example.com/job.jar", parallelism: 1}
 `), job))
 	warnings, err = s.ValidateCreate(ctx, job)
 	require.NoError(t, err)
 	require.Len(t, warnings, 1, "%q", warnings)
-	assert.Contains(t, warnings[0], "spec.flinkConfiguration.kubernetes.operator.job.upgrade.ignore-pending-savepoint (an Apache operator option) is not honoured")
+	assert.Contains(t, warnings[0], "spec.flinkConfiguration.kubernetes.operator.observer.rest-ready.delay (an Apache operator option) is not honoured")
 }

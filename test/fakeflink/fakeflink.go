@@ -40,8 +40,10 @@ type Server struct {
 	// triggered are the trigger ids of savepoints and checkpoints asked for; disposed the
 	// savepoint paths disposed.
 	triggered, disposed []string
-	// stops are the trigger ids of stop-with-savepoint requests.
-	stops []string
+	// stops are the trigger ids of stop-with-savepoint requests (and, for older tests, of plain
+	// savepoints); stopTriggers only those of POST /jobs/:id/stop, whose completion ends the job.
+	stops        []string
+	stopTriggers map[string]bool
 	// jobMetrics are job metric values by job id and name.
 	jobMetrics map[string]map[string]string
 	// requirements are the adaptive scheduler's resource requirements by job id and vertex.
@@ -71,7 +73,7 @@ type RunRequest struct {
 func New(t testing.TB) *Server {
 	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
 		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}, jobMetrics: map[string]map[string]string{},
-		requirements: map[string]map[string]map[string]map[string]int{}}
+		requirements: map[string]map[string]map[string]map[string]int{}, stopTriggers: map[string]bool{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -274,6 +276,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.stops = append(s.stops, body.TriggerID)
+		s.stopTriggers[body.TriggerID] = true
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
 			if s.autoComplete {
@@ -437,7 +440,7 @@ func (s *Server) SetAutoComplete(on bool) {
 }
 
 // CompleteSavepoint completes a pending savepoint (when AutoComplete is off), or fails it
-// with a message.
+// with a message. A completed stop-with-savepoint ends its job; a plain savepoint does not.
 func (s *Server) CompleteSavepoint(jobID, trigger, failure string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -447,7 +450,9 @@ func (s *Server) CompleteSavepoint(jobID, trigger, failure string) {
 		return
 	}
 	s.savepoints[trigger] = s.SavepointLocation(jobID, trigger)
-	s.jobs[jobID] = "FINISHED"
+	if s.stopTriggers[trigger] {
+		s.jobs[jobID] = "FINISHED"
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
