@@ -72,15 +72,16 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 			(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) && !jobLost(st.Error) {
 			return r.submit(ctx, s, s.deployed)
 		}
-		if st.JobStatus.State == flinkv1beta1.JobStatusRunning && snapshotResourcesEnabled(s.conf) {
-			if err := requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired), time.Now()); err != nil {
-				return ctrl.Result{}, err
-			}
+		if inFlight, err := r.snapshots(ctx, s, desired); inFlight || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 		}
 		return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
 	case !upgrading || (waitsForUser(st.Error) && jobSpecChanged(s.deployed, desired)):
 		// A new spec; or, while an upgrade waits for the user to say where the job's state is,
 		// the user's answer replacing its target.
+		if wait, err := r.awaitPendingSavepoint(ctx, s, desired); wait || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+		}
 		if waiting, err := r.recordSpecChange(ctx, s, desired); waiting || err != nil {
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
 		}
@@ -472,6 +473,59 @@ func (s *jobScope) jobConfig() native.Config {
 	return conf
 }
 
+// snapshots takes the running job's manual (nonce) and periodic savepoints and checkpoints, as
+// the deployments' (FlinkDeploymentReconciler.snapshots): as FlinkStateSnapshot resources, or
+// in upstream's legacy status-field mode (legacysnapshots.go) when the job's configuration (its
+// session's with its own over it) sets kubernetes.operator.snapshot.resource.enabled to false.
+// inFlight says a legacy-mode snapshot is not done yet.
+func (r *FlinkSessionJobReconciler) snapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (inFlight bool, err error) {
+	if s.status().JobStatus.State != flinkv1beta1.JobStatusRunning || desired.Job == nil {
+		return false, nil
+	}
+	conf := s.jobConfig()
+	if snapshotResourcesEnabled(conf) {
+		return false, requestSnapshots(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, desired), time.Now())
+	}
+	return r.legacySnapshots(s, desired, conf).run(ctx)
+}
+
+// awaitPendingSavepoint says whether a spec change waits for a manual or periodic savepoint in
+// flight (legacy snapshot mode; legacySnapshots.awaitPending), as for deployments.
+func (r *FlinkSessionJobReconciler) awaitPendingSavepoint(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (bool, error) {
+	conf := s.jobConfig()
+	if snapshotResourcesEnabled(conf) || desired.Job == nil {
+		return false, nil
+	}
+	return r.legacySnapshots(s, desired, conf).awaitPending(ctx, s.status().JobStatus.State == flinkv1beta1.JobStatusRunning)
+}
+
+// legacySnapshots is the session job for legacy-mode snapshots, on its session's JobManager.
+func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, conf native.Config) *legacySnapshots {
+	return &legacySnapshots{owner: s.job, status: &s.status().CommonStatus,
+		deployed: func() *flinkv1beta1.JobSpec { return s.deployed.Job }, desired: desired.Job,
+		conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals), recorder: r.Recorder,
+		flink:        func(context.Context) (*flink.Client, error) { return s.flink, nil },
+		recordNonces: func() error { return s.recordNonces(desired) },
+		persist:      func(ctx context.Context) error { return r.persistJob(ctx, s) }}
+}
+
+// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
+// nonce never triggers twice (the rest of the reconciled spec, and its timestamp, are kept).
+func (s *jobScope) recordNonces(desired *flinkv1beta1.FlinkSessionJobSpec) error {
+	spec := s.deployed.DeepCopy()
+	if spec.Job == nil || desired.Job == nil {
+		return nil
+	}
+	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
+	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
+	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
+	if err := s.recordJobSpec(*spec, s.status().ReconciliationStatus.State); err != nil {
+		return err
+	}
+	s.status().ReconciliationStatus.ReconciliationTimestamp = ts
+	return nil
+}
+
 // jobSnapshots describes the session job for snapshot resources; its options are the
 // session's configuration with the job's own over it.
 func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) jobSnapshots {
@@ -479,13 +533,8 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 	j := jobSnapshots{owner: s.job, kind: flinkv1beta1.JobKindFlinkSessionJob, deployed: s.deployed.Job, desired: desired.Job,
 		minPeriodic: MinPeriodicInterval(r.Intervals),
 		status:      &s.status().JobStatus, conf: conf, shardLabels: shard.Labels(r.Shard, s.job.Labels),
-		recordNonces: func() error {
-			spec := s.deployed.DeepCopy()
-			spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
-			spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
-			return s.recordJobSpec(*spec, s.status().ReconciliationStatus.State)
-		},
-		persist: func() error { return r.persistJob(ctx, s) }}
+		recordNonces: func() error { return s.recordNonces(desired) },
+		persist:      func() error { return r.persistJob(ctx, s) }}
 	if j.deployed == nil {
 		j.deployed = &flinkv1beta1.JobSpec{}
 	}

@@ -1,0 +1,155 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
+)
+
+// Review finding 33: upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
+// false) for session jobs as for deployments.
+
+// runLegacySessionJob creates a savepoint-mode session job in legacy snapshot mode, with extra
+// options in its own flinkConfiguration, and waits until it runs.
+func (e *sessionJobs) runLegacySessionJob(name string, extra map[string]string) (client.ObjectKey, string) {
+	e.t.Helper()
+	conf := map[string]string{"kubernetes.operator.snapshot.resource.enabled": "false", "state.savepoints.dir": "file:///sp"}
+	for k, v := range extra {
+		conf[k] = v
+	}
+	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", FlinkConfiguration: flinkv1beta1.NewFlinkConfiguration(conf),
+			Job: &flinkv1beta1.JobSpec{JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeSavepoint,
+				State: flinkv1beta1.JobStateRunning}}}
+	require.NoError(e.t, e.c.Create(context.Background(), job))
+	key := client.ObjectKeyFromObject(job)
+	require.Eventually(e.t, func() bool {
+		j := e.get(key)
+		if id := j.Status.JobStatus.JobID; id != "" && e.flink.Job(id) == "" && e.submitted(id) > 0 {
+			e.flink.SetJob(id, "RUNNING")
+		}
+		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+	}, 20*time.Second, 50*time.Millisecond, "%s never ran", name)
+	return key, e.get(key).Status.JobStatus.JobID
+}
+
+// waitSessionJob waits until cond holds for the session job and returns it.
+func (e *sessionJobs) waitSessionJob(key client.ObjectKey, what string, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
+	e.t.Helper()
+	var last *flinkv1beta1.FlinkSessionJob
+	wait.For(e.t, 20*time.Second, what, func() bool {
+		last = e.get(key)
+		return last != nil && cond(last)
+	}, func() string {
+		return fmt.Sprintf("status %+v; requests %v", last.Status.JobStatus, e.flink.Requests())
+	})
+	return last
+}
+
+func savepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) {
+	return func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.SavepointTriggerNonce = &n }
+}
+
+// lastSavepointNonce: the job's last savepoint is the manual one of nonce n.
+func lastSavepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) bool {
+	return func(j *flinkv1beta1.FlinkSessionJob) bool {
+		info := j.Status.JobStatus.SavepointInfo
+		return info != nil && info.LastSavepoint != nil && info.LastSavepoint.TriggerNonce != nil && *info.LastSavepoint.TriggerNonce == n
+	}
+}
+
+// TestSessionJobLegacyManualSnapshots: a session job's savepointTriggerNonce and
+// checkpointTriggerNonce take a savepoint and a checkpoint, recorded in savepointInfo and
+// checkpointInfo with the nonce, each once.
+func TestSessionJobLegacyManualSnapshots(t *testing.T) {
+	e := newSessionJobs(t, "legacy-manual", false, "session")
+	key, jobID := e.runLegacySessionJob("orders", nil)
+
+	e.update(key, savepointNonce(1))
+	j := e.waitSessionJob(key, "manual savepoint recorded", lastSavepointNonce(1))
+	info := j.Status.JobStatus.SavepointInfo
+	assert.Equal(t, flinkv1beta1.SnapshotTriggerManual, info.LastSavepoint.TriggerType)
+	triggered := e.flink.Triggered()
+	require.Len(t, triggered, 1, "one savepoint for one nonce")
+	assert.Equal(t, e.flink.SavepointLocation(jobID, triggered[0]), info.LastSavepoint.Location)
+	assert.Len(t, info.SavepointHistory, 1)
+	assert.Empty(t, info.TriggerID, "the trigger is cleared once done")
+	assert.Equal(t, jobID, j.Status.JobStatus.JobID, "a nonce is no upgrade")
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = ptr(int64(5)) })
+	j = e.waitSessionJob(key, "manual checkpoint recorded", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		cp := j.Status.JobStatus.CheckpointInfo
+		return cp != nil && cp.LastCheckpoint != nil && cp.LastCheckpoint.TriggerNonce != nil && *cp.LastCheckpoint.TriggerNonce == 5
+	})
+	assert.Equal(t, flinkv1beta1.SnapshotTriggerManual, j.Status.JobStatus.CheckpointInfo.LastCheckpoint.TriggerType)
+	wait.Never(t, 1500*time.Millisecond, "a nonce triggered twice", func() bool { return len(e.flink.Triggered()) > 2 })
+	assert.Len(t, e.flink.Triggered(), 2)
+	assert.Equal(t, jobID, e.get(key).Status.JobStatus.JobID)
+}
+
+// TestSessionJobLegacyPeriodicSnapshots: kubernetes.operator.periodic.savepoint.interval and
+// .periodic.checkpoint.interval take periodic savepoints and checkpoints of a session job.
+func TestSessionJobLegacyPeriodicSnapshots(t *testing.T) {
+	e := newSessionJobs(t, "legacy-periodic", false, "session")
+	key, jobID := e.runLegacySessionJob("orders", map[string]string{
+		"kubernetes.operator.periodic.savepoint.interval": "1 s", "kubernetes.operator.periodic.checkpoint.interval": "1 s"})
+	j := e.waitSessionJob(key, "periodic savepoint and checkpoint", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		sp, cp := j.Status.JobStatus.SavepointInfo, j.Status.JobStatus.CheckpointInfo
+		return sp != nil && sp.LastSavepoint != nil && cp != nil && cp.LastCheckpoint != nil
+	})
+	sp := j.Status.JobStatus.SavepointInfo
+	assert.Equal(t, flinkv1beta1.SnapshotTriggerPeriodic, sp.LastSavepoint.TriggerType)
+	assert.Nil(t, sp.LastSavepoint.TriggerNonce)
+	assert.NotZero(t, sp.LastPeriodicSavepointTimestamp)
+	assert.Contains(t, sp.LastSavepoint.Location, jobID[:6])
+	assert.Equal(t, flinkv1beta1.SnapshotTriggerPeriodic, j.Status.JobStatus.CheckpointInfo.LastCheckpoint.TriggerType)
+	assert.NotZero(t, j.Status.JobStatus.CheckpointInfo.LastPeriodicCheckpointTimestamp)
+}
+
+// TestSessionJobUpgradeWaitsForPendingLegacySavepoint: as for deployments
+// (TestUpgradeWaitsForPendingLegacySavepoint), a session job's spec change waits for a manual
+// savepoint in flight, and its stop then takes a savepoint with a trigger of its own.
+func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
+	e := newSessionJobs(t, "legacy-pending", false, "session")
+	key, jobID := e.runLegacySessionJob("orders", nil)
+	e.flink.SetAutoComplete(false)
+	e.update(key, savepointNonce(1))
+	j := e.waitSessionJob(key, "manual savepoint triggered", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		info := j.Status.JobStatus.SavepointInfo
+		return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerManual
+	})
+	manual := j.Status.JobStatus.SavepointInfo.TriggerID
+
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
+	seen := polls(e.flink, jobID, manual)
+	require.Eventually(t, func() bool { return polls(e.flink, jobID, manual) >= seen+3 }, 20*time.Second, 50*time.Millisecond,
+		"the pending manual savepoint is no longer followed")
+	j = e.get(key)
+	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, j.Status.ReconciliationStatus.State, "no upgrade starts while the manual savepoint is in flight")
+	assert.Equal(t, manual, j.Status.JobStatus.SavepointInfo.TriggerID, "the manual savepoint stays recorded")
+	assert.Zero(t, stopRequests(e.flink, jobID), "the job is not stopped while the manual savepoint is in flight")
+
+	e.flink.CompleteSavepoint(jobID, manual, "")
+	require.Eventually(t, func() bool { return stopRequests(e.flink, jobID) > 0 }, 20*time.Second, 50*time.Millisecond,
+		"the upgrade never stopped the job")
+	j = e.get(key)
+	last := j.Status.JobStatus.SavepointInfo.LastSavepoint
+	require.NotNil(t, last, "the manual savepoint is recorded")
+	assert.Equal(t, flinkv1beta1.SnapshotTriggerManual, last.TriggerType)
+	assert.Equal(t, e.flink.SavepointLocation(jobID, manual), last.Location)
+	upgradeStop := e.flink.Stops()[len(e.flink.Stops())-1]
+	assert.NotEqual(t, manual, upgradeStop, "the upgrade's stop has a trigger of its own")
+	e.flink.CompleteSavepoint(jobID, upgradeStop, "")
+	run := e.lastSubmission(jobID)
+	assert.Equal(t, e.flink.SavepointLocation(jobID, upgradeStop), run.SavepointPath, "the new job starts from the upgrade's savepoint")
+	assert.Equal(t, 2, run.Parallelism)
+}

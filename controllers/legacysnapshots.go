@@ -1,0 +1,207 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
+)
+
+// legacySnapshots takes a running job's manual (nonce) and periodic savepoints and checkpoints
+// in upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled: false),
+// for either kind of job (a FlinkDeployment's application job, a FlinkSessionJob): the trigger
+// is recorded in status.jobStatus.savepointInfo / checkpointInfo, the result in lastSavepoint,
+// savepointHistory and lastCheckpoint. Each trigger id is written to the status before Flink is
+// asked, and followed to its end on later reconciles, so nothing holds a worker and a restarted
+// operator picks up where it left off.
+//
+// The caller decides that the job runs on a ready JobManager and that legacy mode is on.
+type legacySnapshots struct {
+	owner  client.Object
+	status *flinkv1beta1.CommonStatus
+	// deployed is the last reconciled job spec, whose nonces were taken already. A function:
+	// recording a nonce replaces the owner's record of it.
+	deployed func() *flinkv1beta1.JobSpec
+	desired  *flinkv1beta1.JobSpec
+	// conf is the job's configuration (a session job's is its session's with its own over it).
+	conf native.Config
+	// operatorConf is the operator's own configuration, where the history caps
+	// (kubernetes.operator.savepoint.history.max.*.threshold) are read; nil reads them from conf.
+	operatorConf native.Config
+	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
+	minPeriodic time.Duration
+	recorder    record.EventRecorder
+	// flink returns the client of the JobManager the job runs on.
+	flink func(context.Context) (*flink.Client, error)
+	// recordNonces writes desired's trigger nonces into the last reconciled spec, so the same
+	// nonce never triggers twice.
+	recordNonces func() error
+	// persist writes the status.
+	persist func(context.Context) error
+}
+
+// run takes or follows the job's snapshots; inFlight says a
+// savepoint or checkpoint is not done yet (look again after the progress-check interval).
+func (l *legacySnapshots) run(ctx context.Context) (inFlight bool, err error) {
+	cl, err := l.flink(ctx)
+	if err != nil {
+		return false, err
+	}
+	sp, err := l.savepoints(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	cp, err := l.checkpoints(ctx, cl)
+	if err != nil {
+		return false, err
+	}
+	return sp || cp, nil
+}
+
+// awaitPending says whether a spec change waits for a manual or periodic savepoint in flight,
+// as upstream's readyToReconcile does: the upgrade's stop records its trigger in the same
+// savepointInfo, so going ahead would either take that savepoint for the stop (and the job for
+// stopped while it runs) or lose it. While it waits the savepoint is followed to its end, so the
+// change goes ahead in the reconcile that records the outcome. With
+// kubernetes.operator.job.upgrade.ignore-pending-savepoint, or when the job no longer runs
+// (jobRunning false: the savepoint cannot complete), the savepoint is abandoned instead.
+func (l *legacySnapshots) awaitPending(ctx context.Context, jobRunning bool) (bool, error) {
+	if !pendingSnapshotSavepoint(l.status) {
+		return false, nil
+	}
+	if options.IgnorePendingSavepoint.Get(l.conf) || !jobRunning {
+		abandonPendingSavepoint(l.recorder, l.owner, l.status, "the spec change does not wait for it")
+		return false, l.persist(ctx)
+	}
+	cl, err := l.flink(ctx)
+	if err != nil {
+		return true, err
+	}
+	return l.savepoints(ctx, cl)
+}
+
+func (l *legacySnapshots) deployedJob() *flinkv1beta1.JobSpec {
+	if job := l.deployed(); job != nil {
+		return job
+	}
+	return &flinkv1beta1.JobSpec{}
+}
+
+// savepoints returns true while a savepoint is in flight (the trigger in savepointInfo, the
+// result in lastSavepoint and savepointHistory).
+func (l *legacySnapshots) savepoints(ctx context.Context, cl *flink.Client) (bool, error) {
+	js := &l.status.JobStatus
+	if js.SavepointInfo == nil {
+		js.SavepointInfo = &flinkv1beta1.SavepointInfo{}
+	}
+	info := js.SavepointInfo
+	var kind flinkv1beta1.SnapshotTriggerType
+	switch {
+	case info.TriggerID != "" && info.TriggerType != flinkv1beta1.SnapshotTriggerUpgrade:
+		kind = info.TriggerType
+	case info.TriggerID != "":
+		return false, nil // an upgrade's stop-with-savepoint: jobStop follows it
+	case nonceChanged(l.deployedJob().SavepointTriggerNonce, l.desired.SavepointTriggerNonce):
+		if err := l.recordNonces(); err != nil {
+			return false, err
+		}
+		kind = flinkv1beta1.SnapshotTriggerManual
+	case periodicDue(l.conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, js.StartTime, l.minPeriodic):
+		warnPeriodicBelowMinimum(l.recorder, l.owner, l.conf, options.PeriodicSavepoint.Key, l.minPeriodic)
+		info.LastPeriodicSavepointTimestamp = time.Now().UnixMilli()
+		kind = flinkv1beta1.SnapshotTriggerPeriodic
+	default:
+		return false, nil
+	}
+	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: js.JobID, TriggerID: info.TriggerID, Format: savepointFormat(l.conf)}
+	progress, err := l.track(ctx, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
+	if err != nil || progress.Outcome == flink.OutcomePending {
+		return progress.Outcome == flink.OutcomePending, err
+	}
+	if progress.Outcome == flink.OutcomeFailed {
+		l.failed(ReasonSavepointError, fmt.Sprintf("%s savepoint failed: %s", kind, progress.Failure))
+		return false, l.persist(ctx)
+	}
+	done := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location, TriggerType: kind,
+		FormatType: flinkv1beta1.SavepointFormatType(op.Format)}
+	if kind == flinkv1beta1.SnapshotTriggerManual {
+		done.TriggerNonce = l.deployedJob().SavepointTriggerNonce
+	}
+	info.LastSavepoint = &done
+	info.SavepointHistory = append(info.SavepointHistory, done)
+	if keep := options.SavepointHistoryMaxCount.Get(l.conf); keep > 0 && len(info.SavepointHistory) > keep {
+		info.SavepointHistory = info.SavepointHistory[len(info.SavepointHistory)-keep:]
+	}
+	l.recorder.Eventf(l.owner, corev1.EventTypeNormal, ReasonSavepointDone, "%s savepoint completed: %s", kind, progress.Location)
+	return false, l.persist(ctx)
+}
+
+// checkpoints returns true while a checkpoint is in flight (checkpointInfo).
+func (l *legacySnapshots) checkpoints(ctx context.Context, cl *flink.Client) (bool, error) {
+	js := &l.status.JobStatus
+	if js.CheckpointInfo == nil {
+		js.CheckpointInfo = &flinkv1beta1.CheckpointInfo{}
+	}
+	info := js.CheckpointInfo
+	var kind flinkv1beta1.SnapshotTriggerType
+	switch {
+	case info.TriggerID != "":
+		kind = info.TriggerType
+	case nonceChanged(l.deployedJob().CheckpointTriggerNonce, l.desired.CheckpointTriggerNonce):
+		if err := l.recordNonces(); err != nil {
+			return false, err
+		}
+		kind = flinkv1beta1.SnapshotTriggerManual
+	case periodicDue(l.conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, js.StartTime, l.minPeriodic):
+		warnPeriodicBelowMinimum(l.recorder, l.owner, l.conf, options.PeriodicCheckpoint.Key, l.minPeriodic)
+		info.LastPeriodicCheckpointTimestamp = time.Now().UnixMilli()
+		kind = flinkv1beta1.SnapshotTriggerPeriodic
+	default:
+		return false, nil
+	}
+	op := flink.Operation{Kind: flink.OperationCheckpoint, JobID: js.JobID, TriggerID: info.TriggerID, CheckpointType: flink.CheckpointFull}
+	progress, err := l.track(ctx, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
+	if err != nil || progress.Outcome == flink.OutcomePending {
+		return progress.Outcome == flink.OutcomePending, err
+	}
+	if progress.Outcome == flink.OutcomeFailed {
+		l.failed(ReasonCheckpointError, fmt.Sprintf("%s checkpoint failed: %s", kind, progress.Failure))
+		return false, l.persist(ctx)
+	}
+	done := flinkv1beta1.Checkpoint{TimeStamp: time.Now().UnixMilli(), TriggerType: kind, FormatType: flinkv1beta1.CheckpointTypeFull}
+	if kind == flinkv1beta1.SnapshotTriggerManual {
+		done.TriggerNonce = l.deployedJob().CheckpointTriggerNonce
+	}
+	info.LastCheckpoint = &done
+	l.recorder.Eventf(l.owner, corev1.EventTypeNormal, ReasonCheckpointDone, "%s checkpoint %d completed", kind, progress.CheckpointID)
+	return false, l.persist(ctx)
+}
+
+// track drives a snapshot through the tracker (trackOperation), with a Normal event when it is
+// triggered.
+func (l *legacySnapshots) track(ctx context.Context, cl *flink.Client, op *flink.Operation,
+	trigger operationTrigger, kind flinkv1beta1.SnapshotTriggerType) (flink.Progress, error) {
+	progress, started, err := trackOperation(ctx, cl, op, trigger, kind, l.persist)
+	if started && progress.Outcome == flink.OutcomePending {
+		reason, what := ReasonSavepoint, "savepoint"
+		if op.Kind == flink.OperationCheckpoint {
+			reason, what = ReasonCheckpoint, "checkpoint"
+		}
+		l.recorder.Eventf(l.owner, corev1.EventTypeNormal, reason, "%s %s triggered", kind, what)
+	}
+	return progress, err
+}
+
+// failed records a failed snapshot in status.error and as an event.
+func (l *legacySnapshots) failed(reason, msg string) {
+	l.status.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
+	l.recorder.Event(l.owner, corev1.EventTypeWarning, reason, msg)
+}
