@@ -46,8 +46,6 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
-# The Prometheus Operator CRDs (ServiceMonitor, PrometheusRule) pinned by hack/tools/monitoring.
-MONITORING_CRDS = $(shell cd hack/tools/monitoring && go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd
 
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.

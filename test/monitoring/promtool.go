@@ -2,12 +2,12 @@ package monitoring
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 )
 
 // PromtoolPackage is built at the Makefile's PROMTOOL_VERSION.
@@ -52,13 +52,19 @@ func MonitoringCRDs(ctx context.Context, root string) (string, error) {
 	if d := os.Getenv("MONITORING_CRDS"); d != "" {
 		return d, nil
 	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "github.com/prometheus-operator/prometheus-operator")
+	// go mod download (not go list -m, whose Dir is empty until something else downloaded
+	// the module: a fresh machine's CI failed there) fetches the pinned module if needed.
+	cmd := exec.CommandContext(ctx, "go", "mod", "download", "-json", "github.com/prometheus-operator/prometheus-operator")
 	cmd.Dir = filepath.Join(root, "hack", "tools", "monitoring")
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go list the Prometheus Operator module in %s: %w", cmd.Dir, err)
+		return "", fmt.Errorf("go mod download the Prometheus Operator module in %s: %w\n%s", cmd.Dir, err, out)
 	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "example", "prometheus-operator-crd")
+	var module struct{ Dir string }
+	if err := json.Unmarshal(out, &module); err != nil || module.Dir == "" {
+		return "", fmt.Errorf("go mod download in %s: no module directory in %q", cmd.Dir, out)
+	}
+	dir := filepath.Join(module.Dir, "example", "prometheus-operator-crd")
 	if _, err := os.Stat(dir); err != nil {
 		return "", err
 	}

@@ -1,5 +1,5 @@
 // Pins the Prometheus Operator release whose CRDs (ServiceMonitor, PrometheusRule) the tests
-// install, read from the module cache (example/prometheus-operator-crd): `make monitoring-crds`.
+// install, read from the module cache (example/prometheus-operator-crd; test/monitoring's MonitoringCRDs downloads it).
 module github.com/flink-operator/flink-operator/hack/tools/monitoring
 
 go 1.24.4
