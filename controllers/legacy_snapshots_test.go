@@ -16,7 +16,8 @@ import (
 )
 
 // Review finding 33: upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
-// false) for session jobs as for deployments.
+// false) for session jobs as for deployments, and its savepoint history bounded by count and
+// age, with the trimmed savepoints disposed.
 
 // runLegacySessionJob creates a savepoint-mode session job in legacy snapshot mode, with extra
 // options in its own flinkConfiguration, and waits until it runs.
@@ -152,4 +153,100 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, e.flink.SavepointLocation(jobID, upgradeStop), run.SavepointPath, "the new job starts from the upgrade's savepoint")
 	assert.Equal(t, 2, run.Parallelism)
+}
+
+// TestSessionJobLegacySavepointHistoryTrimmed: the legacy savepoint history keeps at most
+// savepoint.history.max.count entries and none older than savepoint.history.max.age, except
+// the newest, which stays however old; every entry trimmed is disposed through Flink
+// (POST /savepoint-disposal), oldest first.
+func TestSessionJobLegacySavepointHistoryTrimmed(t *testing.T) {
+	e := newSessionJobs(t, "legacy-history", false, "session")
+	const maxAge = 6 * time.Second
+	key, jobID := e.runLegacySessionJob("orders", map[string]string{
+		"kubernetes.operator.savepoint.history.max.count": "2", "kubernetes.operator.savepoint.history.max.age": "6 s"})
+	start := time.Now()
+	for n := int64(1); n <= 3; n++ {
+		e.update(key, savepointNonce(n))
+		e.waitSessionJob(key, fmt.Sprintf("manual savepoint %d", n), lastSavepointNonce(n))
+	}
+	triggered := e.flink.Triggered()
+	require.Len(t, triggered, 3)
+	loc := func(i int) string { return e.flink.SavepointLocation(jobID, triggered[i]) }
+
+	// The count: the oldest goes, with its data.
+	j := e.waitSessionJob(key, "history trimmed to max.count", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return len(j.Status.JobStatus.SavepointInfo.SavepointHistory) == 2
+	})
+	require.Less(t, time.Since(start), maxAge, "the savepoints took longer than max.age; the count rule was not observed alone")
+	assert.Equal(t, []string{loc(1), loc(2)}, historyLocations(j))
+	assert.Equal(t, []string{loc(0)}, disposedOnce(e.flink.Disposed()))
+
+	// The age: the older of the two goes, with its data; the newest stays although older still.
+	j = e.waitSessionJob(key, "history trimmed to max.age", func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return len(j.Status.JobStatus.SavepointInfo.SavepointHistory) == 1
+	})
+	assert.Equal(t, []string{loc(2)}, historyLocations(j))
+	assert.Equal(t, []string{loc(0), loc(1)}, disposedOnce(e.flink.Disposed()))
+	newest := j.Status.JobStatus.SavepointInfo.SavepointHistory[0]
+	wait.Never(t, time.Until(time.UnixMilli(newest.TimeStamp).Add(maxAge+2*time.Second)), "the newest savepoint trimmed",
+		func() bool { return len(e.get(key).Status.JobStatus.SavepointInfo.SavepointHistory) == 0 })
+	assert.Equal(t, []string{loc(0), loc(1)}, disposedOnce(e.flink.Disposed()), "the newest savepoint is not disposed")
+	assert.Equal(t, loc(2), e.get(key).Status.JobStatus.SavepointInfo.LastSavepoint.Location)
+}
+
+// disposedOnce drops repeats, keeping the order: a reconcile of a stale copy of the resource may
+// dispose a savepoint again before its status write fails (harmless: Flink finds nothing).
+func disposedOnce(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range paths {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func historyLocations(j *flinkv1beta1.FlinkSessionJob) []string {
+	var out []string
+	for _, sp := range j.Status.JobStatus.SavepointInfo.SavepointHistory {
+		out = append(out, sp.Location)
+	}
+	return out
+}
+
+// TestLegacySavepointHistoryTrimmedByAge: a FlinkDeployment's legacy savepoint history loses
+// its entries older than savepoint.history.max.age (not only those beyond the count), the
+// newest kept; with savepoint.cleanup.enabled false the entries go but nothing is disposed.
+func TestLegacySavepointHistoryTrimmedByAge(t *testing.T) {
+	for _, cleanup := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cleanup=%t", cleanup), func(t *testing.T) {
+			c := testEnv(t).Client
+			ns, flink, k, _ := newScenario(t, "legacy-age")
+			d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, map[string]string{
+				"kubernetes.operator.savepoint.history.max.age": "3 s",
+				"kubernetes.operator.savepoint.cleanup.enabled": fmt.Sprint(cleanup)}))
+			jobID := d.Status.JobStatus.JobID
+			for n := int64(1); n <= 2; n++ {
+				update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(n) })
+				waitFor(t, c, ns, "job", fmt.Sprintf("manual savepoint %d", n), func(d *flinkv1beta1.FlinkDeployment) bool {
+					last := d.Status.JobStatus.SavepointInfo.LastSavepoint
+					return last != nil && last.TriggerNonce != nil && *last.TriggerNonce == n
+				})
+			}
+			triggered := flink.Triggered()
+			require.Len(t, triggered, 2)
+			d = waitFor(t, c, ns, "job", "history trimmed to max.age", func(d *flinkv1beta1.FlinkDeployment) bool {
+				return len(d.Status.JobStatus.SavepointInfo.SavepointHistory) == 1
+			})
+			assert.Equal(t, flink.SavepointLocation(jobID, triggered[1]), d.Status.JobStatus.SavepointInfo.SavepointHistory[0].Location,
+				"the newest stays")
+			if cleanup {
+				assert.Equal(t, []string{flink.SavepointLocation(jobID, triggered[0])}, disposedOnce(flink.Disposed()))
+			} else {
+				assert.Empty(t, flink.Disposed())
+			}
+		})
+	}
 }

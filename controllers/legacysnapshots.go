@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
@@ -48,7 +49,7 @@ type legacySnapshots struct {
 	persist func(context.Context) error
 }
 
-// run takes or follows the job's snapshots; inFlight says a
+// run takes or follows the job's snapshots and trims its savepoint history; inFlight says a
 // savepoint or checkpoint is not done yet (look again after the progress-check interval).
 func (l *legacySnapshots) run(ctx context.Context) (inFlight bool, err error) {
 	cl, err := l.flink(ctx)
@@ -61,6 +62,9 @@ func (l *legacySnapshots) run(ctx context.Context) (inFlight bool, err error) {
 	}
 	cp, err := l.checkpoints(ctx, cl)
 	if err != nil {
+		return false, err
+	}
+	if err := l.trimHistory(ctx, cl, time.Now()); err != nil {
 		return false, err
 	}
 	return sp || cp, nil
@@ -136,10 +140,8 @@ func (l *legacySnapshots) savepoints(ctx context.Context, cl *flink.Client) (boo
 		done.TriggerNonce = l.deployedJob().SavepointTriggerNonce
 	}
 	info.LastSavepoint = &done
+	// The history is trimmed by trimHistory, with the disposal of what it drops.
 	info.SavepointHistory = append(info.SavepointHistory, done)
-	if keep := options.SavepointHistoryMaxCount.Get(l.conf); keep > 0 && len(info.SavepointHistory) > keep {
-		info.SavepointHistory = info.SavepointHistory[len(info.SavepointHistory)-keep:]
-	}
 	l.recorder.Eventf(l.owner, corev1.EventTypeNormal, ReasonSavepointDone, "%s savepoint completed: %s", kind, progress.Location)
 	return false, l.persist(ctx)
 }
@@ -204,4 +206,58 @@ func (l *legacySnapshots) track(ctx context.Context, cl *flink.Client, op *flink
 func (l *legacySnapshots) failed(reason, msg string) {
 	l.status.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionSnapshot, flinkv1beta1.ErrorReasonSnapshotFailed, msg)
 	l.recorder.Event(l.owner, corev1.EventTypeWarning, reason, msg)
+}
+
+// trimHistory bounds savepointInfo.savepointHistory, as upstream's
+// SnapshotObserver.cleanupSavepointHistoryLegacy does while the job runs. Every entry counts,
+// whatever took it (manual, periodic, upgrade). Oldest first, an entry goes while the history
+// holds more than kubernetes.operator.savepoint.history.max.count, and whenever it is older than
+// .max.age (both capped by their .threshold in the operator's configuration, see
+// snapshotHistoryLimitsFrom); the newest entry always stays, however old, since it may be the
+// only state the job can be restored from.
+//
+// With kubernetes.operator.savepoint.cleanup.enabled (the default) an entry's savepoint is
+// disposed through its JobManager (POST /savepoint-disposal) and the entry leaves the history
+// only once Flink accepted that: an entry whose disposal failed stays, to be disposed on a later
+// reconcile, since nothing else remembers its path. After such a failure no newer entry goes
+// for the count (the oldest would be orphaned); the age still applies to each one. A reconcile
+// of a stale copy of the resource may dispose a savepoint again before its status write fails
+// on the conflict; Flink's disposal of a path already gone just fails. With cleanup disabled
+// the entries go and their data stays where it is.
+func (l *legacySnapshots) trimHistory(ctx context.Context, cl *flink.Client, now time.Time) error {
+	info := l.status.JobStatus.SavepointInfo
+	if info == nil || len(info.SavepointHistory) < 2 {
+		return nil
+	}
+	limits := snapshotHistoryLimitsFrom(l.conf, l.operatorConf)
+	dispose := options.SavepointCleanup.Get(l.conf)
+	history := info.SavepointHistory
+	newest := len(history) - 1
+	kept := make([]flinkv1beta1.Savepoint, 0, len(history))
+	remaining, countBlocked := len(history), false
+	for i, sp := range history {
+		tooMany := !countBlocked && remaining > limits.savepointMaxCount
+		tooOld := now.Sub(time.UnixMilli(sp.TimeStamp)) > limits.savepointMaxAge
+		if i == newest || (!tooMany && !tooOld) {
+			kept = append(kept, sp)
+			continue
+		}
+		if dispose && sp.Location != "" {
+			if _, err := cl.DisposeSavepoint(ctx, sp.Location); err != nil {
+				log.FromContext(ctx).Error(err, "cannot dispose a savepoint trimmed from the history; retrying on a later reconcile",
+					"path", sp.Location)
+				countBlocked = countBlocked || tooMany
+				kept = append(kept, sp)
+				continue
+			}
+		}
+		log.FromContext(ctx).Info("trimmed savepoint history", "path", sp.Location, "trigger", sp.TriggerType,
+			"disposed", dispose, "tooMany", tooMany, "tooOld", tooOld)
+		remaining--
+	}
+	if len(kept) == len(history) {
+		return nil
+	}
+	info.SavepointHistory = kept
+	return l.persist(ctx)
 }
