@@ -100,9 +100,9 @@ var (
 	PeriodicCheckpoint = StringOption{Option{Key: "kubernetes.operator.periodic.checkpoint.interval", Type: TypeSchedule,
 		Description: "Periodic checkpoints: a duration or a Quartz cron expression; 0 or empty is off."}}
 	SavepointHistoryMaxCount = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count", Default: "10", Type: TypeInt,
-		Description: "Periodic and upgrade savepoints kept; manual and user-created ones are never trimmed."}}
+		Description: "Periodic and upgrade savepoints kept; manual and user-created ones are never trimmed (legacy snapshot mode: every savepointHistory entry counts)."}}
 	SavepointHistoryMaxAge = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age", Default: "1 d", Type: TypeDuration,
-		Description: "Age beyond which periodic and upgrade savepoints are trimmed."}}
+		Description: "Age beyond which periodic and upgrade savepoints are trimmed (legacy snapshot mode: every savepointHistory entry but the newest)."}}
 	SavepointHistoryMaxCountThreshold = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count.threshold", Type: TypeInt,
 		Description: "Upper bound of max.count a resource may set (operator configuration)."}}
 	SavepointHistoryMaxAgeThreshold = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age.threshold", Type: TypeDuration,
