@@ -446,12 +446,12 @@ func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flin
 		spec.Job = spec.Job.DeepCopy()
 		spec.Job.SavepointTriggerNonce, spec.Job.CheckpointTriggerNonce = s.deployed.Job.SavepointTriggerNonce, s.deployed.Job.CheckpointTriggerNonce
 	}
-	return s.writeReconciled(spec, state)
+	return s.writeReconciled(spec, state, s.deployed == nil)
 }
 
-// writeReconciled writes spec, as it is, as the last reconciled spec in the given state.
-func (s *scope) writeReconciled(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
-	first := s.deployed == nil
+// writeReconciled writes spec, as it is, as the last reconciled spec in the given state; first
+// says it is still the first spec deployed (upstream's resource_metadata.firstDeployment).
+func (s *scope) writeReconciled(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState, first bool) error {
 	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
 	if err != nil {
 		return err

@@ -93,7 +93,9 @@ func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
 	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
 	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
 	state := s.status().ReconciliationStatus.State
-	if err := s.writeReconciled(*spec, state); err != nil {
+	// Taking a nonce deploys nothing: the first deployment stays the first until an upgrade,
+	// as upstream records it.
+	if err := s.writeReconciled(*spec, state, s.firstDeployment); err != nil {
 		return err
 	}
 	s.status().ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it

@@ -403,7 +403,13 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 
 // recordJobSpec writes spec as the last reconciled spec in the given reconciliation state.
 func (s *jobScope) recordJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState) error {
-	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, s.deployed == nil)
+	return s.writeJobSpec(spec, state, s.deployed == nil)
+}
+
+// writeJobSpec writes spec as the last reconciled spec in the given state; first says it is
+// still the first spec deployed (upstream's resource_metadata.firstDeployment).
+func (s *jobScope) writeJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState, first bool) error {
+	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
 	if err != nil {
 		return err
 	}

@@ -518,11 +518,19 @@ func (s *jobScope) recordNonces(desired *flinkv1beta1.FlinkSessionJobSpec) error
 	}
 	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
 	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
-	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
-	if err := s.recordJobSpec(*spec, s.status().ReconciliationStatus.State); err != nil {
+	rs := &s.status().ReconciliationStatus
+	ts := rs.ReconciliationTimestamp
+	// Taking a nonce deploys nothing: the first deployment stays the first until an upgrade,
+	// as upstream records it.
+	var recorded flinkv1beta1.FlinkSessionJobSpec
+	_, first, err := flinkv1beta1.DecodeReconciledSpec(rs.LastReconciledSpec, &recorded)
+	if err != nil {
+		return fmt.Errorf("decode the last reconciled spec: %w", err)
+	}
+	if err := s.writeJobSpec(*spec, rs.State, first); err != nil {
 		return err
 	}
-	s.status().ReconciliationStatus.ReconciliationTimestamp = ts
+	rs.ReconciliationTimestamp = ts
 	return nil
 }
 
