@@ -1,14 +1,12 @@
 package controllers
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -27,20 +25,7 @@ func (e *sessionJobs) runLegacySessionJob(name string, extra map[string]string) 
 	for k, v := range extra {
 		conf[k] = v
 	}
-	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", FlinkConfiguration: flinkv1beta1.NewFlinkConfiguration(conf),
-			Job: &flinkv1beta1.JobSpec{JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeSavepoint,
-				State: flinkv1beta1.JobStateRunning}}}
-	require.NoError(e.t, e.c.Create(context.Background(), job))
-	key := client.ObjectKeyFromObject(job)
-	require.Eventually(e.t, func() bool {
-		j := e.get(key)
-		if id := j.Status.JobStatus.JobID; id != "" && e.flink.Job(id) == "" && e.submitted(id) > 0 {
-			e.flink.SetJob(id, "RUNNING")
-		}
-		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
-	}, 20*time.Second, 50*time.Millisecond, "%s never ran", name)
-	return key, e.get(key).Status.JobStatus.JobID
+	return e.runWith(name, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.NewFlinkConfiguration(conf))
 }
 
 // waitSessionJob waits until cond holds for the session job and returns it.

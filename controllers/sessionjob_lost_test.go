@@ -62,8 +62,14 @@ func (e *sessionJobs) setSession(name string, jm flinkv1beta1.JobManagerDeployme
 // what was submitted); it returns the job's key and Flink job id.
 func (e *sessionJobs) run(name string, mode flinkv1beta1.UpgradeMode) (client.ObjectKey, string) {
 	e.t.Helper()
+	return e.runWith(name, mode, flinkv1beta1.FlinkConfiguration{})
+}
+
+// runWith is run with the session job's own flinkConfiguration.
+func (e *sessionJobs) runWith(name string, mode flinkv1beta1.UpgradeMode, conf flinkv1beta1.FlinkConfiguration) (client.ObjectKey, string) {
+	e.t.Helper()
 	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", FlinkConfiguration: conf, Job: &flinkv1beta1.JobSpec{
 			JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: mode, State: flinkv1beta1.JobStateRunning}}}
 	require.NoError(e.t, e.c.Create(context.Background(), job))
 	key := client.ObjectKeyFromObject(job)
