@@ -267,6 +267,15 @@ func TestNumberGrammar(t *testing.T) {
 			t.Errorf("seconds %q accepted", in)
 		}
 	}
+	// Instants are kept as durations since the epoch: those beyond would not be written back.
+	for _, in := range []string{"0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "-9223372035", "1e9"} {
+		if _, err := parseInstant(in); err == nil {
+			t.Errorf("instant %q accepted", in)
+		}
+	}
+	if got, err := parseInstant("2026-11-25T11:45:00.25Z"); err != nil || !got.Equal(time.Date(2026, 11, 25, 11, 45, 0, 250e6, time.UTC)) {
+		t.Errorf("ISO instant: %v, %v", got, err)
+	}
 }
 
 // FuzzDecodeState: any ConfigMap content is read or refused within bounded time and memory, and

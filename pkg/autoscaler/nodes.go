@@ -133,7 +133,7 @@ func boolNode(n *yaml.Node, what string) (bool, error) {
 
 func instantNode(n *yaml.Node, what string) (time.Time, error) {
 	if isNull(n) {
-		return time.Time{}, nil
+		return time.Time{}, fmt.Errorf("%s is missing", what)
 	}
 	s, err := scalar(n, what)
 	if err != nil {
@@ -161,19 +161,23 @@ func durationNode(n *yaml.Node, what string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
+	var v time.Duration
 	if strings.HasPrefix(strings.ToUpper(s), "PT") {
-		v, err := time.ParseDuration(strings.ToLower(s[2:]))
-		if err != nil || len(s) > maxNumberLen {
+		if v, err = time.ParseDuration(strings.ToLower(s[2:])); err != nil || len(s) > maxNumberLen {
 			return 0, fmt.Errorf("line %d: %s %q is not an ISO-8601 duration", n.Line, what, truncate(s))
 		}
-		return v, nil
-	}
-	v, err := parseDecimalSeconds(s)
-	if err != nil {
+	} else if v, err = parseDecimalSeconds(s); err != nil {
 		return 0, fmt.Errorf("line %d: %s: %w", n.Line, what, err)
+	}
+	if v < -maxDuration || v > maxDuration {
+		return 0, fmt.Errorf("line %d: %s %q is out of range: want at most %v either way", n.Line, what, truncate(s), maxDuration)
 	}
 	return v, nil
 }
+
+// maxDuration bounds a stored duration (a restart takes seconds to minutes), so that it is
+// written back exactly.
+const maxDuration = 1e9 * time.Second
 
 // optionalDouble reads a double that Jackson leaves out when null (NON_NULL): absent is 0, as a
 // Java double field defaults to.

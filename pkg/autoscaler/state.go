@@ -111,15 +111,26 @@ func parseInstant(s string) (time.Time, error) {
 	if len(s) > 64 {
 		return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", truncate(s))
 	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	d, err := parseDecimalSeconds(s)
+	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", s)
+		d, err := parseDecimalSeconds(s)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", s)
+		}
+		t = time.Unix(0, 0).Add(d)
 	}
-	return time.Unix(0, 0).Add(d).UTC(), nil
+	// Instants are stored as durations since the epoch: keep them where that is exact.
+	if t.Before(minInstant) || t.After(maxInstant) {
+		return time.Time{}, fmt.Errorf("instant %q is out of range: want one between %d and %d", s, minInstant.Year(), maxInstant.Year())
+	}
+	return t.UTC(), nil
 }
+
+// The instants a state can hold: within time.Duration of the epoch (1678 to 2262), with margin.
+var (
+	minInstant = time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxInstant = time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC)
+)
 
 // maxSecondsDigits bounds the integer part of decimal seconds: time.Duration ends at about
 // 9.2e9 seconds (the year 2262 as an instant).
