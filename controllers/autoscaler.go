@@ -222,6 +222,16 @@ func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in
 	if err != nil {
 		return state, false, fmt.Errorf("autoscaler: job metrics: %w", err)
 	}
+	// Stabilization restarts whenever the job switches to RUNNING again (upstream's
+	// ScalingMetricCollector.getJobRunningTs): after a failover the job id and start-time stay
+	// the same, but recovery and catch-up must not enter the window.
+	details, err := cl.JobDetails(ctx, in.jobID)
+	if err != nil {
+		return state, false, fmt.Errorf("autoscaler: job details: %w", err)
+	}
+	if ts := details.Timestamps[flink.JobRunning]; ts > 0 {
+		state = state.WithJobStart(time.UnixMilli(ts))
+	}
 	now := a.now()
 	sample.Time = now // the reconciler's clock throughout, so stabilization and window agree
 	state = autoscaler.Observe(now, sample, state, cfg)
