@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,6 +38,17 @@ type Autoscaling struct {
 	Source func(*flink.Client) autoscaler.MetricsSource
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// StateLimits bound what reading an autoscaler-<name> ConfigMap may cost: its content is
+	// written by whoever may edit ConfigMaps in the namespace. Zero bounds are
+	// autoscaler.DefaultLimits.
+	StateLimits autoscaler.Limits
+}
+
+func (a *Autoscaling) stateLimits() autoscaler.Limits {
+	if a == nil {
+		return autoscaler.Limits{}
+	}
+	return a.StateLimits
 }
 
 func (a *Autoscaling) now() time.Time {
@@ -96,8 +108,12 @@ type autoscaleOutcome struct {
 // and carries on). The overrides are only ever injected into the reconcile's in-memory spec.
 //
 // A failed collection is reported and leaves the overrides in force as they are: the job keeps
-// its parallelism. A state that cannot be read or written fails the reconcile, since applying
-// overrides that are not stored (or dropping stored ones) would restart the job for nothing.
+// its parallelism. An entry of the state that cannot be read (or is over the operator's budget)
+// is reported and dropped alone, as upstream does; the stored overrides survive it. A ConfigMap
+// of the state's name that the resource does not own pauses autoscaling (a Warning event each
+// reconcile; the job keeps the overrides it runs with) and is never written; the rest of the
+// reconcile goes on. A state that cannot be written fails the reconcile, since applying
+// overrides that are not stored would restart the job for nothing.
 func (a *Autoscaling) autoscale(ctx context.Context, c client.Client, rec record.EventRecorder, in autoscaleInput) (autoscaleOutcome, error) {
 	cfg, err := autoscaler.ParseConfig(in.conf)
 	if err != nil {
@@ -107,12 +123,33 @@ func (a *Autoscaling) autoscale(ctx context.Context, c client.Client, rec record
 	if !cfg.Enabled {
 		return autoscaleOutcome{}, nil
 	}
-	store := autoscalerStore{c: c}
-	state, found, err := store.load(ctx, in.owner)
+	store := autoscalerStore{c: c, limits: a.stateLimits()}
+	ld, err := store.load(ctx, in.owner)
+	if errors.Is(err, errForeignState) {
+		a.metrics().Error(in.owner.GetNamespace(), in.kind, in.owner.GetName())
+		rec.Event(in.owner, corev1.EventTypeWarning, ReasonAutoscalerError,
+			fmt.Sprintf("Autoscaling paused: %v; the autoscaler neither reads nor writes it. Delete or rename it to resume autoscaling.", err))
+		// Paused, the job keeps the autoscaler's overrides it runs with; the user's own, as the
+		// spec has them now, take precedence (nothing is deciding over them meanwhile).
+		running := autoscalerPart(in)
+		user, _ := autoscaler.ParseOverrides(in.conf[keyParallelismOverrides])
+		for v := range user {
+			delete(running, v)
+		}
+		return autoscaleOutcome{overrides: mergeOverrides(in.conf[keyParallelismOverrides], running, cfg.ExcludedVertices)}, nil
+	}
 	if err != nil {
 		return autoscaleOutcome{}, err
 	}
+	state, found := ld.state, ld.found
 	dirty := false
+	if ld.unreadable != nil {
+		// Rewritten without the entries it could not read, as upstream removes them.
+		dirty = true
+		a.metrics().Error(in.owner.GetNamespace(), in.kind, in.owner.GetName())
+		rec.Event(in.owner, corev1.EventTypeWarning, ReasonAutoscalerError, "Autoscaler state entries dropped: "+ld.unreadable.Error())
+		log.FromContext(ctx).Info("autoscaler: state entries dropped", "error", ld.unreadable.Error())
+	}
 	switch {
 	case in.reset:
 		// autoscalerResetNonce: collected metrics, history and overrides go; the job returns to
@@ -124,16 +161,8 @@ func (a *Autoscaling) autoscale(ctx context.Context, c client.Client, rec record
 		// Adopted from the Apache operator without its ConfigMap: what runs is what its
 		// autoscaler decided; continue from there instead of restarting the job at the spec's
 		// parallelism.
-		if adopted, err := autoscaler.ParseOverrides(in.deployedOverrides); err == nil {
-			user, _ := autoscaler.ParseOverrides(in.conf[keyParallelismOverrides])
-			for v, p := range adopted {
-				if user[v] == p {
-					delete(adopted, v) // the user's own override, not the autoscaler's
-				}
-			}
-			if len(adopted) > 0 {
-				state.Overrides, dirty = adopted, true
-			}
+		if adopted := autoscalerPart(in); len(adopted) > 0 {
+			state.Overrides, dirty = adopted, true
 		}
 	}
 	if in.jobStart.After(state.JobStart) {
@@ -161,6 +190,22 @@ func (a *Autoscaling) autoscale(ctx context.Context, c client.Client, rec record
 	return out, nil
 }
 
+// autoscalerPart is the part of the overrides the job runs with (the last reconciled spec's) that
+// the user did not write: the autoscaler's, here or in the Apache operator.
+func autoscalerPart(in autoscaleInput) map[autoscaler.VertexID]int {
+	running, err := autoscaler.ParseOverrides(in.deployedOverrides)
+	if err != nil {
+		return nil
+	}
+	user, _ := autoscaler.ParseOverrides(in.conf[keyParallelismOverrides])
+	for v, p := range running {
+		if user[v] == p {
+			delete(running, v) // the user's own override, not the autoscaler's
+		}
+	}
+	return running
+}
+
 // evaluate collects one sample and evaluates the window. It returns the new state and whether
 // the overrides changed.
 func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in autoscaleInput, cfg autoscaler.Config, state autoscaler.State) (autoscaler.State, bool, error) {
@@ -176,6 +221,16 @@ func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in
 	sample, err := src.Sample(ctx, in.jobID, topology)
 	if err != nil {
 		return state, false, fmt.Errorf("autoscaler: job metrics: %w", err)
+	}
+	// Stabilization restarts whenever the job switches to RUNNING again (upstream's
+	// ScalingMetricCollector.getJobRunningTs): after a failover the job id and start-time stay
+	// the same, but recovery and catch-up must not enter the window.
+	details, err := cl.JobDetails(ctx, in.jobID)
+	if err != nil {
+		return state, false, fmt.Errorf("autoscaler: job details: %w", err)
+	}
+	if ts := details.Timestamps[flink.JobRunning]; ts > 0 {
+		state = state.WithJobStart(time.UnixMilli(ts))
 	}
 	now := a.now()
 	sample.Time = now // the reconciler's clock throughout, so stabilization and window agree

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,29 +26,49 @@ func AutoscalerConfigMapName(resource string) string { return "autoscaler-" + re
 // resource (garbage collected with it), labelled as upstream labels it.
 type autoscalerStore struct {
 	c client.Client
+	// limits bound what reading the ConfigMap may cost (anyone who may edit ConfigMaps in the
+	// namespace can write it); zero bounds are autoscaler.DefaultLimits.
+	limits autoscaler.Limits
 }
 
-// load reads the state; found is false when there is no ConfigMap.
-func (s autoscalerStore) load(ctx context.Context, owner client.Object) (autoscaler.State, bool, error) {
+// errForeignState: a ConfigMap of the state's name exists that the resource does not own.
+var errForeignState = errors.New("not owned by the resource")
+
+// loaded is what load found.
+type loaded struct {
+	state autoscaler.State
+	// found: the ConfigMap exists and the resource owns it.
+	found bool
+	// unreadable names the entries that could not be read (and were dropped) and why; the
+	// rest of the state was read.
+	unreadable error
+}
+
+// load reads the state. A ConfigMap the resource does not own is errForeignState (wrapped). An
+// entry that cannot be read, or is over the budget, is dropped alone, as upstream's
+// KubernetesAutoScalerStateStore does; the stored overrides and every other entry survive.
+func (s autoscalerStore) load(ctx context.Context, owner client.Object) (loaded, error) {
 	var cm corev1.ConfigMap
 	key := client.ObjectKey{Namespace: owner.GetNamespace(), Name: AutoscalerConfigMapName(owner.GetName())}
 	if err := s.c.Get(ctx, key, &cm); err != nil {
 		if apierrors.IsNotFound(err) {
-			return autoscaler.State{}, false, nil
+			return loaded{}, nil
 		}
-		return autoscaler.State{}, false, fmt.Errorf("read autoscaler state %s: %w", key, err)
+		return loaded{}, fmt.Errorf("read autoscaler state %s: %w", key, err)
 	}
 	if !ownedBy(&cm, owner) {
 		// Someone else's ConfigMap of that name: neither read nor overwritten.
-		return autoscaler.State{}, false, fmt.Errorf("ConfigMap %s exists and is not owned by %s %s; the autoscaler leaves it alone", key, owner.GetObjectKind().GroupVersionKind().Kind, owner.GetName())
+		return loaded{}, fmt.Errorf("ConfigMap %s is %w %s %s", key, errForeignState, owner.GetObjectKind().GroupVersionKind().Kind, owner.GetName())
 	}
-	state, err := autoscaler.DecodeState(cm.Data)
+	state, err := autoscaler.DecodeStateWithin(ctx, cm.Data, s.limits)
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return loaded{}, fmt.Errorf("read autoscaler state %s: %w", key, ctxErr)
+	}
+	out := loaded{state: state, found: true}
 	if err != nil {
-		// A state that cannot be read is started over rather than wedging the resource: the
-		// job keeps running as it is until a new window is full.
-		return autoscaler.State{}, true, nil //nolint:nilerr // reported as a fresh start, by design
+		out.unreadable = fmt.Errorf("ConfigMap %s: %w", key, err)
 	}
-	return state, true, nil
+	return out, nil
 }
 
 // save writes the state, creating the ConfigMap when there is none.
@@ -79,7 +100,7 @@ func (s autoscalerStore) save(ctx context.Context, owner client.Object, state au
 	case err != nil:
 		return fmt.Errorf("read autoscaler state %s: %w", key, err)
 	case !ownedBy(&cm, owner):
-		return fmt.Errorf("ConfigMap %s exists and is not owned by %s; the autoscaler leaves it alone", key, owner.GetName())
+		return fmt.Errorf("ConfigMap %s is %w %s", key, errForeignState, owner.GetName())
 	}
 	cm.Data = data
 	if err := s.c.Update(ctx, &cm); err != nil {

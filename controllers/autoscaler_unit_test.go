@@ -65,13 +65,66 @@ func TestAutoscaleKeepsOverridesWhenCollectionFails(t *testing.T) {
 }
 
 // TestAutoscaleLeavesForeignConfigMaps: an autoscaler-<name> ConfigMap the resource does not own
-// is neither read nor overwritten, and the reconcile says why.
+// is neither read nor written; autoscaling pauses with a Warning event instead of failing the
+// reconcile (so upgrades, suspend and snapshots go on), and the job keeps the overrides it runs
+// with (the user's own as the spec has them now).
 func TestAutoscaleLeavesForeignConfigMaps(t *testing.T) {
 	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job")},
 		Data: map[string]string{"parallelismOverrides": string(vertexMap) + ":9"}}
 	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).Build()
-	_, err := (&Autoscaling{}).autoscale(context.Background(), c, record.NewFakeRecorder(10), autoscaleInput{owner: dep,
-		kind: metrics.KindDeployment, conf: map[string]string{"job.autoscaler.enabled": "true"}})
-	require.ErrorContains(t, err, "not owned by")
+	rec := record.NewFakeRecorder(10)
+	sampled := 0
+	a := &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { sampled++; return failingMetrics{} }, Now: time.Now}
+	out, err := a.autoscale(context.Background(), c, rec, autoscaleInput{owner: dep, kind: metrics.KindDeployment,
+		conf: map[string]string{"job.autoscaler.enabled": "true", keyParallelismOverrides: string(vertexSink) + ":5"},
+		// Running: the autoscaler's map vertex at 3, the user's sink at 2 (now 5 in the spec).
+		deployedOverrides: string(vertexMap) + ":3," + string(vertexSink) + ":2",
+		reset:             true, evaluate: true, jobID: "j", rest: func(context.Context) (*flink.Client, error) { return nil, nil }})
+	require.NoError(t, err, "the reconcile goes on")
+	assert.Equal(t, autoscaler.FormatOverrides(map[autoscaler.VertexID]int{vertexMap: 3, vertexSink: 5}), out.overrides,
+		"the overrides in force are kept, with the user's own as the spec has them; none of the foreign ConfigMap's")
+	assert.False(t, out.scaled)
+	assert.Zero(t, sampled, "no metrics collected while paused")
+	require.Len(t, rec.Events, 1)
+	ev := <-rec.Events
+	assert.Contains(t, ev, "Warning AutoscalerError Autoscaling paused: ConfigMap ns/autoscaler-job is not owned by the resource")
+	var after corev1.ConfigMap
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cm), &after))
+	assert.Equal(t, cm.ResourceVersion, after.ResourceVersion, "the foreign ConfigMap is never written (not even by the reset)")
+	assert.Equal(t, cm.Data, after.Data)
+	assert.Empty(t, after.OwnerReferences)
+}
+
+// TestAutoscaleDropsOnlyUnreadableEntries: an entry of the state that cannot be read is dropped
+// alone (an AutoscalerError event names it); the stored overrides and history survive and stay in
+// force, and the ConfigMap is rewritten without the bad entry, as upstream's
+// KubernetesAutoScalerStateStore removes it.
+func TestAutoscaleDropsOnlyUnreadableEntries(t *testing.T) {
+	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
+	stored := autoscaler.State{Overrides: map[autoscaler.VertexID]int{vertexMap: 3},
+		History: map[autoscaler.VertexID][]autoscaler.ScalingRecord{vertexMap: {{Time: time.Unix(1700000000, 0).UTC(), CurrentParallelism: 1, NewParallelism: 3}}}}
+	data, err := stored.Encode()
+	require.NoError(t, err)
+	data[autoscaler.KeyScalingTracking] = "---\nscalingRecords: [not, a, map]\n"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job"),
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment", Name: "job", UID: "uid-1"}}},
+		Data: data}
+	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).Build()
+	rec := record.NewFakeRecorder(10)
+	a := &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return failingMetrics{} }, Now: time.Now}
+	out, err := a.autoscale(context.Background(), c, rec, autoscaleInput{owner: dep, kind: metrics.KindDeployment,
+		conf:              map[string]string{"job.autoscaler.enabled": "true"},
+		deployedOverrides: string(vertexMap) + ":3"})
+	require.NoError(t, err)
+	assert.Equal(t, string(vertexMap)+":3", out.overrides, "the stored overrides stay in force: no restart at the spec's parallelism")
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, "Warning AutoscalerError Autoscaler state entries dropped: ConfigMap ns/autoscaler-job: autoscaler state: scalingTracking: ")
+	var after corev1.ConfigMap
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cm), &after))
+	assert.NotContains(t, after.Data, autoscaler.KeyScalingTracking, "the unreadable entry is removed")
+	state, err := autoscaler.DecodeState(after.Data)
+	require.NoError(t, err)
+	assert.Equal(t, map[autoscaler.VertexID]int{vertexMap: 3}, state.Overrides)
+	assert.Len(t, state.History[vertexMap], 1, "the history survives")
 }

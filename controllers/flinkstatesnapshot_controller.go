@@ -31,6 +31,9 @@ const (
 	ReasonSnapshotError     = "SnapshotError"
 	ReasonSnapshotAbandoned = "SnapshotAbandoned"
 	ReasonSnapshotCompleted = "SnapshotCompleted"
+	// ReasonSnapshotDeletionWaits: a deleted savepoint resource waits for Flink to finish it
+	// (upstream only logs this).
+	ReasonSnapshotDeletionWaits = "SnapshotDeletionWaits"
 
 	LabelSnapshotType     = "snapshot.type"
 	LabelSnapshotState    = "snapshot.state"
@@ -367,13 +370,35 @@ func (r *FlinkStateSnapshotReconciler) backoffLeft(snap *flinkv1beta1.FlinkState
 
 // dispose runs on deletion: a completed savepoint with disposeOnDelete is disposed through
 // the referenced job's cluster; without a running job there is nothing to dispose with, so
-// the deletion waits (as upstream) unless the referenced resource is gone.
+// the deletion waits (as upstream) unless the referenced resource is gone. One still being
+// written waits until Flink is done with it (upstream's StateSnapshotReconciler.cleanup keeps
+// the finalizer on IN_PROGRESS), so the savepoint is not left behind undisposed.
 func (r *FlinkStateSnapshotReconciler) dispose(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(snap, SnapshotFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	sp := snap.Spec.Savepoint
 	disposeOnDelete := sp != nil && (sp.DisposeOnDelete == nil || *sp.DisposeOnDelete)
+	if disposeOnDelete && snap.Spec.JobReference != nil && snap.Spec.JobReference.Name != "" &&
+		snap.Status.State == flinkv1beta1.SnapshotInProgress {
+		// Upstream only waits; here the savepoint's progress is also followed, so that the wait
+		// ends (a failed attempt is not retried: the resource is going away).
+		original := snap.DeepCopy()
+		if _, err := r.step(ctx, snap, original); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.persistSnapshot(ctx, snap, original); err != nil {
+			if apierrors.IsConflict(err) {
+				return requeueSoon(), nil
+			}
+			return ctrl.Result{}, err
+		}
+		if snap.Status.State == flinkv1beta1.SnapshotInProgress {
+			r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotDeletionWaits,
+				"Cannot delete yet: the savepoint is still in progress; it is disposed of once Flink completes it")
+			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		}
+	}
 	if disposeOnDelete && snap.Status.State == flinkv1beta1.SnapshotCompleted && snap.Status.Path != "" {
 		tgt, why, err := r.resolveTarget(ctx, snap)
 		if err != nil {

@@ -166,7 +166,9 @@ func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotT
 		snap.Spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}
 	} else {
 		dispose := strings.EqualFold(j.conf[optDisposeOnDelete], "true")
-		snap.Spec.Savepoint = &flinkv1beta1.SavepointSpec{FormatType: flinkv1beta1.SavepointFormatCanonical, DisposeOnDelete: &dispose}
+		// kubernetes.operator.savepoint.format.type, as upstream's triggerSnapshotIfNeeded passes
+		// it to createSavepointResource (the snapshot controller takes the savepoint in it).
+		snap.Spec.Savepoint = &flinkv1beta1.SavepointSpec{FormatType: flinkv1beta1.SavepointFormatType(savepointFormat(j.conf)), DisposeOnDelete: &dispose}
 	}
 	return snap
 }

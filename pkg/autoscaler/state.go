@@ -3,19 +3,16 @@ package autoscaler
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"maps"
 	"math"
-	"math/big"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Keys of the autoscaler-<name> ConfigMap, as upstream's KubernetesAutoScalerStateStore writes
@@ -43,21 +40,13 @@ const (
 	sampleObservedTPR           = "OBSERVED_TPR"
 )
 
-// jfloat is a double as Jackson writes it into YAML: a plain number, or NaN / Infinity spelled
-// as Java does (YAML's own .nan / .inf are accepted too).
-type jfloat float64
-
-func (f *jfloat) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseJavaDouble(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
-	}
-	*f = jfloat(v)
-	return nil
-}
+// maxNumberLen bounds a number's text: Java's Double.toString is at most 24 characters and an
+// epoch instant in decimal seconds with nanoseconds about 22; anything longer is not upstream's.
+const maxNumberLen = 32
 
 func parseJavaDouble(s string) (float64, error) {
-	switch strings.TrimSpace(s) {
+	s = strings.TrimSpace(s)
+	switch s {
 	case "NaN", ".nan", ".NaN", ".NAN":
 		return math.NaN(), nil
 	case "Infinity", "+Infinity", ".inf", ".Inf", ".INF", "+.inf":
@@ -65,127 +54,180 @@ func parseJavaDouble(s string) (float64, error) {
 	case "-Infinity", "-.inf", "-.Inf", "-.INF":
 		return math.Inf(-1), nil
 	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if len(s) > maxNumberLen || !isJavaDouble(s) {
+		return 0, fmt.Errorf("%q is not a number (want Java's Double.toString form, at most %d characters)", truncate(s), maxNumberLen)
+	}
+	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a number", s)
+		return 0, fmt.Errorf("%q is not a number", truncate(s))
 	}
 	return v, nil
 }
 
-// jinstant is an Instant as Jackson's JavaTimeModule writes it: decimal epoch seconds
-// (1700000000.123456789) by default, or ISO-8601 text.
-type jinstant time.Time
-
-func (t *jinstant) UnmarshalYAML(n *yaml.Node) error {
-	v, err := parseInstant(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+// isJavaDouble: optional sign, digits, optional fraction, optional exponent of at most three
+// digits (Double.toString writes 5.36870912E8 and 1.0E-5; Java's doubles end at E308).
+func isJavaDouble(s string) bool {
+	i := 0
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
 	}
-	*t = jinstant(v)
-	return nil
+	mant := digits(s, &i)
+	if i < len(s) && s[i] == '.' {
+		i++
+		mant += digits(s, &i)
+	}
+	if mant == 0 {
+		return false
+	}
+	if i < len(s) && (s[i] == 'E' || s[i] == 'e') {
+		i++
+		if i < len(s) && (s[i] == '-' || s[i] == '+') {
+			i++
+		}
+		if e := digits(s, &i); e == 0 || e > 3 {
+			return false
+		}
+	}
+	return i == len(s)
+}
+
+func digits(s string, i *int) int {
+	start := *i
+	for *i < len(s) && s[*i] >= '0' && s[*i] <= '9' {
+		*i++
+	}
+	return *i - start
+}
+
+func truncate(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
 }
 
 func parseInstant(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
+	if len(s) > 64 {
+		return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", truncate(s))
 	}
-	d, err := parseDecimalSeconds(s)
+	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", s)
-	}
-	return time.Unix(0, 0).Add(d).UTC(), nil
-}
-
-// parseDecimalSeconds reads "123.456789" seconds exactly (no float rounding of the nanoseconds).
-func parseDecimalSeconds(s string) (time.Duration, error) {
-	r, ok := new(big.Rat).SetString(strings.TrimSpace(s))
-	if !ok {
-		return 0, fmt.Errorf("%q is not a number of seconds", s)
-	}
-	ns := new(big.Rat).Mul(r, big.NewRat(int64(time.Second), 1))
-	if !ns.IsInt() {
-		ns.SetInt(new(big.Int).Quo(ns.Num(), ns.Denom()))
-	}
-	if !ns.Num().IsInt64() {
-		return 0, fmt.Errorf("%q seconds is out of range", s)
-	}
-	return time.Duration(ns.Num().Int64()), nil
-}
-
-// jduration is a Duration as JavaTimeModule writes it: decimal seconds, or ISO-8601 (PT5M).
-type jduration time.Duration
-
-func (d *jduration) UnmarshalYAML(n *yaml.Node) error {
-	s := strings.TrimSpace(n.Value)
-	if strings.HasPrefix(strings.ToUpper(s), "PT") {
-		v, err := time.ParseDuration(strings.ToLower(s[2:]))
+		d, err := parseDecimalSeconds(s)
 		if err != nil {
-			return fmt.Errorf("line %d: %q is not an ISO-8601 duration", n.Line, s)
+			return time.Time{}, fmt.Errorf("%q is not an instant: want ISO-8601 or epoch seconds", s)
 		}
-		*d = jduration(v)
-		return nil
+		t = time.Unix(0, 0).Add(d)
 	}
-	v, err := parseDecimalSeconds(s)
-	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+	// Instants are stored as durations since the epoch: keep them where that is exact.
+	if t.Before(minInstant) || t.After(maxInstant) {
+		return time.Time{}, fmt.Errorf("instant %q is out of range: want one between %d and %d", s, minInstant.Year(), maxInstant.Year())
 	}
-	*d = jduration(v)
-	return nil
+	return t.UTC(), nil
 }
 
-// Upstream's serialized shapes (Jackson, field names as upstream's classes).
-type (
-	collectedMetricsYAML struct {
-		VertexMetrics map[string]map[string]jfloat `yaml:"vertexMetrics"`
-		GlobalMetrics map[string]jfloat            `yaml:"globalMetrics"`
-	}
-	evaluatedMetricYAML struct {
-		Current jfloat `yaml:"current"`
-		Average jfloat `yaml:"average"`
-	}
-	scalingSummaryYAML struct {
-		CurrentParallelism int                            `yaml:"currentParallelism"`
-		NewParallelism     int                            `yaml:"newParallelism"`
-		Metrics            map[string]evaluatedMetricYAML `yaml:"metrics"`
-	}
-	scalingTrackingYAML struct {
-		ScalingRecords map[string]struct {
-			RestartDuration *jduration `yaml:"restartDuration"`
-		} `yaml:"scalingRecords"`
-	}
-	delayedScaleDownYAML struct {
-		DelayedVertices map[string]struct {
-			FirstTriggerTime        jinstant `yaml:"firstTriggerTime"`
-			RecommendedParallelisms []struct {
-				TriggerTime             jinstant `yaml:"triggerTime"`
-				Parallelism             int      `yaml:"parallelism"`
-				OutsideUtilizationBound bool     `yaml:"outsideUtilizationBound"`
-			} `yaml:"recommendedParallelisms"`
-		} `yaml:"delayedVertices"`
-	}
+// The instants a state can hold: within time.Duration of the epoch (1678 to 2262), with margin.
+var (
+	minInstant = time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxInstant = time.Date(2250, 1, 1, 0, 0, 0, 0, time.UTC)
 )
 
+// maxSecondsDigits bounds the integer part of decimal seconds: time.Duration ends at about
+// 9.2e9 seconds (the year 2262 as an instant).
+const maxSecondsDigits = 10
+
+// parseDecimalSeconds reads seconds as JavaTimeModule writes Instants and Durations
+// ("1700000000.123456789", "42.500000000"): an optional sign, digits, and at most nine fraction
+// digits; read exactly, with no float rounding of the nanoseconds. No exponent: Jackson writes
+// these as BigDecimal.toPlainString.
+func parseDecimalSeconds(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	bad := func() (time.Duration, error) {
+		return 0, fmt.Errorf("%q is not a number of seconds (want digits with at most 9 decimals, no exponent)", truncate(s))
+	}
+	neg := false
+	rest := s
+	if rest != "" && (rest[0] == '-' || rest[0] == '+') {
+		neg, rest = rest[0] == '-', rest[1:]
+	}
+	whole, frac, hasFrac := strings.Cut(rest, ".")
+	if whole == "" || len(whole) > maxSecondsDigits || len(frac) > 9 || (hasFrac && frac == "") {
+		return bad()
+	}
+	i := 0
+	if digits(whole, &i) != len(whole) {
+		return bad()
+	}
+	i = 0
+	if digits(frac, &i) != len(frac) {
+		return bad()
+	}
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || sec > math.MaxInt64/int64(time.Second)-1 {
+		return 0, fmt.Errorf("%q seconds is out of range", s)
+	}
+	ns := int64(0)
+	if frac != "" {
+		ns, _ = strconv.ParseInt(frac+strings.Repeat("0", 9-len(frac)), 10, 64)
+	}
+	d := time.Duration(sec)*time.Second + time.Duration(ns)
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
 // DecodeState reads the autoscaler-<name> ConfigMap data written by this operator or by the
-// Apache operator. Entries it does not interpret are kept in State.Extra. A malformed entry is
-// an error naming the key, and the returned state holds everything else: the caller may go on
-// with it, which is what upstream does (it discards an entry it cannot read).
+// Apache operator, within the default budget. See DecodeStateWithin.
 func DecodeState(data map[string]string) (State, error) {
+	return DecodeStateWithin(context.Background(), data, DefaultLimits())
+}
+
+// DecodeStateWithin reads the autoscaler-<name> ConfigMap data within the budget l (zero bounds
+// are the defaults), checking ctx as it goes. Entries it does not interpret are kept in
+// State.Extra. An entry that is malformed or over the budget is an error naming the key, and the
+// returned state holds everything else: the caller may go on with it, which is what upstream
+// does (it discards an entry it cannot read). When ctx ends, its error is returned with an empty
+// state.
+func DecodeStateWithin(ctx context.Context, data map[string]string, l Limits) (State, error) {
+	l = l.orDefault()
 	s := State{History: map[VertexID][]ScalingRecord{}, Overrides: map[VertexID]int{}, DelayedScaleDown: map[VertexID]DelayedScaleDown{}}
 	var errs []string
-	for key, value := range data {
+	for _, key := range slices.Sorted(maps.Keys(data)) {
+		value := data[key]
+		if err := ctx.Err(); err != nil {
+			return State{}, fmt.Errorf("autoscaler state: %w", err)
+		}
 		var err error
 		switch key {
 		case KeyCollectedMetrics:
-			s.Samples, err = decodeSamples(value)
+			var v []Sample
+			if v, err = decodeSamples(ctx, value, l); err == nil {
+				s.Samples = v
+			}
 		case KeyScalingHistory:
-			s.History, err = decodeHistory(value)
+			var v map[VertexID][]ScalingRecord
+			if v, err = decodeHistory(ctx, value, l); err == nil {
+				s.History = v
+			}
 		case KeyScalingTracking:
-			s.RestartTimes, err = decodeTracking(value)
+			var v []RestartRecord
+			if v, err = decodeTracking(ctx, value, l); err == nil {
+				s.RestartTimes = v
+			}
 		case KeyParallelismOverrides:
-			s.Overrides, err = ParseOverrides(value)
+			var v map[VertexID]int
+			if _, err = checkSize(value, l); err == nil {
+				v, err = ParseOverrides(value)
+			}
+			if err == nil {
+				s.Overrides = v
+			}
 		case KeyDelayedScaleDown:
-			s.DelayedScaleDown, err = decodeDelayed(value)
+			var v map[VertexID]DelayedScaleDown
+			if v, err = decodeDelayed(ctx, value, l); err == nil {
+				s.DelayedScaleDown = v
+			}
 		default:
 			if s.Extra == nil {
 				s.Extra = map[string]string{}
@@ -193,6 +235,9 @@ func DecodeState(data map[string]string) (State, error) {
 			s.Extra[key] = value
 		}
 		if err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return State{}, fmt.Errorf("autoscaler state: %w", ctxErr)
+			}
 			errs = append(errs, fmt.Sprintf("%s: %v", key, err))
 		}
 	}
@@ -202,28 +247,9 @@ func DecodeState(data map[string]string) (State, error) {
 		s.JobStart = s.RestartTimes[n-1].Time
 	}
 	if len(errs) > 0 {
-		sort.Strings(errs)
 		return s, fmt.Errorf("autoscaler state: %s", strings.Join(errs, "; "))
 	}
 	return s, nil
-}
-
-// decompress undoes upstream's gzip+base64, falling back to the text itself for entries written
-// before upstream compressed them.
-func decompress(s string) string {
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(s))
-	if err != nil {
-		return s
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		return s
-	}
-	out, err := io.ReadAll(io.LimitReader(zr, 20<<20)) // upstream's YAML size limit
-	if err != nil {
-		return s
-	}
-	return string(out)
 }
 
 func compress(s string) string {
@@ -234,28 +260,72 @@ func compress(s string) string {
 	return base64.StdEncoding.EncodeToString(b.Bytes())
 }
 
-func decodeSamples(value string) ([]Sample, error) {
-	var raw map[string]collectedMetricsYAML
-	if err := yaml.Unmarshal([]byte(decompress(value)), &raw); err != nil {
+// decodeSamples reads collectedMetrics: Instant -> {vertexMetrics: vertex -> metric -> double,
+// globalMetrics: metric -> double} (upstream's CollectedMetrics).
+func decodeSamples(ctx context.Context, value string, l Limits) ([]Sample, error) {
+	text, err := decompressBounded(value, l)
+	if err != nil {
 		return nil, err
 	}
-	samples := make([]Sample, 0, len(raw))
-	for ts, cm := range raw {
-		t, err := parseInstant(ts)
+	doc, err := parseBounded(ctx, text, l)
+	if err != nil {
+		return nil, err
+	}
+	byTime, err := mapping(root(doc), "collected metrics")
+	if err != nil {
+		return nil, err
+	}
+	samples := make([]Sample, 0, len(byTime))
+	tk := tick{ctx: ctx}
+	for _, e := range byTime {
+		t, err := instantKey(e, e.val)
+		if err != nil {
+			return nil, err
+		}
+		f, err := fields(e.val, "collected metrics of "+e.key)
 		if err != nil {
 			return nil, err
 		}
 		s := Sample{Time: t, Vertices: map[VertexID]VertexSample{}, HeapUsedRatio: math.NaN(), GCTimeMsPerSecond: math.NaN()}
-		if v, ok := cm.GlobalMetrics[MetricHeapMaxUsageRatio]; ok {
-			s.HeapUsedRatio = float64(v)
+		global, err := mapping(f["globalMetrics"], "globalMetrics")
+		if err != nil {
+			return nil, err
 		}
-		if v, ok := cm.GlobalMetrics[MetricGCPressure]; ok {
-			s.GCTimeMsPerSecond = float64(v) * 1000
+		for _, g := range global {
+			v, err := doubleNode(g.val, g.key)
+			if err != nil {
+				return nil, err
+			}
+			switch g.key {
+			case MetricHeapMaxUsageRatio:
+				s.HeapUsedRatio = v
+			case MetricGCPressure:
+				s.GCTimeMsPerSecond = v * 1000
+			}
 		}
-		for id, m := range cm.VertexMetrics {
+		vertices, err := mapping(f["vertexMetrics"], "vertexMetrics")
+		if err != nil {
+			return nil, err
+		}
+		for _, ve := range vertices {
+			if err := tk.err(); err != nil {
+				return nil, err
+			}
+			metrics, err := mapping(ve.val, "metrics of vertex "+ve.key)
+			if err != nil {
+				return nil, err
+			}
+			m := make(map[string]float64, len(metrics))
+			for _, me := range metrics {
+				v, err := doubleNode(me.val, me.key)
+				if err != nil {
+					return nil, err
+				}
+				m[me.key] = v
+			}
 			get := func(name string) (float64, bool) {
 				v, ok := m[name]
-				return float64(v), ok
+				return v, ok
 			}
 			vs := VertexSample{BusyTimeMsPerSecond: math.NaN(), BackPressuredTimeMsPerSecond: math.NaN(), RecordsInPerSecond: math.NaN(), RecordsOutPerSecond: math.NaN()}
 			if v, ok := get(MetricLoad); ok {
@@ -278,7 +348,7 @@ func decodeSamples(value string) ([]Sample, error) {
 					vs.AccumulatedBusyTimeMs = v
 				}
 			}
-			s.Vertices[VertexID(id)] = vs
+			s.Vertices[VertexID(ve.key)] = vs
 		}
 		samples = append(samples, s)
 	}
@@ -302,44 +372,112 @@ func decodeSamples(value string) ([]Sample, error) {
 	return samples, nil
 }
 
-func decodeHistory(value string) (map[VertexID][]ScalingRecord, error) {
-	var raw map[string]map[string]scalingSummaryYAML
-	if err := yaml.Unmarshal([]byte(decompress(value)), &raw); err != nil {
+// decodeHistory reads scalingHistory: vertex -> Instant -> {currentParallelism, newParallelism,
+// metrics: name -> {current, average}} (upstream's ScalingSummary).
+func decodeHistory(ctx context.Context, value string, l Limits) (map[VertexID][]ScalingRecord, error) {
+	text, err := decompressBounded(value, l)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := parseBounded(ctx, text, l)
+	if err != nil {
+		return nil, err
+	}
+	vertices, err := mapping(root(doc), "scaling history")
+	if err != nil {
 		return nil, err
 	}
 	out := map[VertexID][]ScalingRecord{}
-	for id, byTime := range raw {
-		for ts, sum := range byTime {
-			t, err := parseInstant(ts)
+	tk := tick{ctx: ctx}
+	for _, ve := range vertices {
+		byTime, err := mapping(ve.val, "scaling history of vertex "+ve.key)
+		if err != nil {
+			return nil, err
+		}
+		recs := make([]ScalingRecord, 0, len(byTime))
+		for _, te := range byTime {
+			if err := tk.err(); err != nil {
+				return nil, err
+			}
+			t, err := instantKey(te, te.val)
 			if err != nil {
 				return nil, err
 			}
-			rec := ScalingRecord{Time: t, CurrentParallelism: sum.CurrentParallelism, NewParallelism: sum.NewParallelism, Metrics: map[string]EvaluatedMetric{}}
-			for name, m := range sum.Metrics {
-				rec.Metrics[name] = EvaluatedMetric{Current: float64(m.Current), Average: float64(m.Average)}
+			f, err := fields(te.val, "scaling summary")
+			if err != nil {
+				return nil, err
 			}
-			out[VertexID(id)] = append(out[VertexID(id)], rec)
+			rec := ScalingRecord{Time: t, Metrics: map[string]EvaluatedMetric{}}
+			if rec.CurrentParallelism, err = intNode(f["currentParallelism"], "currentParallelism"); err != nil {
+				return nil, err
+			}
+			if rec.NewParallelism, err = intNode(f["newParallelism"], "newParallelism"); err != nil {
+				return nil, err
+			}
+			metrics, err := mapping(f["metrics"], "metrics")
+			if err != nil {
+				return nil, err
+			}
+			for _, me := range metrics {
+				mf, err := fields(me.val, "metric "+me.key)
+				if err != nil {
+					return nil, err
+				}
+				var m EvaluatedMetric
+				if m.Current, err = optionalDouble(mf["current"], me.key+".current"); err != nil {
+					return nil, err
+				}
+				if m.Average, err = optionalDouble(mf["average"], me.key+".average"); err != nil {
+					return nil, err
+				}
+				rec.Metrics[me.key] = m
+			}
+			recs = append(recs, rec)
 		}
-		recs := out[VertexID(id)]
 		sort.Slice(recs, func(i, j int) bool { return recs[i].Time.Before(recs[j].Time) })
+		out[VertexID(ve.key)] = recs
 	}
 	return out, nil
 }
 
-func decodeTracking(value string) ([]RestartRecord, error) {
-	var raw scalingTrackingYAML
-	if err := yaml.Unmarshal([]byte(decompress(value)), &raw); err != nil {
+// decodeTracking reads scalingTracking: {scalingRecords: Instant -> {restartDuration}}
+// (upstream's ScalingTracking).
+func decodeTracking(ctx context.Context, value string, l Limits) ([]RestartRecord, error) {
+	text, err := decompressBounded(value, l)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := parseBounded(ctx, text, l)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fields(root(doc), "scaling tracking")
+	if err != nil {
+		return nil, err
+	}
+	records, err := mapping(f["scalingRecords"], "scalingRecords")
+	if err != nil {
 		return nil, err
 	}
 	var out []RestartRecord
-	for ts, r := range raw.ScalingRecords {
-		t, err := parseInstant(ts)
+	tk := tick{ctx: ctx}
+	for _, e := range records {
+		if err := tk.err(); err != nil {
+			return nil, err
+		}
+		t, err := instantKey(e, e.val)
+		if err != nil {
+			return nil, err
+		}
+		rf, err := fields(e.val, "scaling record "+e.key)
 		if err != nil {
 			return nil, err
 		}
 		rec := RestartRecord{Time: t}
-		if r.RestartDuration != nil {
-			rec.Duration = time.Duration(*r.RestartDuration)
+		if n := rf["restartDuration"]; !isNull(n) {
+			if rec.Duration, err = durationNode(n, "restartDuration"); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, rec)
 	}
@@ -347,25 +485,70 @@ func decodeTracking(value string) ([]RestartRecord, error) {
 	return out, nil
 }
 
-func decodeDelayed(value string) (map[VertexID]DelayedScaleDown, error) {
-	var raw delayedScaleDownYAML
-	if err := yaml.Unmarshal([]byte(value), &raw); err != nil {
+// decodeDelayed reads delayedScaleDown (plain YAML): {delayedVertices: vertex ->
+// {firstTriggerTime, recommendedParallelisms: [{triggerTime, parallelism,
+// outsideUtilizationBound}]}} (upstream's DelayedScaleDown).
+func decodeDelayed(ctx context.Context, value string, l Limits) (map[VertexID]DelayedScaleDown, error) {
+	text, err := checkSize(value, l)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := parseBounded(ctx, text, l)
+	if err != nil {
+		return nil, err
+	}
+	f, err := fields(root(doc), "delayed scale-down")
+	if err != nil {
+		return nil, err
+	}
+	vertices, err := mapping(f["delayedVertices"], "delayedVertices")
+	if err != nil {
 		return nil, err
 	}
 	out := map[VertexID]DelayedScaleDown{}
-	for id, v := range raw.DelayedVertices {
-		d := DelayedScaleDown{FirstTriggered: time.Time(v.FirstTriggerTime)}
-		for _, r := range v.RecommendedParallelisms {
-			d.Recommended = append(d.Recommended, RecommendedParallelism{Time: time.Time(r.TriggerTime), Parallelism: r.Parallelism, OutsideBound: r.OutsideUtilizationBound})
+	tk := tick{ctx: ctx}
+	for _, ve := range vertices {
+		vf, err := fields(ve.val, "delayed scale-down of vertex "+ve.key)
+		if err != nil {
+			return nil, err
 		}
-		out[VertexID(id)] = d
+		var d DelayedScaleDown
+		if d.FirstTriggered, err = instantNode(vf["firstTriggerTime"], "firstTriggerTime"); err != nil {
+			return nil, err
+		}
+		recs, err := sequence(vf["recommendedParallelisms"], "recommendedParallelisms")
+		if err != nil {
+			return nil, err
+		}
+		for _, rn := range recs {
+			if err := tk.err(); err != nil {
+				return nil, err
+			}
+			rf, err := fields(rn, "recommended parallelism")
+			if err != nil {
+				return nil, err
+			}
+			var r RecommendedParallelism
+			if r.Time, err = instantNode(rf["triggerTime"], "triggerTime"); err != nil {
+				return nil, err
+			}
+			if r.Parallelism, err = intNode(rf["parallelism"], "parallelism"); err != nil {
+				return nil, err
+			}
+			if r.OutsideBound, err = boolNode(rf["outsideUtilizationBound"], "outsideUtilizationBound"); err != nil {
+				return nil, err
+			}
+			d.Recommended = append(d.Recommended, r)
+		}
+		out[VertexID(ve.key)] = d
 	}
 	return out, nil
 }
 
 // Encode returns the ConfigMap data for the state, in upstream's keys and encodings, so that the
 // Apache operator could continue from it too. Empty parts are left out (upstream removes their
-// keys). When the compressed entries exceed upstream's budget, the oldest samples are dropped.
+// keys). When the compressed entries exceed upstream's budget, or the samples the default
+// decoding budget (DefaultLimits), the oldest samples are dropped.
 func (s State) Encode() (map[string]string, error) {
 	return s.encode(maxStateBytes), nil
 }
@@ -389,7 +572,16 @@ func (s State) encode(limit int) map[string]string {
 		out[KeyDelayedScaleDown] = encodeDelayed(s.DelayedScaleDown)
 	}
 	budget := limit - len(out[KeyScalingHistory]) - len(out[KeyScalingTracking])
-	if enc := compress(encodeSamples(s.Samples)); len(enc) <= budget {
+	// What is stored must also be readable within the default decoding budget.
+	fits := func(samples []Sample) (string, bool) {
+		text := encodeSamples(samples)
+		if n, err := scanYAML(text); err != nil || n > DefaultMaxEntryNodes || len(text) > DefaultMaxEntryBytes {
+			return "", false
+		}
+		enc := compress(text)
+		return enc, len(enc) <= budget
+	}
+	if enc, ok := fits(s.Samples); ok {
 		if len(s.Samples) > 0 {
 			out[KeyCollectedMetrics] = enc
 		}
@@ -403,8 +595,7 @@ func (s State) encode(limit int) map[string]string {
 			lo = 1
 			continue
 		}
-		enc := compress(encodeSamples(s.Samples[len(s.Samples)-keep:]))
-		if len(enc) <= budget {
+		if enc, ok := fits(s.Samples[len(s.Samples)-keep:]); ok {
 			best, lo = enc, keep+1
 		} else {
 			hi = keep - 1

@@ -54,6 +54,8 @@ type Server struct {
 	onCancel func(jobID string)
 	// latestCheckpoints override CheckpointPath as a job's latest completed checkpoint.
 	latestCheckpoints map[string]string
+	// runningSince is each job's timestamps.RUNNING (epoch ms): its last switch to RUNNING.
+	runningSince map[string]int64
 	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
 	failCancel string
 	// graphs are the scripted job graphs and metrics (metrics.go).
@@ -91,6 +93,24 @@ func (s *Server) SetJob(id, state string) {
 		return
 	}
 	s.jobs[id] = state
+}
+
+// SetRunningSince sets when a job last switched to RUNNING (its details' timestamps.RUNNING, in
+// epoch milliseconds): a failover keeps the job id and start-time and moves this. 1 when unset.
+func (s *Server) SetRunningSince(id string, ms int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runningSince == nil {
+		s.runningSince = map[string]int64{}
+	}
+	s.runningSince[id] = ms
+}
+
+func (s *Server) runningSinceLocked(id string) int64 {
+	if ms, ok := s.runningSince[id]; ok {
+		return ms
+	}
+	return 1
 }
 
 // Job returns a job's state ("" when unknown).
@@ -405,7 +425,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job " + parts[1] + " not found"}})
 			return
 		}
-		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1, "vertices": []any{}})
+		s.mu.Lock()
+		running := s.runningSinceLocked(parts[1])
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1,
+			"timestamps": map[string]int64{"RUNNING": running}, "vertices": []any{}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
 		s.mu.Lock()
 		if s.failCancel != "" {

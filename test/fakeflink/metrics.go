@@ -124,7 +124,7 @@ func (s *Server) serveGraph(w http.ResponseWriter, r *http.Request, parts []stri
 			return false
 		}
 		writeJSON(w, 200, map[string]any{"jid": jobID, "name": "fake", "state": state, "start-time": 1,
-			"timestamps": map[string]int64{"RUNNING": 1}, "vertices": s.graphVerticesLocked(jobID), "plan": s.planLocked(jobID)})
+			"timestamps": map[string]int64{"RUNNING": s.runningSinceLocked(jobID)}, "vertices": s.graphVerticesLocked(jobID), "plan": s.planLocked(jobID)})
 	case len(parts) == 3 && parts[2] == "plan":
 		writeJSON(w, 200, map[string]any{"plan": s.planLocked(jobID)})
 	case len(parts) == 6 && parts[2] == "vertices" && parts[4] == "subtasks" && parts[5] == "metrics":
