@@ -303,9 +303,16 @@ func (r *FlinkDeploymentReconciler) markSuspended(ctx context.Context, s *scope)
 // (failed, finished, cancelled outside the operator) as what the next upgrade or restart
 // restores: once the job is terminal, Flink's HA services drop its checkpoint pointers.
 // Without a newer checkpoint the path the job was started from stays recorded.
+//
+// The current spec's mode decides, never the recorded one (upstream's
+// SnapshotObserver.observeLatestCheckpoint looks at no recorded mode): the Apache operator
+// records the mode it restored with, stateless after every first deployment, and a change of
+// upgradeMode alone is never recorded, so the recorded mode says nothing of what the user wants
+// kept. A stateless job skips it because its recorded path is only ever one the user chose
+// (planUpgrade restores it); the observe after a switch to another mode records it.
 func (r *FlinkDeploymentReconciler) recordLastCheckpoint(ctx context.Context, s *scope, cl *flink.Client) {
 	st := s.status()
-	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed || upgradeModeOf(s.deployed.Job) == flinkv1beta1.UpgradeModeStateless {
+	if st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed || upgradeModeOf(s.dep.Spec.Job) == flinkv1beta1.UpgradeModeStateless {
 		return
 	}
 	path, err := cl.LatestCheckpointPath(ctx, st.JobStatus.JobID)

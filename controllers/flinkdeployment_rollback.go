@@ -90,8 +90,8 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 		return ctrl.Result{}, fmt.Errorf("rollback: last stable spec: %v", err)
 	}
 	target := stable.DeepCopy()
-	if target.Job != nil && upgradeModeOf(target.Job) != flinkv1beta1.UpgradeModeStateless {
-		target.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState // upstream keeps stateless jobs stateless
+	if target.Job != nil {
+		target.Job.UpgradeMode = rollbackMode(failed)
 	}
 	res, err := r.continueUpgrade(ctx, s, target)
 	if err != nil || rs.State != flinkv1beta1.ReconciliationDeployed {
@@ -105,4 +105,18 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 	s.deployed = failed
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec")
 	return res, nil
+}
+
+// rollbackMode is how a rollback restores the job, as upstream's
+// AbstractFlinkResourceReconciler.prepareCrForRollback decides it: from the spec that failed,
+// never from the last stable one. The stable spec's recorded mode is not the user's intent:
+// the Apache operator records the restore mode it used (stateless after every first
+// deployment), and a change of upgradeMode alone is never recorded. A job whose failed spec is
+// stateless stays stateless; any other rolls back through its HA metadata (last-state), which
+// keeps the state the failed attempt reached.
+func rollbackMode(failed *flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.UpgradeMode {
+	if failed != nil && upgradeModeOf(failed.Job) == flinkv1beta1.UpgradeModeStateless {
+		return flinkv1beta1.UpgradeModeStateless
+	}
+	return flinkv1beta1.UpgradeModeLastState
 }

@@ -298,7 +298,10 @@ func (r *FlinkSessionJobReconciler) onJobNotFound(s *jobScope) {
 		return // not submitted yet (or lost and reported), or ended
 	}
 	setJobState(&st.JobStatus, flinkv1beta1.JobStatusReconciling)
-	if s.deployed != nil && upgradeModeOf(s.deployed.Job) != flinkv1beta1.UpgradeModeStateless {
+	// The current spec decides, as upstream's: the recorded one holds the mode the Apache
+	// operator restored with (stateless after a first deployment), and a change of upgradeMode
+	// alone is never recorded.
+	if upgradeModeOf(s.job.Spec.Job) != flinkv1beta1.UpgradeModeStateless {
 		st.Error = jobNotFoundError()
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, ReasonMissing,
 			"%s: job %s is not on session %s; it is not submitted again without its state. "+

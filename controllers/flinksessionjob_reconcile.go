@@ -72,6 +72,9 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 			(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) && !jobLost(st.Error) {
 			return r.submit(ctx, s, s.deployed)
 		}
+		if st.JobStatus.State == flinkv1beta1.JobStatusFailed && options.RestartFailed.Get(s.jobConfig()) {
+			return r.restartFailedJob(ctx, s)
+		}
 		if inFlight, err := r.snapshots(ctx, s, desired); inFlight || err != nil {
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
 		}
@@ -85,6 +88,30 @@ func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScop
 		if waiting, err := r.recordSpecChange(ctx, s, desired); waiting || err != nil {
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
 		}
+	}
+	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
+}
+
+// restartFailedJob resubmits a FAILED job with kubernetes.operator.job.restart.failed, for
+// session jobs as for applications (upstream's AbstractJobReconciler): the spec that ran is
+// recorded again as UPGRADING (write-ahead) and goes through the upgrade steps, which restore
+// what its upgrade mode keeps: the failed job's latest checkpoint, recorded by the observer, or
+// nothing for a stateless job.
+func (r *FlinkSessionJobReconciler) restartFailedJob(ctx context.Context, s *jobScope) (ctrl.Result, error) {
+	st := s.status()
+	r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
+	// The spec that ran, in the mode the user asks for now: the recorded mode may be the one
+	// the Apache operator restored with, and a change of upgradeMode alone is not recorded.
+	target := s.deployed.DeepCopy()
+	target.Job.UpgradeMode = upgradeModeOf(s.job.Spec.Job)
+	if target.Job.UpgradeMode == flinkv1beta1.UpgradeModeStateless && !usersRestorePath(st, target) {
+		st.JobStatus.UpgradeSavepointPath = ""
+	}
+	if err := s.recordJobSpec(*target, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.persistJob(ctx, s); err != nil {
+		return ctrl.Result{}, err
 	}
 	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
 }

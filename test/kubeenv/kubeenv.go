@@ -136,6 +136,9 @@ func start(o Options) (*Env, error) {
 		// Discovery of the large CRDs (FlinkDeployment, FlinkBlueGreenDeployment embed pod
 		// templates) can exceed envtest's default 10 s on a loaded 2-core machine.
 		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
+		// So can kube-apiserver's start (envtest's default 20 s), when other suites run
+		// beside this one.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
 	if o.Webhooks {
 		te.WebhookInstallOptions = envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook", "manifests.yaml")}}
