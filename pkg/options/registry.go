@@ -109,6 +109,11 @@ var (
 		Description: "Periodic savepoints: a duration or a Quartz cron expression; 0 or empty is off."}}
 	PeriodicCheckpoint = StringOption{Option{Key: "kubernetes.operator.periodic.checkpoint.interval", Type: TypeSchedule,
 		Description: "Periodic checkpoints: a duration or a Quartz cron expression; 0 or empty is off."}}
+	SavepointTriggerGracePeriod = DurationOption{Option{Key: "kubernetes.operator.savepoint.trigger.grace-period", Default: "1 min", Type: TypeDuration,
+		DeprecatedKey: "kubernetes.operator.observer.savepoint.trigger.grace-period",
+		Description:   "Legacy snapshot mode: a manual savepoint that fails within this period after its trigger is triggered again; one failing later is reported and not retried (a new nonce asks again). FlinkStateSnapshot resources retry by their backoffLimit instead. Deprecated key: kubernetes.operator.observer.savepoint.trigger.grace-period."}}
+	CheckpointTriggerGracePeriod = DurationOption{Option{Key: "kubernetes.operator.checkpoint.trigger.grace-period", Default: "1 min", Type: TypeDuration,
+		Description: "Legacy snapshot mode: a manual checkpoint that fails within this period after its trigger is triggered again; one failing later is reported and not retried (a new nonce asks again)."}}
 	SavepointHistoryMaxCount = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count", Default: "10", Type: TypeInt,
 		Description: "Periodic and upgrade savepoints kept; manual and user-created ones are never trimmed (legacy snapshot mode: every savepointHistory entry counts)."}}
 	SavepointHistoryMaxAge = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age", Default: "1 d", Type: TypeDuration,
@@ -163,7 +168,7 @@ var registry = []Option{
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
 	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,
 	HealthCheckpointProgress.Option, HealthCheckpointWindow.Option,
-	SnapshotResources.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
+	SnapshotResources.Option, SavepointTriggerGracePeriod.Option, CheckpointTriggerGracePeriod.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
 	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
 	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
 	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option,

@@ -60,6 +60,8 @@ type Server struct {
 	latestCheckpoints map[string]string
 	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
 	failCancel string
+	// checkpointFailure, when set, makes every triggered checkpoint fail with this message.
+	checkpointFailure string
 	// graphs are the scripted job graphs and metrics (metrics.go).
 	graphs *graphs
 }
@@ -333,6 +335,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
 	case len(parts) == 4 && parts[0] == "jobs" && parts[2] == "checkpoints":
+		s.mu.Lock()
+		failure := s.checkpointFailure
+		s.mu.Unlock()
+		if failure != "" {
+			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"},
+				"operation": map[string]any{"failureCause": map[string]string{"class": "java.lang.Exception", "stack-trace": "java.lang.Exception: " + failure}}})
+			return
+		}
 		writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": map[string]any{"checkpointId": 7}})
 	case r.URL.Path == "/savepoint-disposal" && r.Method == http.MethodPost:
 		var body struct {
@@ -443,6 +453,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
 	}
+}
+
+// SetCheckpointFailure makes every triggered checkpoint fail with message ("" lets them
+// complete).
+func (s *Server) SetCheckpointFailure(message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkpointFailure = message
 }
 
 // SetAutoComplete says whether savepoints complete as soon as they are triggered; when not,
