@@ -203,6 +203,9 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, dep); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if canary, err := skipCanary(ctx, r.Client, dep, DeploymentFinalizer); canary {
+		return ctrl.Result{}, err
+	}
 	if r.writes.stale(dep) {
 		// The cache has not seen this reconciler's last write yet; its watch event brings the
 		// object back. The requeue is a safety net only.
@@ -442,9 +445,8 @@ func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 // together with an upgrade is then still asked for once the upgraded job runs (upstream keeps
 // them for the same reason in updateStatusForSpecReconciliation).
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
-	if s.deployed != nil && s.deployed.Job != nil && spec.Job != nil {
-		spec.Job = spec.Job.DeepCopy()
-		spec.Job.SavepointTriggerNonce, spec.Job.CheckpointTriggerNonce = s.deployed.Job.SavepointTriggerNonce, s.deployed.Job.CheckpointTriggerNonce
+	if s.deployed != nil {
+		spec.Job = withRecordedTriggerNonces(s.deployed.Job, spec.Job)
 	}
 	return s.writeReconciled(spec, state, s.deployed == nil)
 }

@@ -123,9 +123,16 @@ const (
 // again, which costs nothing where it was whole. JobManagers stamped complete by earlier versions
 // (AnnotationDeployComplete) are complete; one applied before the attempt annotations existed is
 // matched by generation.
+//
+// Only a JobManager whose ownerReference names this resource's UID can be any attempt of its:
+// the annotations alone also match the JobManager of a deleted resource of the same name, left
+// behind (orphaned, or restored by a backup tool) next to a resource created again with the old
+// status restored, whose generation counter or reconciliation timestamp then names that
+// JobManager's. Taking it for this resource's would record an upgrade as DEPLOYED with nothing
+// deployed.
 func (s *scope) deployAttemptOf(jm *appsv1.Deployment) deployAttempt {
 	st := s.status()
-	if !jm.DeletionTimestamp.IsZero() {
+	if !jm.DeletionTimestamp.IsZero() || !ownedBy(jm, s.dep) {
 		return attemptOther
 	}
 	attempt, stamped := jm.Annotations[native.AnnotationDeployAttempt]

@@ -361,7 +361,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 
 // jobStop is the stop executor for the deployment's job, on the JobManager as observed.
 func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobStop {
-	return &jobStop{
+	x := &jobStop{
 		flink:      func(ctx context.Context) (*flink.Client, error) { return r.restClient(ctx, s) },
 		jobManager: s.status().JobManagerDeploymentStatus,
 		status:     &s.status().CommonStatus,
@@ -374,6 +374,8 @@ func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobSt
 			return recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed, conf), path, triggeredAt)
 		},
 	}
+	x.cancelTimeout = options.CancelTimeout.Get(conf)
+	return x
 }
 
 // prepareLastStateRestore readies the HA metadata of a cluster that is gone for a last-state
@@ -617,6 +619,9 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 				"Waiting for the session jobs of this session cluster to be deleted: %s", strings.Join(waiting, ", "))
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}
+		if wait, err := r.awaitUnmanagedJobs(ctx, s); wait || err != nil {
+			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
+		}
 	}
 	gone, err := r.deleteCluster(ctx, s, false)
 	if err != nil {
@@ -637,6 +642,55 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
 	}
 	return ctrl.Result{}, nil
+}
+
+// awaitUnmanagedJobs says whether the deletion of a session cluster waits for jobs no
+// FlinkSessionJob manages (its FlinkSessionJobs are gone by now, so every job still running
+// is one submitted another way: the CLI, the SQL gateway). Deleting the cluster would kill them
+// and delete their HA metadata. As upstream's SessionReconciler.cleanupInternal, with
+// kubernetes.operator.session.deletion.block-on-unmanaged-jobs (default true) from the deployed
+// spec's configuration: a JobManager that is not ready, or that cannot list its jobs, does not
+// keep the deletion (there is no job to wait for that could be told apart).
+func (r *FlinkDeploymentReconciler) awaitUnmanagedJobs(ctx context.Context, s *scope) (bool, error) {
+	if s.deployed == nil || s.status().JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
+		return false, nil
+	}
+	conf, err := r.config(s, s.running())
+	if err != nil {
+		return false, err
+	}
+	if !options.BlockOnUnmanagedJobs.Get(conf) {
+		return false, nil
+	}
+	cl, err := r.restClient(ctx, s)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot list the session's jobs before deleting it", "error", err.Error())
+		return false, nil
+	}
+	jobs, err := cl.JobsOverview(ctx)
+	if err != nil {
+		log.FromContext(ctx).Info("cannot list the session's jobs before deleting it", "error", err.Error())
+		return false, nil
+	}
+	running := nonTerminalJobs(jobs)
+	if len(running) == 0 {
+		return false, nil
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
+		"The session cluster has non terminated jobs [%s] that should be cancelled first", strings.Join(running, ", "))
+	return true, nil
+}
+
+// nonTerminalJobs are the ids of the jobs that can still run (not FINISHED, CANCELED or
+// FAILED), in the order listed.
+func nonTerminalJobs(jobs []flink.JobOverview) []string {
+	var out []string
+	for _, j := range jobs {
+		if !j.State.IsGloballyTerminal() {
+			out = append(out, j.ID)
+		}
+	}
+	return out
 }
 
 func (r *FlinkDeploymentReconciler) requeueAfter(s *scope) time.Duration {
@@ -691,6 +745,20 @@ func withRemovedNoncesKept(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) 
 		c.Job.SavepointRedeployNonce = deployed.Job.SavepointRedeployNonce
 	}
 	return c
+}
+
+// withRecordedTriggerNonces is job with the savepoint and checkpoint trigger nonces of the job
+// recorded before (recorded): the spec an upgrade records must not mark a trigger nonce changed
+// together with it as handled, or the snapshot it asks for would never be taken (upstream's
+// ReconciliationUtils.updateStatusForSpecReconciliation keeps the old nonces for this reason).
+// The nonces are recorded once the snapshot is asked for of the running job (recordNonces).
+func withRecordedTriggerNonces(recorded, job *flinkv1beta1.JobSpec) *flinkv1beta1.JobSpec {
+	if recorded == nil || job == nil {
+		return job
+	}
+	job = job.DeepCopy()
+	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = recorded.SavepointTriggerNonce, recorded.CheckpointTriggerNonce
+	return job
 }
 
 func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {

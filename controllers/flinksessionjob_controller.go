@@ -142,6 +142,9 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if canary, err := skipCanary(ctx, r.Client, job, SessionJobFinalizer); canary {
+		return ctrl.Result{}, err
+	}
 	conf, _ := job.Spec.FlinkConfiguration.Flatten()
 	red := redact.New(redact.Values(conf, r.SecretKeyPatterns)...)
 	rr := *r
@@ -404,8 +407,13 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	return nil
 }
 
-// recordJobSpec writes spec as the last reconciled spec in the given reconciliation state.
+// recordJobSpec writes spec as the last reconciled spec in the given reconciliation state. The
+// trigger nonces recorded before are kept, as for deployments (recordDeployed): a savepoint or
+// checkpoint asked for together with an upgrade is taken of the upgraded job.
 func (s *jobScope) recordJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState) error {
+	if s.deployed != nil {
+		spec.Job = withRecordedTriggerNonces(s.deployed.Job, spec.Job)
+	}
 	return s.writeJobSpec(spec, state, s.deployed == nil)
 }
 

@@ -292,7 +292,7 @@ func jobStopMode(st *flinkv1beta1.FlinkSessionJobStatus, target *flinkv1beta1.Fl
 // spec being deployed (the last reconciled one).
 func (r *FlinkSessionJobReconciler) jobStop(s *jobScope, target *flinkv1beta1.FlinkSessionJobSpec) *jobStop {
 	conf := s.jobConfig()
-	return &jobStop{
+	x := &jobStop{
 		ownState:   jobStopMode(s.status(), target) != flinkv1beta1.UpgradeModeStateless,
 		flink:      func(context.Context) (*flink.Client, error) { return s.flink, nil },
 		jobManager: flinkv1beta1.JobManagerReady,
@@ -305,6 +305,8 @@ func (r *FlinkSessionJobReconciler) jobStop(s *jobScope, target *flinkv1beta1.Fl
 			return recordUpgradeSnapshot(ctx, r.Client, r.Recorder, r.jobSnapshots(ctx, s, s.deployed), path, triggeredAt)
 		},
 	}
+	x.cancelTimeout = options.CancelTimeout.Get(conf)
+	return x
 }
 
 // deployJob records the new job id, restore path and spec (write-ahead), then submits.
@@ -360,7 +362,9 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 	if mode := s.conf["execution.state-recovery.claim-mode"]; mode != "" {
 		req.ClaimMode = flink.ClaimMode(strings.ToUpper(mode))
 	}
-	if _, err := s.flink.RunJar(ctx, jarID, req); err != nil {
+	// The run call returns once the job's main method has built and submitted the job graph,
+	// which can take far longer than an ordinary REST call (upstream's job.submission.timeout).
+	if _, err := s.flink.WithTimeout(options.JobSubmissionTimeout.Get(s.jobConfig())).RunJar(ctx, jarID, req); err != nil {
 		if flink.IsDuplicateJob(err) {
 			// Submitted before a crash: the job id is Flink's, nothing to do.
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
@@ -579,15 +583,15 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 	return j
 }
 
-// jobSpecChanged ignores what upstream marks IGNORE (as for FlinkDeployments).
+// jobSpecChanged is specChanged, the deployments' comparison, on the fields a session job
+// shares with a deployment, plus its session: what upstream marks IGNORE changes nothing, and
+// neither does removing restartNonce or savepointRedeployNonce (upstream's @SpecDiff ignores
+// null there).
 func jobSpecChanged(deployed, desired *flinkv1beta1.FlinkSessionJobSpec) bool {
-	norm := func(spec *flinkv1beta1.FlinkSessionJobSpec) map[string]any {
-		wrapped := flinkv1beta1.FlinkDeploymentSpec{Job: spec.Job, FlinkConfiguration: spec.FlinkConfiguration, RestartNonce: spec.RestartNonce}
-		m := significant(&wrapped)
-		m["deploymentName"] = spec.DeploymentName
-		return m
+	wrap := func(spec *flinkv1beta1.FlinkSessionJobSpec) *flinkv1beta1.FlinkDeploymentSpec {
+		return &flinkv1beta1.FlinkDeploymentSpec{Job: spec.Job, FlinkConfiguration: spec.FlinkConfiguration, RestartNonce: spec.RestartNonce}
 	}
-	return !equalStatus(norm(deployed), norm(desired))
+	return deployed.DeploymentName != desired.DeploymentName || specChanged(wrap(deployed), wrap(desired))
 }
 
 // parseHeaders reads Flink's map syntax "k1:v1,k2:v2".

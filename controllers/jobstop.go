@@ -41,6 +41,9 @@ type jobStop struct {
 	recorder   record.EventRecorder
 	persist    func(context.Context) error
 	format     flink.SavepointFormat
+	// cancelTimeout bounds the cancel call (kubernetes.operator.flink.client.cancel.timeout);
+	// zero leaves the client's timeout.
+	cancelTimeout time.Duration
 	// ownState: the job restores its own state (savepoint or last-state mode), not nothing or a
 	// savepoint the user chose; only then is a cancelled job's latest checkpoint recorded.
 	ownState bool
@@ -194,7 +197,11 @@ func (x *jobStop) cancel(ctx context.Context, keepCheckpoint bool) (stopProgress
 		return stopPending, err
 	}
 	js := &x.status.JobStatus
-	if err := cl.CancelJob(ctx, js.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
+	canceller := cl
+	if x.cancelTimeout > 0 {
+		canceller = cl.WithTimeout(x.cancelTimeout)
+	}
+	if err := canceller.CancelJob(ctx, js.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
 		return stopPending, fmt.Errorf("cancel job %s: %w", js.JobID, err)
 	}
 	state, err := cl.JobStatus(ctx, js.JobID)

@@ -126,12 +126,20 @@ func (l *legacySnapshots) savepoints(ctx context.Context, cl *flink.Client) (boo
 		return false, nil
 	}
 	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: js.JobID, TriggerID: info.TriggerID, Format: savepointFormat(l.conf)}
+	triggeredAt := triggerTime(info.TriggerTimestamp)
 	progress, err := l.track(ctx, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
 	if err != nil || progress.Outcome == flink.OutcomePending {
 		return progress.Outcome == flink.OutcomePending, err
 	}
 	if progress.Outcome == flink.OutcomeFailed {
-		l.failed(ReasonSavepointError, fmt.Sprintf("%s savepoint failed: %s", kind, progress.Failure))
+		msg := fmt.Sprintf("%s savepoint failed: %s", kind, progress.Failure)
+		if kind == flinkv1beta1.SnapshotTriggerManual && withinGracePeriod(triggeredAt, options.SavepointTriggerGracePeriod.Get(l.conf)) {
+			if err := l.retryNonce(true); err != nil {
+				return false, err
+			}
+			msg += "; failed within kubernetes.operator.savepoint.trigger.grace-period of its trigger, so it is triggered again"
+		}
+		l.failed(ReasonSavepointError, msg)
 		return false, l.persist(ctx)
 	}
 	done := flinkv1beta1.Savepoint{TimeStamp: time.Now().UnixMilli(), Location: progress.Location, TriggerType: kind,
@@ -170,12 +178,20 @@ func (l *legacySnapshots) checkpoints(ctx context.Context, cl *flink.Client) (bo
 		return false, nil
 	}
 	op := flink.Operation{Kind: flink.OperationCheckpoint, JobID: js.JobID, TriggerID: info.TriggerID, CheckpointType: flink.CheckpointFull}
+	triggeredAt := triggerTime(info.TriggerTimestamp)
 	progress, err := l.track(ctx, cl, &op, operationTrigger{&info.TriggerID, &info.TriggerType, &info.TriggerTimestamp}, kind)
 	if err != nil || progress.Outcome == flink.OutcomePending {
 		return progress.Outcome == flink.OutcomePending, err
 	}
 	if progress.Outcome == flink.OutcomeFailed {
-		l.failed(ReasonCheckpointError, fmt.Sprintf("%s checkpoint failed: %s", kind, progress.Failure))
+		msg := fmt.Sprintf("%s checkpoint failed: %s", kind, progress.Failure)
+		if kind == flinkv1beta1.SnapshotTriggerManual && withinGracePeriod(triggeredAt, options.CheckpointTriggerGracePeriod.Get(l.conf)) {
+			if err := l.retryNonce(false); err != nil {
+				return false, err
+			}
+			msg += "; failed within kubernetes.operator.checkpoint.trigger.grace-period of its trigger, so it is triggered again"
+		}
+		l.failed(ReasonCheckpointError, msg)
 		return false, l.persist(ctx)
 	}
 	done := flinkv1beta1.Checkpoint{TimeStamp: time.Now().UnixMilli(), TriggerType: kind, FormatType: flinkv1beta1.CheckpointTypeFull}
@@ -200,6 +216,31 @@ func (l *legacySnapshots) track(ctx context.Context, cl *flink.Client, op *flink
 		l.recorder.Eventf(l.owner, corev1.EventTypeNormal, reason, "%s %s triggered", kind, what)
 	}
 	return progress, err
+}
+
+// withinGracePeriod says a snapshot triggered at triggeredAt that failed now is asked for again
+// (upstream's SnapshotUtils.gracePeriodEnded, in SnapshotObserver): Flink refuses a trigger
+// while, for example, the job's tasks are still starting. A manual snapshot that fails later
+// is not retried; a new nonce asks again.
+func withinGracePeriod(triggeredAt time.Time, grace time.Duration) bool {
+	return time.Since(triggeredAt) < grace
+}
+
+// retryNonce makes the manual savepoint (or checkpoint) be triggered again: its nonce,
+// recorded as handled when it was triggered, is recorded as none; the other nonce stays as
+// recorded. recordNonces writes the desired job's nonces, and the constructors give l.desired
+// that same job, so the nonces are set there for the write only.
+func (l *legacySnapshots) retryNonce(savepoint bool) error {
+	d, recorded := l.desired, l.deployedJob()
+	sp, cp := d.SavepointTriggerNonce, d.CheckpointTriggerNonce
+	defer func() { d.SavepointTriggerNonce, d.CheckpointTriggerNonce = sp, cp }()
+	d.SavepointTriggerNonce, d.CheckpointTriggerNonce = recorded.SavepointTriggerNonce, recorded.CheckpointTriggerNonce
+	if savepoint {
+		d.SavepointTriggerNonce = nil
+	} else {
+		d.CheckpointTriggerNonce = nil
+	}
+	return l.recordNonces()
 }
 
 // failed records a failed snapshot in status.error and as an event.

@@ -56,7 +56,7 @@ func Apply(ctx context.Context, c client.Client, live client.Reader, cluster *Cl
 	}
 	if cluster.Ingress != nil {
 		g.Go(func() error { return apply(gctx, c, cluster.Ingress) })
-	} else {
+	} else if !cluster.IngressUnmanaged {
 		g.Go(func() error { return deleteIfOurs(gctx, c, &networkingv1.Ingress{}, ns, IngressName(name), ours) })
 	}
 	if cluster.InternalService == nil {

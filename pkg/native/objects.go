@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Cluster holds the Kubernetes objects of one Flink cluster.
@@ -46,6 +47,9 @@ type Cluster struct {
 	InternalService *corev1.Service
 	// Ingress, when spec.ingress is set; owned by the FlinkDeployment.
 	Ingress *networkingv1.Ingress
+	// IngressUnmanaged: the operator configuration sets kubernetes.operator.ingress.manage to
+	// false, so no Ingress is created, updated or deleted (Ingress is then nil).
+	IngressUnmanaged bool
 }
 
 // Dependents are the objects owned by the JobManager Deployment, in apply order.
@@ -136,7 +140,8 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if !conf.HAEnabled() {
 		c.InternalService = b.internalService()
 	}
-	if dep.Spec.Ingress != nil {
+	c.IngressUnmanaged = !options.ManageIngress.Get(defaults.Operator)
+	if dep.Spec.Ingress != nil && !c.IngressUnmanaged {
 		if c.Ingress, err = BuildIngress(dep, b.restPort); err != nil {
 			return nil, err
 		}

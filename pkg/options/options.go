@@ -40,6 +40,8 @@ type Option struct {
 	Description string
 	// Allowed, when set, are the only values (compared without case).
 	Allowed []string
+	// DeprecatedKey, when set, is upstream's older key of the option, read when Key is not set.
+	DeprecatedKey string
 }
 
 // Conf is a flattened Flink configuration.
@@ -49,6 +51,10 @@ type Conf = map[string]string
 func (o Option) raw(conf Conf) (string, bool) {
 	v, ok := conf[o.Key]
 	v = strings.TrimSpace(v)
+	if v == "" && o.DeprecatedKey != "" {
+		v, ok = conf[o.DeprecatedKey]
+		v = strings.TrimSpace(v)
+	}
 	return v, ok && v != ""
 }
 

@@ -26,6 +26,11 @@ var (
 		Description: "Operator configuration only. Retries on the back-off; after as many failures in a row the resource is retried every reconcile.interval (or max.interval if longer) with a log line saying so, where upstream stops retrying until the next event."}}
 	RetryMaxInterval = DurationOption{Option{Key: "kubernetes.operator.retry.max.interval", Type: TypeDuration,
 		Description: "Operator configuration only. Longest wait between retries; none caps it at reconcile.interval, so a failing resource is looked at at least as often as a settled one."}}
+	CancelTimeout = DurationOption{Option{Key: "kubernetes.operator.flink.client.cancel.timeout", Default: "1 min", Type: TypeDuration,
+		DeprecatedKey: "kubernetes.operator.reconciler.flink.cancel.job.timeout",
+		Description:   "Timeout of the call asking a JobManager to cancel a job (in place of flink.client.timeout); the job is then followed until it is CANCELED. Deprecated key: kubernetes.operator.reconciler.flink.cancel.job.timeout."}}
+	JobSubmissionTimeout = DurationOption{Option{Key: "kubernetes.operator.job.submission.timeout", Default: "10 min", Type: TypeDuration,
+		Description: "Timeout of a session job's submission, the call that runs its uploaded jar on the session cluster (in place of flink.client.timeout): the JobManager answers once the job's main method has built the job graph."}}
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	LabelSelector = StringOption{Option{Key: "kubernetes.operator.label.selector", Type: TypeString,
@@ -34,6 +39,11 @@ var (
 		Description: "Operator configuration only (or --leader-election-id). The leader election Lease (with --leader-elect); every shard's instances need a Lease of their own. A change restarts the controllers in-process."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
 		Description: "How long deletion waits for a savepoint on deletion, a session job's cancellation or a JobManager's pods before going on."}}
+	BlockOnUnmanagedJobs = BoolOption{Option{Key: "kubernetes.operator.session.deletion.block-on-unmanaged-jobs", Default: "true", Type: TypeBool,
+		DeprecatedKey: "kubernetes.operator.session.block-on-unmanaged-jobs",
+		Description:   "Deleting a session cluster waits (Warning CleanupFailed naming them) while its JobManager runs jobs that are not globally terminal and no FlinkSessionJob manages, e.g. submitted with the CLI or the SQL gateway; their HA metadata is kept meanwhile. Read from the deployed spec's configuration. Deprecated key: kubernetes.operator.session.block-on-unmanaged-jobs."}}
+	ManageIngress = BoolOption{Option{Key: "kubernetes.operator.ingress.manage", Default: "true", Type: TypeBool,
+		Description: "Operator configuration only (a resource's value is not read, as upstream). false: the operator creates, updates and deletes no Ingress; spec.ingress is left to the user."}}
 	DeletionPropagation = StringOption{Option{Key: "kubernetes.operator.resource.deletion.propagation", Default: "Foreground", Type: TypeString,
 		Description: "How a cluster's JobManager Deployment is deleted: Foreground (gone once its pods are), Background or Orphan.",
 		Allowed:     []string{"Foreground", "Background", "Orphan"}}}
@@ -99,6 +109,11 @@ var (
 		Description: "Periodic savepoints: a duration or a Quartz cron expression; 0 or empty is off."}}
 	PeriodicCheckpoint = StringOption{Option{Key: "kubernetes.operator.periodic.checkpoint.interval", Type: TypeSchedule,
 		Description: "Periodic checkpoints: a duration or a Quartz cron expression; 0 or empty is off."}}
+	SavepointTriggerGracePeriod = DurationOption{Option{Key: "kubernetes.operator.savepoint.trigger.grace-period", Default: "1 min", Type: TypeDuration,
+		DeprecatedKey: "kubernetes.operator.observer.savepoint.trigger.grace-period",
+		Description:   "Legacy snapshot mode: a manual savepoint that fails within this period after its trigger is triggered again; one failing later is reported and not retried (a new nonce asks again). FlinkStateSnapshot resources retry by their backoffLimit instead. Deprecated key: kubernetes.operator.observer.savepoint.trigger.grace-period."}}
+	CheckpointTriggerGracePeriod = DurationOption{Option{Key: "kubernetes.operator.checkpoint.trigger.grace-period", Default: "1 min", Type: TypeDuration,
+		Description: "Legacy snapshot mode: a manual checkpoint that fails within this period after its trigger is triggered again; one failing later is reported and not retried (a new nonce asks again)."}}
 	SavepointHistoryMaxCount = IntOption{Option{Key: "kubernetes.operator.savepoint.history.max.count", Default: "10", Type: TypeInt,
 		Description: "Periodic and upgrade savepoints kept; manual and user-created ones are never trimmed (legacy snapshot mode: every savepointHistory entry counts)."}}
 	SavepointHistoryMaxAge = DurationOption{Option{Key: "kubernetes.operator.savepoint.history.max.age", Default: "1 d", Type: TypeDuration,
@@ -143,17 +158,17 @@ var (
 )
 
 var registry = []Option{
-	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
+	ReconcileInterval.Option, ProgressCheckInterval.Option, RESTTimeout.Option, CancelTimeout.Option, JobSubmissionTimeout.Option, WatchedNamespaces.Option, ReconcileParallelism.Option, ResourceCleanupTimeout.Option,
 	LabelSelector.Option, LeaseName.Option,
 	RateLimiterLimit.Option, RateLimiterRefreshPeriod.Option, RetryInitialInterval.Option, RetryIntervalMultiplier.Option,
 	RetryMaxAttempts.Option, RetryMaxInterval.Option,
-	DeletionPropagation.Option,
+	DeletionPropagation.Option, BlockOnUnmanagedJobs.Option, ManageIngress.Option,
 	LastStateFallback.Option, LastStateCancel.Option, MaxCheckpointAge.Option, InPlaceScaling.Option, RestartFailed.Option, SavepointOnDeletion.Option,
 	IgnorePendingSavepoint.Option,
 	RollbackEnabled.Option, ReadinessTimeout.Option, SavepointFormat.Option, DrainOnSavepointDeletion.Option,
 	JMDeploymentRecovery.Option, JMShutdownTTL.Option, HealthCheck.Option, HealthRestartsWindow.Option, HealthRestartsThreshold.Option,
 	HealthCheckpointProgress.Option, HealthCheckpointWindow.Option,
-	SnapshotResources.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
+	SnapshotResources.Option, SavepointTriggerGracePeriod.Option, CheckpointTriggerGracePeriod.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
 	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
 	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
 	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option,

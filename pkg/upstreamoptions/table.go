@@ -46,9 +46,9 @@ var table = []Entry{
 
 	// Flink REST.
 	{Key: op + "flink.client.timeout", Support: Honoured},
-	{Key: op + "flink.client.cancel.timeout", Support: Warned, Why: "a cancel is tracked across reconciles until the job is CANCELED (each REST call bounded by flink.client.timeout), not awaited with its own timeout"},
-	{Key: op + "job.submission.timeout", Support: Warned, Why: "submissions are REST calls bounded by flink.client.timeout; a JobManager that does not start is reported by the deployment state machine (ERROR, deployment.readiness.timeout)"},
-	{Key: op + "observer.rest-ready.delay", Support: Warned, Why: "the JobManager is READY as soon as its REST API answers; no extra delay is added"},
+	{Key: op + "flink.client.cancel.timeout", Support: Honoured},
+	{Key: op + "job.submission.timeout", Support: Honoured},
+	{Key: op + "observer.rest-ready.delay", Support: Warned, Why: "upstream marks the JobManager DEPLOYED_NOT_READY once its port accepts connections and READY this long after, unchecked, as a guess at when the REST API is up; here READY is decided by the REST API answering (GET /config), so there is no guess to tune"},
 
 	// Cluster objects.
 	{Key: op + "resource.cleanup.timeout", Support: Honoured},
@@ -57,9 +57,9 @@ var table = []Entry{
 	{Key: op + "jm-deployment.shutdown-ttl", Support: Honoured},
 	{Key: op + "jm-deployment.startup.probe.enabled", Support: Warned, HonouredValue: "true", Why: "the JobManager always has a startup probe on the REST port's /config"},
 	{Key: op + "pod-template.merge-arrays-by-name", Support: Warned, HonouredValue: "true", Why: "pod templates are always merged with Kubernetes' strategic merge: lists by name or key, as upstream's `true`; upstream's default merges lists by index"},
-	{Key: op + "ingress.manage", Support: Warned, HonouredValue: "true", Why: "the Ingress of spec.ingress is always created and kept; leave spec.ingress out to have none"},
+	{Key: op + "ingress.manage", Support: Honoured},
 	{Key: op + "session.deletion.block-on-session-jobs", Support: Warned, HonouredValue: "true", Why: "a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them)"},
-	{Key: op + "session.deletion.block-on-unmanaged-jobs", Support: Warned, HonouredValue: "false", Why: "deleting a session cluster does not wait for jobs submitted to it outside the operator"},
+	{Key: op + "session.deletion.block-on-unmanaged-jobs", Support: Honoured},
 
 	// Upgrades, rollback, restarts.
 	{Key: op + "job.upgrade.last-state-fallback.enabled", Support: Honoured},
@@ -85,8 +85,8 @@ var table = []Entry{
 	{Key: op + "periodic.checkpoint.interval", Support: Honoured},
 	{Key: op + "savepoint.format.type", Support: Honoured},
 	{Key: op + "checkpoint.type", Support: Warned, HonouredValue: "FULL", Why: "the checkpoints the operator triggers are always FULL (upstream's default)"},
-	{Key: op + "savepoint.trigger.grace-period", Support: Warned, Why: "a triggered savepoint is tracked until Flink reports its outcome (each poll bounded by flink.client.timeout); none is given up after a grace period"},
-	{Key: op + "checkpoint.trigger.grace-period", Support: Warned, Why: "a triggered checkpoint is tracked until Flink reports its outcome (each poll bounded by flink.client.timeout); none is given up after a grace period"},
+	{Key: op + "savepoint.trigger.grace-period", Support: Honoured},
+	{Key: op + "checkpoint.trigger.grace-period", Support: Honoured},
 	{Key: op + "savepoint.history.max.count", Support: Honoured},
 	{Key: op + "savepoint.history.max.age", Support: Honoured},
 	{Key: op + "savepoint.history.max.count.threshold", Support: Honoured},

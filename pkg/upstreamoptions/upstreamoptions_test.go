@@ -71,7 +71,7 @@ func TestUnhonouredOptionsAreWarned(t *testing.T) {
 			"kubernetes.operator.savepoint.format.type": "NATIVE", "kubernetes.operator.job.restart.failed": "true",
 			"taskmanager.numberOfTaskSlots": "2", "job.autoscaler.enabled": "true", "kubernetes.operator.pod-security.level": "baseline"}},
 		{name: "an option with no effect here", conf: map[string]string{"kubernetes.operator.observer.rest-ready.delay": "30 s"},
-			want: []string{"spec.flinkConfiguration.kubernetes.operator.observer.rest-ready.delay (an Apache operator option) is not honoured by this operator and is ignored: the JobManager is READY as soon as its REST API answers; no extra delay is added"}},
+			want: []string{"spec.flinkConfiguration.kubernetes.operator.observer.rest-ready.delay (an Apache operator option) is not honoured by this operator and is ignored: upstream marks the JobManager DEPLOYED_NOT_READY once its port accepts connections and READY this long after, unchecked, as a guess at when the REST API is up; here READY is decided by the REST API answering (GET /config), so there is no guess to tune"}},
 		{name: "set to what happens anyway: no warning", conf: map[string]string{
 			"kubernetes.operator.pod-template.merge-arrays-by-name": "TRUE", "kubernetes.operator.checkpoint.type": "full",
 			"kubernetes.operator.session.deletion.block-on-session-jobs": "true", "kubernetes.operator.jm-deployment.startup.probe.enabled": " true"}},

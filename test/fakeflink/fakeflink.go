@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is a fake JobManager shared by all clusters of a test.
@@ -50,6 +51,9 @@ type Server struct {
 	requirements map[string]map[string]map[string]map[string]int
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
+	// RunDelay and CancelDelay make POST /jars/:id/run and PATCH /jobs/:id (cancel) answer
+	// only after this long (a busy JobManager); set them before the operator starts.
+	RunDelay, CancelDelay time.Duration
 	// onCancel, when set, is called when a job is cancelled (after it is CANCELED).
 	onCancel func(jobID string)
 	// latestCheckpoints override CheckpointPath as a job's latest completed checkpoint.
@@ -58,6 +62,8 @@ type Server struct {
 	runningSince map[string]int64
 	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
 	failCancel string
+	// checkpointFailure, when set, makes every triggered checkpoint fail with this message.
+	checkpointFailure string
 	// graphs are the scripted job graphs and metrics (metrics.go).
 	graphs *graphs
 }
@@ -240,6 +246,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.URL.Path == "/config":
 		writeJSON(w, 200, map[string]any{"flink-version": s.Version, "flink-revision": "fake", "features": map[string]bool{"web-submit": true}})
+	case r.URL.Path == "/jobs/overview":
+		s.mu.Lock()
+		jobs := make([]map[string]any, 0, len(s.jobs))
+		for id, state := range s.jobs {
+			jobs = append(jobs, map[string]any{"jid": id, "name": "fake", "state": state, "start-time": 1, "end-time": -1})
+		}
+		s.mu.Unlock()
+		writeJSON(w, 200, map[string]any{"jobs": jobs})
 	case r.URL.Path == "/overview":
 		writeJSON(w, 200, map[string]any{"taskmanagers": 1, "slots-total": 2, "flink-version": s.Version})
 	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "resource-requirements":
@@ -341,6 +355,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, 202, map[string]string{"request-id": body.TriggerID})
 	case len(parts) == 4 && parts[0] == "jobs" && parts[2] == "checkpoints":
+		s.mu.Lock()
+		failure := s.checkpointFailure
+		s.mu.Unlock()
+		if failure != "" {
+			writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"},
+				"operation": map[string]any{"failureCause": map[string]string{"class": "java.lang.Exception", "stack-trace": "java.lang.Exception: " + failure}}})
+			return
+		}
 		writeJSON(w, 200, map[string]any{"status": map[string]string{"id": "COMPLETED"}, "operation": map[string]any{"checkpointId": 7}})
 	case r.URL.Path == "/savepoint-disposal" && r.Method == http.MethodPost:
 		var body struct {
@@ -389,6 +411,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeJSON(w, 200, map[string]any{"filename": "/tmp/flink-web-upload/" + id, "status": "success"})
 	case len(parts) == 3 && parts[0] == "jars" && parts[2] == "run" && r.Method == http.MethodPost:
+		time.Sleep(s.RunDelay)
 		var req RunRequest
 		_ = json.NewDecoder(r.Body).Decode(&req)
 		req.JarID = parts[1]
@@ -431,6 +454,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"jid": parts[1], "name": "fake", "state": state, "start-time": 1,
 			"timestamps": map[string]int64{"RUNNING": running}, "vertices": []any{}})
 	case len(parts) == 2 && parts[0] == "jobs" && r.Method == http.MethodPatch:
+		time.Sleep(s.CancelDelay)
 		s.mu.Lock()
 		if s.failCancel != "" {
 			failure := s.failCancel
@@ -453,6 +477,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
 	}
+}
+
+// SetCheckpointFailure makes every triggered checkpoint fail with message ("" lets them
+// complete).
+func (s *Server) SetCheckpointFailure(message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkpointFailure = message
 }
 
 // SetAutoComplete says whether savepoints complete as soon as they are triggered; when not,
