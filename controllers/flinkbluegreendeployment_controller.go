@@ -32,6 +32,7 @@ const (
 	ReasonBlueGreenAborted   = "BlueGreenAborted"
 	ReasonBlueGreenFailed    = "BlueGreenFailed"
 	ReasonBlueGreenPatched   = "BlueGreenPatched"
+	ReasonBlueGreenNotReady  = "BlueGreenNotReady"
 )
 
 // Condition types of a FlinkBlueGreenDeployment.
@@ -213,6 +214,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) inputs(bg *flinkv1beta1.FlinkBlueGr
 		ActiveReady:    childReady(obs.children[active]),
 		TargetExists:   obs.children[target] != nil && obs.children[target].DeletionTimestamp.IsZero(),
 		TargetReady:    childReady(obs.children[target]),
+		Failing:        bg.Status.Error != "",
 	}
 	if obs.savepoint != nil {
 		switch obs.savepoint.Status.State {
@@ -270,7 +272,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 			// At rest and without a failed switch, the active child runs the recorded template:
 			// re-apply it in case the operator stopped between recording and applying it.
 			if active := obs.children[step.Target]; st.Error == "" && active != nil {
-				if _, err := r.ensureChild(ctx, bg, step.Target, restorePathOf(active), active); err != nil {
+				if _, err := r.ensureChild(ctx, bg, &bg.Spec.Template, step.Target, restorePathOf(active), active); err != nil {
 					return ctrl.Result{}, err
 				}
 			}
@@ -293,36 +295,56 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		}
 		return wait(), nil
 
-	case bluegreen.ActionDeploy:
+	case bluegreen.ActionDeploy, bluegreen.ActionDeployRecorded:
+		// The recorded template, when the current one asks for a suspend that waits for the
+		// switch to end: neither applied to the new child nor recorded.
+		spec := &bg.Spec
+		if step.Action == bluegreen.ActionDeployRecorded && obs.last != nil {
+			spec = obs.last
+		}
+		diff := bluegreen.Compare(obs.last, spec)
+		if diff == bluegreen.DiffSavepointRedeploy {
+			// The user chose the state to start from (upstream's startSavepointRedeployTransition):
+			// the new child starts from initialSavepointPath, never from a savepoint of the switch.
+			st.SavepointTriggerID = ""
+		}
 		// A new spec (or a new switch) gets a grace period of its own; the same spec redeployed
 		// (its child was missing or being replaced) keeps the one running.
 		_, graceRunning := parseTimestamp(st.AbortTimestamp)
-		sameSwitch := isTransitioning(base.Status.BlueGreenState) && graceRunning &&
-			bluegreen.Compare(obs.last, &bg.Spec) == bluegreen.DiffNone
+		sameSwitch := isTransitioning(base.Status.BlueGreenState) && graceRunning && diff == bluegreen.DiffNone
 		if !sameSwitch {
 			st.AbortTimestamp = now.Add(opts.AbortGracePeriod).UTC().Format(time.RFC3339Nano)
 		}
 		st.DeploymentReadyTimestamp = ""
 		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
 		st.Error = ""
-		if err := recordSpec(); err != nil {
-			return ctrl.Result{}, err
+		if spec == &bg.Spec {
+			if err := recordSpec(); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		r.setConditions(bg, obs)
 		if err := r.writeStatus(ctx, base, bg); err != nil {
 			return ctrl.Result{}, err
 		}
-		path, err := r.restorePath(bg, obs)
+		path, err := r.restorePath(bg, spec, obs)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		done, err := r.ensureChild(ctx, bg, step.Target, path, target)
+		done, err := r.ensureChild(ctx, bg, &spec.Template, step.Target, path, target)
 		if err != nil || !done {
 			return requeueSoon(), err
 		}
 		return wait(), nil
 
 	case bluegreen.ActionPatchActive:
+		if isSavepointing(base.Status.BlueGreenState) {
+			// A suspend asked for during the switch's savepoint: the switch is given up.
+			if err := r.dropSavepoint(ctx, obs); err != nil {
+				return ctrl.Result{}, err
+			}
+			resetMarkers()
+		}
 		if bluegreen.IsSuspended(&bg.Spec) {
 			st.JobStatus.State = flinkv1beta1.JobStatusSuspended
 		} else {
@@ -336,7 +358,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		if err := r.writeStatus(ctx, base, bg); err != nil {
 			return ctrl.Result{}, err
 		}
-		done, err := r.ensureChild(ctx, bg, step.Target, restorePathOf(target), target)
+		done, err := r.ensureChild(ctx, bg, &bg.Spec.Template, step.Target, restorePathOf(target), target)
 		if err != nil || !done {
 			return requeueSoon(), err
 		}
@@ -415,12 +437,9 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		if obs.savepoint != nil && obs.savepoint.Status.Error != "" {
 			reason = obs.savepoint.Status.Error
 		}
-		// A snapshot still retrying would keep savepointing the active child: deleted before
-		// the failure is recorded (a restart in between only retries the savepoint).
-		if snap := obs.savepoint; snap != nil && snap.Status.State != flinkv1beta1.SnapshotCompleted {
-			if err := r.Client.Delete(ctx, snap); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete failed savepoint %s: %w", snap.Name, err)
-			}
+		// Deleted before the failure is recorded (a restart in between only retries the savepoint).
+		if err := r.dropSavepoint(ctx, obs); err != nil {
+			return ctrl.Result{}, err
 		}
 		resetMarkers()
 		st.JobStatus.State = flinkv1beta1.JobStatusFailing
@@ -435,8 +454,35 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		}
 		r.Recorder.Event(bg, "Warning", ReasonBlueGreenFailed, st.Error)
 		return ctrl.Result{}, nil
+
+	case bluegreen.ActionFailNotReady:
+		// Upstream's checkAndInitiateDeployment: reported, recorded (the same spec is not
+		// retried), and no child is touched; the next change tries again.
+		st.JobStatus.State = flinkv1beta1.JobStatusFailing
+		st.Error = fmt.Sprintf("Transition to %s not possible, current Flink Deployment '%s' is not READY. FAILING '%s'",
+			step.Target.Other(), childName(bg, step.Target), bg.Name)
+		if err := recordSpec(); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.setConditions(bg, obs)
+		if err := r.writeStatus(ctx, base, bg); err != nil {
+			return ctrl.Result{}, err
+		}
+		r.Recorder.Event(bg, "Warning", ReasonBlueGreenNotReady, st.Error)
+		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, fmt.Errorf("unknown blue/green action %q", step.Action)
+}
+
+// dropSavepoint deletes the switch's snapshot unless it completed: one still retrying would
+// keep savepointing the active child.
+func (r *FlinkBlueGreenDeploymentReconciler) dropSavepoint(ctx context.Context, obs *observed) error {
+	if snap := obs.savepoint; snap != nil && snap.Status.State != flinkv1beta1.SnapshotCompleted {
+		if err := r.Client.Delete(ctx, snap); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete savepoint %s of the switch: %w", snap.Name, err)
+		}
+	}
+	return nil
 }
 
 func isSavepointing(s flinkv1beta1.FlinkBlueGreenDeploymentState) bool {
@@ -541,37 +587,37 @@ func toCamel(s string) string {
 }
 
 // restorePath is what the new child starts from: the switch's savepoint, else the template's
-// initialSavepointPath (first deployment, stateless upgrade mode).
-func (r *FlinkBlueGreenDeploymentReconciler) restorePath(bg *flinkv1beta1.FlinkBlueGreenDeployment, obs *observed) (string, error) {
+// initialSavepointPath (first deployment, stateless upgrade mode, savepoint redeploy).
+func (r *FlinkBlueGreenDeploymentReconciler) restorePath(bg *flinkv1beta1.FlinkBlueGreenDeployment, spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec, obs *observed) (string, error) {
 	if bg.Status.SavepointTriggerID != "" {
 		if obs.savepoint == nil || obs.savepoint.Status.Path == "" {
 			return "", fmt.Errorf("savepoint %s of the switch has no path", bg.Status.SavepointTriggerID)
 		}
 		return obs.savepoint.Status.Path, nil
 	}
-	if job := bg.Spec.Template.Spec.Job; job != nil {
+	if job := spec.Template.Spec.Job; job != nil {
 		return job.InitialSavepointPath, nil
 	}
 	return "", nil
 }
 
-// desiredChild is child c built from the template: upstream's name and label, owned by bg,
+// desiredChild is child c built from tmpl: upstream's name and label, owned by bg,
 // starting from restorePath, its own ingress (if any) prefixed with its color so the two
 // children's hosts differ.
-func (r *FlinkBlueGreenDeploymentReconciler) desiredChild(bg *flinkv1beta1.FlinkBlueGreenDeployment, c bluegreen.Color, restorePath string) (*flinkv1beta1.FlinkDeployment, error) {
+func (r *FlinkBlueGreenDeploymentReconciler) desiredChild(bg *flinkv1beta1.FlinkBlueGreenDeployment, tmpl *flinkv1beta1.FlinkDeploymentTemplateSpec, c bluegreen.Color, restorePath string) (*flinkv1beta1.FlinkDeployment, error) {
 	d := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: childName(bg, c), Namespace: bg.Namespace}}
 	d.Labels = map[string]string{}
-	for k, v := range bg.Spec.Template.ObjectMeta.Labels {
+	for k, v := range tmpl.ObjectMeta.Labels {
 		d.Labels[k] = v
 	}
 	d.Labels[flinkv1beta1.BlueGreenDeploymentTypeLabel] = string(c)
-	if len(bg.Spec.Template.ObjectMeta.Annotations) > 0 {
+	if len(tmpl.ObjectMeta.Annotations) > 0 {
 		d.Annotations = map[string]string{}
-		for k, v := range bg.Spec.Template.ObjectMeta.Annotations {
+		for k, v := range tmpl.ObjectMeta.Annotations {
 			d.Annotations[k] = v
 		}
 	}
-	d.Spec = *bg.Spec.Template.Spec.DeepCopy()
+	d.Spec = *tmpl.Spec.DeepCopy()
 	if d.Spec.Job != nil {
 		d.Spec.Job.InitialSavepointPath = restorePath
 	}
@@ -584,12 +630,12 @@ func (r *FlinkBlueGreenDeploymentReconciler) desiredChild(bg *flinkv1beta1.Flink
 	return d, nil
 }
 
-// ensureChild makes child c match the template, starting from restorePath. A child that
+// ensureChild makes child c match tmpl, starting from restorePath. A child that
 // started from another savepoint (left by an aborted switch) is deleted and created anew: a
 // FlinkDeployment reads initialSavepointPath on its first deployment only. done is false while
 // such a child is still being deleted.
-func (r *FlinkBlueGreenDeploymentReconciler) ensureChild(ctx context.Context, bg *flinkv1beta1.FlinkBlueGreenDeployment, c bluegreen.Color, restorePath string, existing *flinkv1beta1.FlinkDeployment) (done bool, err error) {
-	want, err := r.desiredChild(bg, c, restorePath)
+func (r *FlinkBlueGreenDeploymentReconciler) ensureChild(ctx context.Context, bg *flinkv1beta1.FlinkBlueGreenDeployment, tmpl *flinkv1beta1.FlinkDeploymentTemplateSpec, c bluegreen.Color, restorePath string, existing *flinkv1beta1.FlinkDeployment) (done bool, err error) {
+	want, err := r.desiredChild(bg, tmpl, c, restorePath)
 	if err != nil {
 		return false, err
 	}

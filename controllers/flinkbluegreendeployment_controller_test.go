@@ -141,6 +141,29 @@ func changeImage(t *testing.T, c client.Client, ns, name, image string) {
 	}))
 }
 
+func updateBlueGreenSpec(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		bg := getBlueGreen(t, c, ns, name)
+		change(bg)
+		return c.Update(context.Background(), bg)
+	}))
+}
+
+func setBlueGreenJobState(t *testing.T, c client.Client, ns, name string, state flinkv1beta1.JobState) {
+	t.Helper()
+	updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) { bg.Spec.Template.Spec.Job.State = state })
+}
+
+// configWith is conf with key set.
+func configWith(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value string) flinkv1beta1.FlinkConfiguration {
+	t.Helper()
+	flat, err := conf.Flatten()
+	require.NoError(t, err)
+	flat[key] = value
+	return flinkv1beta1.NewFlinkConfiguration(flat)
+}
+
 // activeBlue creates a blue/green deployment and runs its blue child until ACTIVE_BLUE.
 func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace string) (blueJob string) {
 	t.Helper()
@@ -293,6 +316,171 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
 			"suspend and resume never start green")
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, getBlueGreen(t, c, ns, name).Status.BlueGreenState)
+	})
+
+	t.Run("a trigger nonce or an operator option patches the active child, no switch", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-patch")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
+
+		updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
+			nonce := int64(7)
+			bg.Spec.Template.Spec.Job.SavepointTriggerNonce = &nonce
+			bg.Spec.Template.Spec.FlinkConfiguration = configWith(t, bg.Spec.Template.Spec.FlinkConfiguration, "kubernetes.operator.savepoint.history.max.count", "3")
+		})
+		blue := waitChild(t, c, ns, name+"-blue", "blue patched", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.SavepointTriggerNonce != nil && *d.Spec.Job.SavepointTriggerNonce == 7
+		})
+		flat, err := blue.Spec.FlinkConfiguration.Flatten()
+		require.NoError(t, err)
+		assert.Equal(t, "3", flat["kubernetes.operator.savepoint.history.max.count"], "the option reaches blue")
+		// Blue's own controller takes the manual savepoint the nonce asks for, on blue's job.
+		wait.For(t, 10*time.Second, "blue's manual savepoint", func() bool {
+			for _, r := range flink.Requests() {
+				if r == "POST /jobs/"+blueJob+"/savepoints" {
+					return true
+				}
+			}
+			return false
+		}, func() string { return fmt.Sprintf("requests %v", flink.Requests()) })
+		assert.Never(t, func() bool {
+			return c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{}) == nil
+		}, 2*time.Second, 100*time.Millisecond, "no green child")
+		bg := getBlueGreen(t, c, ns, name)
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
+		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint for a switch")
+		var snaps flinkv1beta1.FlinkStateSnapshotList
+		require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns)))
+		for _, snap := range snaps.Items {
+			if owner := metav1.GetControllerOf(&snap); owner != nil {
+				assert.NotEqual(t, "FlinkBlueGreenDeployment", owner.Kind, "no savepoint for a switch: %s", snap.Name)
+			}
+		}
+		assert.Equal(t, blueJob, get(t, c, ns, name+"-blue").Status.JobStatus.JobID, "blue's job runs on")
+		assert.NotContains(t, flink.Stops(), blueJob)
+		events.seen(t, ReasonBlueGreenPatched)
+	})
+
+	t.Run("a savepoint redeploy starts green from the user's savepoint, without a savepoint of blue", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-redeploy")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
+		triggered := len(flink.Triggered())
+
+		const chosen = "file:///sp/chosen-by-user"
+		updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
+			nonce := int64(1)
+			bg.Spec.Template.Spec.Job.SavepointRedeployNonce = &nonce
+			bg.Spec.Template.Spec.Job.InitialSavepointPath = chosen
+		})
+		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		assert.Equal(t, chosen, green.Spec.Job.InitialSavepointPath, "green starts from the user's savepoint")
+		bg := getBlueGreen(t, c, ns, name)
+		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, bg.Status.BlueGreenState)
+		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint of blue")
+		runChild(t, c, k, ns, name+"-green")
+		assert.Equal(t, chosen, restorePath(t, c, ns, name+"-green"), "green's JobManager restores the user's savepoint")
+		waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+		assert.Len(t, flink.Triggered(), triggered, "no savepoint was taken")
+		for _, r := range flink.Requests() {
+			assert.NotEqual(t, "POST /jobs/"+blueJob+"/savepoints", r, "no savepoint of blue")
+		}
+	})
+
+	t.Run("a suspend during the switch waits for it, then suspends the new active child", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-suspend-switch")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		activeBlue(t, c, k, ns, name, "10 min")
+
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
+		assert.Never(t, func() bool {
+			return get(t, c, ns, name+"-green").Spec.Job.State == flinkv1beta1.JobStateSuspended
+		}, 2*time.Second, 100*time.Millisecond, "the new child never gets the suspend")
+		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, getBlueGreen(t, c, ns, name).Status.BlueGreenState, "the switch goes on")
+		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
+
+		runChild(t, c, k, ns, name+"-green")
+		waitChild(t, c, ns, name+"-green", "green suspended after the switch", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
+		})
+		k.collect(ns, name+"-green")
+		waitChild(t, c, ns, name+"-green", "green SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+		})
+		bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.JobStatus.State == flinkv1beta1.JobStatusSuspended
+		})
+		assert.Empty(t, bg.Status.Error)
+		wait.For(t, 10*time.Second, "blue deleted", func() bool {
+			blue := &flinkv1beta1.FlinkDeployment{}
+			err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-blue"}, blue)
+			return apierrors.IsNotFound(err) || !blue.DeletionTimestamp.IsZero()
+		}, func() string { return "" })
+	})
+
+	t.Run("a suspend during the savepoint waits for it, then suspends blue in place", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-suspend-savepoint")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
+
+		flink.SetAutoComplete(false)
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
+		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
+		assert.Never(t, func() bool {
+			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenSavepointingBlue
+		}, time.Second, 100*time.Millisecond, "waits for the savepoint")
+		flink.SetAutoComplete(true)
+		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "")
+
+		waitChild(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
+		})
+		k.collect(ns, name+"-blue")
+		waitChild(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+		})
+		bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_BLUE, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.JobStatus.State == flinkv1beta1.JobStatusSuspended
+		})
+		assert.Empty(t, bg.Status.SavepointTriggerID)
+		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
+			"no switch")
+	})
+
+	t.Run("a change while blue is not ready fails and touches nothing", func(t *testing.T) {
+		ns := testEnv(t).NewNamespace(t, "bg-not-ready")
+		flink := fakeflink.New(t)
+		k := &cluster{t: t, c: c, flink: flink}
+		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
+
+		flink.SetJob(blueJob, "RESTARTING")
+		waitChild(t, c, ns, name+"-blue", "blue RESTARTING", func(d *flinkv1beta1.FlinkDeployment) bool {
+			return d.Status.JobStatus.State == flinkv1beta1.JobStatusRestarting
+		})
+		changeImage(t, c, ns, name, "flink:1.20.3")
+		bg := waitForBlueGreen(t, c, ns, name, "FAILING", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.Error != "" })
+		assert.Equal(t, "Transition to GREEN not possible, current Flink Deployment 'orders-blue' is not READY. FAILING 'orders'", bg.Status.Error)
+		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
+		assert.Never(t, func() bool {
+			return get(t, c, ns, name+"-blue").Spec.Image != "flink:1.20" ||
+				c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{}) == nil
+		}, 2*time.Second, 100*time.Millisecond, "blue untouched, no green")
+		assert.Empty(t, flink.Stops())
 	})
 
 	t.Run("an operator restarted mid-switch resumes it", func(t *testing.T) {

@@ -3,6 +3,7 @@ package bluegreen
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -116,6 +117,67 @@ func NeedsSavepoint(spec *flinkv1beta1.FlinkBlueGreenDeploymentSpec) bool {
 	return job != nil && job.UpgradeMode != "" && job.UpgradeMode != flinkv1beta1.UpgradeModeStateless
 }
 
+// specParts is a template's spec as upstream's ReflectiveDiffBuilder sees it, split in what
+// needs a new child (rest) and what does not (ignorable): the FlinkDeploymentSpec fields marked
+// @SpecDiff(IGNORE), and the flinkConfiguration keys under the IGNORE prefixes. The
+// configuration is compared flattened, as Flink reads it.
+type specParts struct {
+	rest      flinkv1beta1.FlinkDeploymentSpec
+	conf      map[string]string
+	ignorable ignorable
+}
+
+type ignorable struct {
+	job  flinkv1beta1.JobSpec
+	conf map[string]string
+}
+
+// ignoredConfigPrefixes are the flinkConfiguration prefixes upstream's AbstractFlinkSpec marks
+// IGNORE: operator and autoscaler options, and the default parallelism the autoscaler sets.
+var ignoredConfigPrefixes = []string{"kubernetes.operator", "job.autoscaler", "parallelism.default"}
+
+func split(spec flinkv1beta1.FlinkDeploymentSpec) specParts {
+	c := specParts{conf: map[string]string{}, ignorable: ignorable{conf: map[string]string{}}}
+	spec = *spec.DeepCopy()
+	flat, err := spec.FlinkConfiguration.Flatten()
+	if err == nil {
+		for k, v := range flat {
+			if hasAnyPrefix(k, ignoredConfigPrefixes) {
+				c.ignorable.conf[k] = v
+			} else {
+				c.conf[k] = v
+			}
+		}
+		spec.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{}
+	} // else compared as written: the validation reports it
+	if spec.Job != nil {
+		job := spec.Job
+		c.ignorable.job = flinkv1beta1.JobSpec{
+			UpgradeMode: job.UpgradeMode, SavepointTriggerNonce: job.SavepointTriggerNonce, CheckpointTriggerNonce: job.CheckpointTriggerNonce,
+			InitialSavepointPath: job.InitialSavepointPath, AllowNonRestoredState: job.AllowNonRestoredState, AutoscalerResetNonce: job.AutoscalerResetNonce,
+		}
+		job.UpgradeMode, job.SavepointTriggerNonce, job.CheckpointTriggerNonce = "", nil, nil
+		job.InitialSavepointPath, job.AllowNonRestoredState, job.AutoscalerResetNonce = "", nil, nil
+	}
+	c.rest = spec
+	return c
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// changedTo says whether a nonce was set to a new value; removing one (null) is no change,
+// as upstream's @SpecDiff(onNullIgnore = true).
+func changedTo(before, after *int64) bool {
+	return after != nil && (before == nil || *before != *after)
+}
+
 // withDefaults fills the job fields the API server defaults, so that a spec recorded before
 // defaulting compares equal to the same spec read back.
 func withDefaults(spec flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.FlinkDeploymentSpec {
@@ -133,9 +195,14 @@ func withDefaults(spec flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.FlinkDeplo
 	return spec
 }
 
-// Compare classifies the change from last to current. Only the template's spec matters to the
-// children: configuration and ingress are read on every reconcile. A change of job.state
-// (suspend, resume) acts in place, whatever else changed with it.
+// Compare classifies the change from last to current, as upstream's
+// FlinkBlueGreenDeploymentSpecDiff. Only the template's spec matters to the children:
+// configuration and ingress are read on every reconcile. In order:
+//   - a change of job.state (suspend, resume) acts in place, whatever else changed with it;
+//   - a new savepointRedeployNonce starts a new child from initialSavepointPath;
+//   - a change of fields that need no restart (upstream's IGNORE: trigger nonces, upgradeMode,
+//     initialSavepointPath, operator and autoscaler options...) patches the active child;
+//   - anything else needs a new child.
 func Compare(last, current *flinkv1beta1.FlinkBlueGreenDeploymentSpec) Diff {
 	if last == nil {
 		return DiffTransition
@@ -143,8 +210,34 @@ func Compare(last, current *flinkv1beta1.FlinkBlueGreenDeploymentSpec) Diff {
 	if jobState(&last.Template.Spec) != jobState(&current.Template.Spec) {
 		return DiffInPlace
 	}
-	if equality.Semantic.DeepEqual(withDefaults(last.Template.Spec), withDefaults(current.Template.Spec)) {
+	l, c := withDefaults(last.Template.Spec), withDefaults(current.Template.Spec)
+	if l.Job != nil && c.Job != nil && changedTo(l.Job.SavepointRedeployNonce, c.Job.SavepointRedeployNonce) {
+		return DiffSavepointRedeploy
+	}
+	// A nonce removed asks for nothing: compared as if it were kept.
+	if c.RestartNonce == nil {
+		c.RestartNonce = l.RestartNonce
+	}
+	if l.Job != nil && c.Job != nil && c.Job.SavepointRedeployNonce == nil {
+		job := *c.Job
+		job.SavepointRedeployNonce = l.Job.SavepointRedeployNonce
+		c.Job = &job
+	}
+	ls, cs := split(l), split(c)
+	if !equality.Semantic.DeepEqual(ls.rest, cs.rest) || !equality.Semantic.DeepEqual(ls.conf, cs.conf) {
+		return DiffTransition
+	}
+	if equality.Semantic.DeepEqual(ls.ignorable.job, cs.ignorable.job) && equality.Semantic.DeepEqual(ls.ignorable.conf, cs.ignorable.conf) &&
+		equality.Semantic.DeepEqual(last.Template.Spec.RestartNonce, current.Template.Spec.RestartNonce) &&
+		equality.Semantic.DeepEqual(redeployNonce(&last.Template.Spec), redeployNonce(&current.Template.Spec)) {
 		return DiffNone
 	}
-	return DiffTransition
+	return DiffPatch
+}
+
+func redeployNonce(spec *flinkv1beta1.FlinkDeploymentSpec) *int64 {
+	if spec.Job == nil {
+		return nil
+	}
+	return spec.Job.SavepointRedeployNonce
 }

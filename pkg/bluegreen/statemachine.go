@@ -51,6 +51,12 @@ const (
 	ActionAbort Action = "Abort"
 	// ActionFail records an error and stays with the active child (savepoint failed).
 	ActionFail Action = "Fail"
+	// ActionFailNotReady records that a change cannot be carried out because the active child
+	// is not ready, and touches no child (upstream's "Transition to ... not possible").
+	ActionFailNotReady Action = "FailNotReady"
+	// ActionDeployRecorded (re)creates the target child from the last reconciled template: the
+	// current one asks for a suspend, which waits until the switch has ended.
+	ActionDeployRecorded Action = "DeployRecorded"
 )
 
 // Diff is how the template differs from the last reconciled one.
@@ -64,6 +70,12 @@ const (
 	DiffTransition Diff = "Transition"
 	// DiffInPlace: the change applies to the active child in place (suspend, resume).
 	DiffInPlace Diff = "InPlace"
+	// DiffPatch: only fields that need no restart of the job changed (trigger nonces, upgrade
+	// mode, operator options...): upstream's PATCH_CHILD, applied to the active child in place.
+	DiffPatch Diff = "Patch"
+	// DiffSavepointRedeploy: a new savepointRedeployNonce asks for a new child started from the
+	// template's initialSavepointPath, without a savepoint of the active child.
+	DiffSavepointRedeploy Diff = "SavepointRedeploy"
 )
 
 // Inputs is what the controller observed, in the terms the state machine decides on.
@@ -94,6 +106,8 @@ type Inputs struct {
 	AbortGraceElapsed bool
 	// DeletionDelayElapsed: deployment-deletion.delay has passed since deploymentReadyTimestamp.
 	DeletionDelayElapsed bool
+	// Failing: the resource reports a failure (status.error), e.g. an aborted switch.
+	Failing bool
 }
 
 // Step is the state machine's answer: the state to record, then the action to take, on the
@@ -168,10 +182,23 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 		switch {
 		case in.Diff == DiffNone:
 			return stay(ActionNone, active)
-		case in.Diff == DiffInPlace || in.Suspended || !in.ActiveReady:
-			// Suspend and resume act on the active child; so does any change while the
-			// active child cannot be savepointed (its own upgrade brings it back).
+		case in.Diff == DiffInPlace || in.Suspended:
+			// Suspend and resume act on the active child; so does any change while it is
+			// suspended (it takes the change when resumed).
 			return stay(ActionPatchActive, active)
+		case !in.ActiveReady && in.Failing:
+			// Already reported: the change waits until the active child is ready again.
+			return stay(ActionNone, active)
+		case !in.ActiveReady:
+			// Neither a switch (no savepoint of a child that is not running) nor a patch
+			// (an upgrade with downtime): upstream reports it and touches nothing.
+			return stay(ActionFailNotReady, active)
+		case in.Diff == DiffPatch:
+			return stay(ActionPatchActive, active)
+		case in.Diff == DiffSavepointRedeploy:
+			// The user chose the state: the new child starts from initialSavepointPath, so no
+			// savepoint of the active child is taken.
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
 		case in.NeedsSavepoint:
 			return Step{Next: savepointingState(active), Action: ActionTriggerSavepoint, Target: active}
 		default:
@@ -180,7 +207,12 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 
 	case flinkv1beta1.BlueGreenSavepointingBlue, flinkv1beta1.BlueGreenSavepointingGreen:
 		active, _ := Active(s)
+		ended := in.SavepointDone || in.SavepointFailed || in.AbortGraceElapsed
 		switch {
+		case in.Suspended && ended:
+			// A suspend asked for while the savepoint was taken: no switch, the active child
+			// is suspended in place.
+			return Step{Next: ActiveState(active), Action: ActionPatchActive, Target: active}
 		case in.SavepointDone:
 			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
 		case in.SavepointFailed || in.AbortGraceElapsed:
@@ -192,8 +224,14 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 
 	case flinkv1beta1.BlueGreenTransitioningToBlue, flinkv1beta1.BlueGreenTransitioningToGreen:
 		target := Target(s)
+		// A suspend asked for during the switch waits for it to end (upstream's
+		// handleSpecChangesDuringTransition): the new child never gets it, and it is not
+		// recorded, so that the resting state that follows suspends the active child.
+		suspendWaits := in.Diff == DiffInPlace && in.Suspended
 		switch {
-		case !in.TargetExists || in.Diff != DiffNone:
+		case !in.TargetExists && suspendWaits:
+			return stay(ActionDeployRecorded, target)
+		case !in.TargetExists || (in.Diff != DiffNone && !suspendWaits):
 			// Not created yet (the operator stopped after recording this state), or the
 			// template changed again: (re)apply the template to the new child.
 			return stay(ActionDeploy, target)

@@ -23,6 +23,7 @@ const (
 func TestNext(t *testing.T) {
 	ready := Inputs{ActiveReady: true, ActiveExists: true, TargetExists: true}
 	with := func(f func(*Inputs)) Inputs { in := ready; f(&in); return in }
+	suspend := func(i *Inputs) { i.Diff = DiffInPlace; i.Suspended = true }
 
 	tests := []struct {
 		name  string
@@ -47,7 +48,13 @@ func TestNext(t *testing.T) {
 		{"suspend acts in place", actBlue, with(func(i *Inputs) { i.Diff = DiffInPlace; i.Suspended = true }), Step{actBlue, ActionPatchActive, Blue}},
 		{"resume acts in place", actGreen, with(func(i *Inputs) { i.Diff = DiffInPlace }), Step{actGreen, ActionPatchActive, Green}},
 		{"change while suspended acts in place", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition; i.Suspended = true }), Step{actBlue, ActionPatchActive, Blue}},
-		{"change while active not ready acts in place", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition; i.ActiveReady = false; i.NeedsSavepoint = true }), Step{actBlue, ActionPatchActive, Blue}},
+		{"change while active not ready fails and touches nothing", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition; i.ActiveReady = false; i.NeedsSavepoint = true }), Step{actBlue, ActionFailNotReady, Blue}},
+		{"patch while active not ready fails and touches nothing", actGreen, with(func(i *Inputs) { i.Diff = DiffPatch; i.ActiveReady = false }), Step{actGreen, ActionFailNotReady, Green}},
+		{"change while active not ready and already failing waits", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition; i.ActiveReady = false; i.Failing = true }), Step{actBlue, ActionNone, Blue}},
+		{"ignorable change patches blue in place", actBlue, with(func(i *Inputs) { i.Diff = DiffPatch; i.NeedsSavepoint = true }), Step{actBlue, ActionPatchActive, Blue}},
+		{"ignorable change patches green in place", actGreen, with(func(i *Inputs) { i.Diff = DiffPatch; i.NeedsSavepoint = true }), Step{actGreen, ActionPatchActive, Green}},
+		{"savepoint redeploy starts green without a savepoint", actBlue, with(func(i *Inputs) { i.Diff = DiffSavepointRedeploy; i.NeedsSavepoint = true }), Step{toGreen, ActionDeploy, Green}},
+		{"savepoint redeploy starts blue without a savepoint", actGreen, with(func(i *Inputs) { i.Diff = DiffSavepointRedeploy; i.NeedsSavepoint = true }), Step{toBlue, ActionDeploy, Blue}},
 		{"stateful change savepoints blue", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition; i.NeedsSavepoint = true }), Step{spBlue, ActionTriggerSavepoint, Blue}},
 		{"stateful change savepoints green", actGreen, with(func(i *Inputs) { i.Diff = DiffTransition; i.NeedsSavepoint = true }), Step{spGreen, ActionTriggerSavepoint, Green}},
 		{"stateless change starts green", actBlue, with(func(i *Inputs) { i.Diff = DiffTransition }), Step{toGreen, ActionDeploy, Green}},
@@ -59,6 +66,9 @@ func TestNext(t *testing.T) {
 		{"savepoint of green done starts blue", spGreen, with(func(i *Inputs) { i.SavepointDone = true }), Step{toBlue, ActionDeploy, Blue}},
 		{"savepoint failed keeps blue", spBlue, with(func(i *Inputs) { i.SavepointFailed = true }), Step{actBlue, ActionFail, Blue}},
 		{"savepoint too slow keeps green", spGreen, with(func(i *Inputs) { i.AbortGraceElapsed = true }), Step{actGreen, ActionFail, Green}},
+		{"suspend after the savepoint suspends blue in place", spBlue, with(func(i *Inputs) { suspend(i); i.SavepointDone = true }), Step{actBlue, ActionPatchActive, Blue}},
+		{"suspend after a failed savepoint suspends blue in place", spBlue, with(func(i *Inputs) { suspend(i); i.SavepointFailed = true }), Step{actBlue, ActionPatchActive, Blue}},
+		{"suspend after a too slow savepoint suspends green in place", spGreen, with(func(i *Inputs) { suspend(i); i.AbortGraceElapsed = true }), Step{actGreen, ActionPatchActive, Green}},
 
 		// Transitioning.
 		{"green not created yet (operator restarted)", toGreen, with(func(i *Inputs) { i.TargetExists = false }), Step{toGreen, ActionDeploy, Green}},
@@ -71,6 +81,18 @@ func TestNext(t *testing.T) {
 		{"green never ready: abort to blue", toGreen, with(func(i *Inputs) { i.AbortGraceElapsed = true }), Step{actBlue, ActionAbort, Green}},
 		{"blue never ready: abort to green", toBlue, with(func(i *Inputs) { i.AbortGraceElapsed = true }), Step{actGreen, ActionAbort, Blue}},
 		{"ready wins over an elapsed grace period", toGreen, with(func(i *Inputs) { i.TargetReady = true; i.AbortGraceElapsed = true }), Step{toGreen, ActionRecordReady, Green}},
+
+		// A suspend during a switch waits for it to end; the switch goes on with the recorded template.
+		{"suspend during the switch: green not ready, wait", toGreen, with(suspend), Step{toGreen, ActionWait, Green}},
+		{"suspend during the switch: green created from the recorded template", toGreen, with(func(i *Inputs) { suspend(i); i.TargetExists = false }), Step{toGreen, ActionDeployRecorded, Green}},
+		{"suspend during the switch: green ready, record", toGreen, with(func(i *Inputs) { suspend(i); i.TargetReady = true }), Step{toGreen, ActionRecordReady, Green}},
+		{"suspend during the switch: green ready, finalize", toGreen, with(func(i *Inputs) {
+			suspend(i)
+			i.TargetReady = true
+			i.ReadyRecorded = true
+			i.DeletionDelayElapsed = true
+		}), Step{actGreen, ActionFinalize, Green}},
+		{"suspend during the switch: blue never ready, abort", toBlue, with(func(i *Inputs) { suspend(i); i.AbortGraceElapsed = true }), Step{actGreen, ActionAbort, Blue}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,29 +112,91 @@ func TestNextCoversEveryState(t *testing.T) {
 func TestCompare(t *testing.T) {
 	base := func() *flinkv1beta1.FlinkBlueGreenDeploymentSpec {
 		return &flinkv1beta1.FlinkBlueGreenDeploymentSpec{Template: flinkv1beta1.FlinkDeploymentTemplateSpec{
-			Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", Job: &flinkv1beta1.JobSpec{JarURI: "local:///a.jar"}},
+			Spec: flinkv1beta1.FlinkDeploymentSpec{
+				Image:              "flink:1.20",
+				FlinkConfiguration: flinkv1beta1.NewFlinkConfiguration(map[string]string{"state.savepoints.dir": "file:///sp"}),
+				Job:                &flinkv1beta1.JobSpec{JarURI: "local:///a.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint},
+			},
 		}}
 	}
-	assert.Equal(t, DiffTransition, Compare(nil, base()), "nothing reconciled yet")
-	assert.Equal(t, DiffNone, Compare(base(), base()))
+	n := func(v int64) *int64 { return &v }
+	with := func(f func(s *flinkv1beta1.FlinkDeploymentSpec)) *flinkv1beta1.FlinkBlueGreenDeploymentSpec {
+		b := base()
+		f(&b.Template.Spec)
+		return b
+	}
+	conf := func(kv ...string) func(s *flinkv1beta1.FlinkDeploymentSpec) {
+		return func(s *flinkv1beta1.FlinkDeploymentSpec) {
+			flat, err := s.FlinkConfiguration.Flatten()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < len(kv); i += 2 {
+				flat[kv[i]] = kv[i+1]
+			}
+			s.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(flat)
+		}
+	}
+	withBG := func(f func(*flinkv1beta1.FlinkBlueGreenDeploymentSpec)) *flinkv1beta1.FlinkBlueGreenDeploymentSpec {
+		b := base()
+		f(b)
+		return b
+	}
+	tests := []struct {
+		name          string
+		last, current *flinkv1beta1.FlinkBlueGreenDeploymentSpec
+		want          Diff
+	}{
+		{"nothing reconciled yet", nil, base(), DiffTransition},
+		{"same spec", base(), base(), DiffNone},
+		{"configuration is not the children's", base(), withBG(func(b *flinkv1beta1.FlinkBlueGreenDeploymentSpec) {
+			b.Configuration = map[string]string{KeyDeletionDelay: "1s"}
+		}), DiffNone},
+		{"image", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Image = "flink:2.0" }), DiffTransition},
+		{"unset job.state means running", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.State = flinkv1beta1.JobStateRunning }), DiffNone},
+		{"suspend with another change acts in place", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) {
+			s.Job.State = flinkv1beta1.JobStateSuspended
+			s.Image = "flink:2.0"
+		}), DiffInPlace},
+		{"resume acts in place", with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.State = flinkv1beta1.JobStateSuspended }), base(), DiffInPlace},
 
-	conf := base()
-	conf.Configuration = map[string]string{KeyDeletionDelay: "1s"}
-	assert.Equal(t, DiffNone, Compare(base(), conf), "configuration is not the children's")
+		// Upstream's IGNORE fields of a FlinkDeploymentSpec: PATCH_CHILD.
+		{"savepointTriggerNonce", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.SavepointTriggerNonce = n(1) }), DiffPatch},
+		{"checkpointTriggerNonce", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.CheckpointTriggerNonce = n(1) }), DiffPatch},
+		{"upgradeMode", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState }), DiffPatch},
+		{"initialSavepointPath", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.InitialSavepointPath = "file:///sp/1" }), DiffPatch},
+		{"allowNonRestoredState", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { b := true; s.Job.AllowNonRestoredState = &b }), DiffPatch},
+		{"autoscalerResetNonce", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.AutoscalerResetNonce = n(3) }), DiffPatch},
+		{"an operator option", base(), with(conf("kubernetes.operator.periodic.savepoint.interval", "1h")), DiffPatch},
+		{"an autoscaler option", base(), with(conf("job.autoscaler.enabled", "true")), DiffPatch},
+		{"parallelism.default", base(), with(conf("parallelism.default", "4")), DiffPatch},
+		{"restartNonce removed", with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.RestartNonce = n(1) }), base(), DiffPatch},
+		{"savepointRedeployNonce removed", with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = n(1) }), base(), DiffPatch},
+		{"a nonce with a Flink option is a switch", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) {
+			s.Job.SavepointTriggerNonce = n(1)
+			conf("execution.checkpointing.interval", "4s")(s)
+		}), DiffTransition},
+		{"restartNonce set is a switch", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.RestartNonce = n(1) }), DiffTransition},
+		{"vertex parallelism overrides are a switch", base(), with(conf("pipeline.jobvertex-parallelism-overrides", "a:2")), DiffTransition},
 
-	image := base()
-	image.Template.Spec.Image = "flink:2.0"
-	assert.Equal(t, DiffTransition, Compare(base(), image))
+		// SAVEPOINT_REDEPLOY wins over everything but suspend and resume.
+		{"savepointRedeployNonce set", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) {
+			s.Job.SavepointRedeployNonce = n(1)
+			s.Job.InitialSavepointPath = "file:///sp/1"
+		}), DiffSavepointRedeploy},
+		{"savepointRedeployNonce changed with the image", with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = n(1) }),
+			with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.SavepointRedeployNonce = n(2); s.Image = "flink:2.0" }), DiffSavepointRedeploy},
 
-	running := base()
-	running.Template.Spec.Job.State = flinkv1beta1.JobStateRunning
-	assert.Equal(t, DiffNone, Compare(base(), running), "unset job.state means running")
-
-	suspended := base()
-	suspended.Template.Spec.Job.State = flinkv1beta1.JobStateSuspended
-	suspended.Template.Spec.Image = "flink:2.0"
-	assert.Equal(t, DiffInPlace, Compare(base(), suspended))
-	assert.Equal(t, DiffInPlace, Compare(suspended, base()))
+		// The configuration is compared as Flink reads it: flattened.
+		{"nested and flat configuration are the same", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) {
+			s.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{Raw: []byte(`{"state":{"savepoints":{"dir":"file:///sp"}}}`)}
+		}), DiffNone},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, Compare(tt.last, tt.current))
+		})
+	}
 }
 
 func TestParseOptions(t *testing.T) {

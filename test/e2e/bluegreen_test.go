@@ -135,5 +135,38 @@ func TestBlueGreen(t *testing.T) {
 	require.Equal(t, greenJob, green.Status.JobStatus.JobID)
 	logf(t, "aborted the broken switch; total %s", time.Since(start).Round(time.Second))
 
+	// A savepoint redeploy back to an older, known state: blue's savepoint of the first switch.
+	// No savepoint of green is taken, and Flink says the new blue job restored exactly the
+	// path the user chose.
+	chosen := snap.Status.Path
+	redeployAt := time.Now().Truncate(time.Second) // creation timestamps have seconds
+	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
+		nonce := int64(1)
+		bg.Spec.Configuration["kubernetes.operator.bluegreen.abort.grace-period"] = "3 min"
+		bg.Spec.Template.Spec.Image = dep.Spec.Image
+		bg.Spec.Template.Spec.Job.SavepointRedeployNonce = &nonce
+		bg.Spec.Template.Spec.Job.InitialSavepointPath = chosen
+	})
+	redeploying := waitForBlueGreen(t, key, "TRANSITIONING_TO_BLUE (savepoint redeploy)", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenTransitioningToBlue && bg.Status.Error == ""
+	})
+	require.Empty(t, redeploying.Status.SavepointTriggerID, "a savepoint redeploy takes no savepoint")
+	waitForBlueGreen(t, key, "ACTIVE_BLUE after the savepoint redeploy", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error == ""
+	})
+	blue = waitFor(t, blueKey, "Ready and RUNNING", time.Minute, readyAndRunning)
+	require.Equal(t, chosen, blue.Spec.Job.InitialSavepointPath)
+	restored = restoredFrom(t, blueKey, blue.Status.JobStatus.JobID)
+	require.True(t, restored.IsSavepoint, "blue's job restored a savepoint")
+	require.Equal(t, localPath(chosen), localPath(restored.ExternalPath), "blue restored the savepoint the user chose")
+	var snaps flinkv1beta1.FlinkStateSnapshotList
+	require.NoError(t, env.Client.List(ctx, &snaps, client.InNamespace(key.Namespace)))
+	for _, s := range snaps.Items {
+		if s.Spec.JobReference != nil && s.Spec.JobReference.Name == greenKey.Name {
+			require.True(t, s.CreationTimestamp.Time.Before(redeployAt), "no savepoint of green for the redeploy: %s", s.Name)
+		}
+	}
+	logf(t, "savepoint redeploy restored %s; total %s", chosen, time.Since(start).Round(time.Second))
+
 	require.NoError(t, env.Client.Delete(ctx, bg))
 }
