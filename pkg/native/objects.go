@@ -2,6 +2,7 @@ package native
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -100,6 +101,9 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
 		b.clusterType = TypeStandalone
 	}
+	if b.templates, err = templateOptionsOf(dep, defaults); err != nil {
+		return nil, err
+	}
 	ports, err := Ports(conf)
 	if err != nil {
 		return nil, err
@@ -149,6 +153,7 @@ type builder struct {
 	conf                                   Config
 	clusterType                            string
 	restPort, rpcPort, blobPort, tmRPCPort int32
+	templates                              templateOptions
 }
 
 func (b *builder) name() string { return b.dep.Name }
@@ -175,9 +180,9 @@ func (b *builder) configMap() (*corev1.ConfigMap, error) {
 	}, nil
 }
 
-// userPod merges spec.podTemplate with the component's template.
+// userPod merges spec.podTemplate with the component's template, as upstream.
 func (b *builder) userPod(component *corev1.Pod) (*corev1.Pod, error) {
-	return MergePods(b.dep.Spec.PodTemplate, component)
+	return MergeTemplates(b.dep.Spec.PodTemplate, component, b.templates.mergeByName)
 }
 
 // taskManagerPodTemplate is the TaskManager template a native JobManager creates pods from.
@@ -358,11 +363,9 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		},
 		Resources:    containerResources(res, legacy),
 		VolumeMounts: []corev1.VolumeMount{mount},
-		// The REST endpoint answers once the JobManager is up: startup gives it five minutes,
-		// then liveness restarts a JobManager that stops answering.
-		StartupProbe:   httpProbe("/config", b.restPort, 5, 60),
-		ReadinessProbe: httpProbe("/config", b.restPort, 5, 3),
-		LivenessProbe:  tcpProbe(b.restPort, 10, 6),
+	}
+	if b.templates.startupProbe && !hasStartupProbe(user) {
+		container.StartupProbe = b.startupProbe()
 	}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: spec.ServiceAccount,
@@ -407,7 +410,6 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: b.tmRPCPort, Protocol: corev1.ProtocolTCP}},
 			Resources:       containerResources(res, legacy),
 			VolumeMounts:    []corev1.VolumeMount{mount},
-			LivenessProbe:   tcpProbe(b.tmRPCPort, 10, 6),
 		}},
 		Volumes: []corev1.Volume{vol},
 	}
@@ -492,22 +494,40 @@ func (b *builder) internalService() *corev1.Service {
 	}
 }
 
-func httpProbe(path string, port, period, failures int32) *corev1.Probe {
+// startupProbe is upstream's JobManager startup probe (FlinkUtils.addStartupProbe): Flink's
+// /config on the REST port, every second, never giving up (a JobManager that does not start is
+// reported by the deployment state machine, not restarted by kubelet). Without readiness or
+// liveness probes, as upstream, the pod is Ready once the REST endpoint has answered.
+//
+// With REST SSL the probe asks over https (kubelet does not verify the certificate). Upstream
+// asks over http and counts on Flink answering a plain request with a redirect to https, which
+// kubelet takes as success; https checks the endpoint itself. A cluster that also requires
+// client certificates (security.ssl.rest.authentication-enabled) refuses kubelet's handshake, so
+// it keeps upstream's http probe.
+func (b *builder) startupProbe() *corev1.Probe {
+	get := &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString(PortNameREST)}
+	if b.templates.restHTTPS {
+		get.Scheme = corev1.URISchemeHTTPS
+	}
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}},
-		PeriodSeconds:    period,
-		FailureThreshold: failures,
-		TimeoutSeconds:   3,
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: get},
+		PeriodSeconds:    1,
+		FailureThreshold: math.MaxInt32,
 	}
 }
 
-func tcpProbe(port, period, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
-		PeriodSeconds:    period,
-		FailureThreshold: failures,
-		TimeoutSeconds:   3,
+// hasStartupProbe: the user's template gives the main container a startup probe of its own,
+// which upstream keeps instead of adding its own.
+func hasStartupProbe(user *corev1.Pod) bool {
+	if user == nil {
+		return false
 	}
+	for _, c := range user.Spec.Containers {
+		if c.Name == MainContainer && c.StartupProbe != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func ownerRef(dep *flinkv1beta1.FlinkDeployment) metav1.OwnerReference {
