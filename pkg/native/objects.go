@@ -2,7 +2,9 @@ package native
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -294,6 +296,29 @@ func (b *builder) configVolume() (corev1.Volume, corev1.VolumeMount) {
 		corev1.VolumeMount{Name: configVolume, MountPath: FlinkConfDir}
 }
 
+// secretVolumes mount the Secrets of kubernetes.secrets ("name:/path,...") into the main
+// container, as Flink's MountSecretsDecorator does for the pods it builds (a native cluster's
+// TaskManagers get them from Flink itself): upstream's basic-secure example mounts its
+// keystores this way.
+func (b *builder) secretVolumes() ([]corev1.Volume, []corev1.VolumeMount, error) {
+	secrets, err := parseMap(b.conf, "kubernetes.secrets")
+	if err != nil {
+		return nil, nil, err
+	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		path := secrets[name]
+		if path == "" {
+			return nil, nil, fmt.Errorf("flinkConfiguration kubernetes.secrets: secret %q has no mount path (want name:/path)", name)
+		}
+		volume := name + "-volume"
+		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: path})
+	}
+	return volumes, mounts, nil
+}
+
 // jobManagerArgs is what the Flink image's entrypoint runs.
 func (b *builder) jobManagerArgs() []string {
 	job := b.dep.Spec.Job
@@ -350,6 +375,10 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("spec.jobManager.podTemplate: %w", err)
 	}
 	vol, mount := b.configVolume()
+	secretVolumes, secretMounts, err := b.secretVolumes()
+	if err != nil {
+		return nil, err
+	}
 	container := corev1.Container{
 		Name:            MainContainer,
 		Image:           spec.Image,
@@ -362,7 +391,7 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 			{Name: PortNameBlob, ContainerPort: b.blobPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources:    containerResources(res, legacy),
-		VolumeMounts: []corev1.VolumeMount{mount},
+		VolumeMounts: append([]corev1.VolumeMount{mount}, secretMounts...),
 	}
 	if b.templates.startupProbe && !hasStartupProbe(user) {
 		container.StartupProbe = b.startupProbe()
@@ -370,7 +399,7 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: spec.ServiceAccount,
 		Containers:         []corev1.Container{container},
-		Volumes:            []corev1.Volume{vol},
+		Volumes:            append([]corev1.Volume{vol}, secretVolumes...),
 	}
 	if hasTMTemplate {
 		podSpec.Volumes = append(podSpec.Volumes, corev1.Volume{Name: podTemplateVolume, VolumeSource: corev1.VolumeSource{
@@ -399,6 +428,10 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
 	}
 	vol, mount := b.configVolume()
+	secretVolumes, secretMounts, err := b.secretVolumes()
+	if err != nil {
+		return nil, err
+	}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: spec.ServiceAccount,
 		Containers: []corev1.Container{{
@@ -409,9 +442,9 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 			Env:             []corev1.EnvVar{b.podIPEnv()},
 			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: b.tmRPCPort, Protocol: corev1.ProtocolTCP}},
 			Resources:       containerResources(res, legacy),
-			VolumeMounts:    []corev1.VolumeMount{mount},
+			VolumeMounts:    append([]corev1.VolumeMount{mount}, secretMounts...),
 		}},
-		Volumes: []corev1.Volume{vol},
+		Volumes: append([]corev1.Volume{vol}, secretVolumes...),
 	}
 	return b.deployment(TaskManagerDeploymentName(b.name()), ComponentTaskManager, replicas, user, podSpec,
 		"kubernetes.taskmanager.labels", "kubernetes.taskmanager.annotations")
