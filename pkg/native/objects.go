@@ -532,18 +532,15 @@ func (b *builder) internalService() *corev1.Service {
 // reported by the deployment state machine, not restarted by kubelet). Without readiness or
 // liveness probes, as upstream, the pod is Ready once the REST endpoint has answered.
 //
-// With REST SSL the probe asks over https (kubelet does not verify the certificate). Upstream
-// asks over http and counts on Flink answering a plain request with a redirect to https, which
-// kubelet takes as success; https checks the endpoint itself. A cluster that also requires
-// client certificates (security.ssl.rest.authentication-enabled) refuses kubelet's handshake, so
-// it keeps upstream's http probe.
+// It asks over http even when the REST endpoint speaks TLS, as upstream's: Flink answers a
+// plain request with a redirect to https://<rest.address> (RedirectingSslHandler), which kubelet
+// counts as success, while an https probe would fail where kubelet cannot handshake: client
+// certificates required (security.ssl.rest.authentication-enabled), or Flink 1.x's default
+// cipher suite (TLS_RSA_WITH_AES_128_CBC_SHA), which kubelets built with Go 1.22 or newer no
+// longer offer.
 func (b *builder) startupProbe() *corev1.Probe {
-	get := &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString(PortNameREST)}
-	if b.templates.restHTTPS {
-		get.Scheme = corev1.URISchemeHTTPS
-	}
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: get},
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString(PortNameREST)}},
 		PeriodSeconds:    1,
 		FailureThreshold: math.MaxInt32,
 	}

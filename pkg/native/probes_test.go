@@ -15,9 +15,9 @@ import (
 // TestJobManagerProbesAsUpstream: upstream's FlinkUtils.addStartupProbe gives the JobManager's
 // main container a startup probe on /config (port "rest", every second, never giving up) unless
 // the user's template has one or kubernetes.operator.jm-deployment.startup.probe.enabled is
-// false, and no readiness or liveness probe; TaskManagers get no probe. With REST SSL the probe
-// asks over https. The old code always set its own probes (http, 5 s × 60, readiness on
-// /config, liveness on the port), over the user's.
+// false, and no readiness or liveness probe; TaskManagers get no probe. With REST SSL it stays
+// http, as upstream's (Flink redirects it; see startupProbe). The old code always set its own
+// probes (5 s × 60, readiness on /config, liveness on the port), over the user's.
 func TestJobManagerProbesAsUpstream(t *testing.T) {
 	upstreamProbe := func(scheme corev1.URIScheme) *corev1.Probe {
 		return &corev1.Probe{
@@ -38,13 +38,8 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 		{name: "default", startup: upstreamProbe("")},
 		{name: "option true", conf: map[string]string{OptionStartupProbe: "TRUE"}, startup: upstreamProbe("")},
 		{name: "option false", conf: map[string]string{OptionStartupProbe: "false"}},
-		{name: "REST SSL", conf: map[string]string{"security.ssl.rest.enabled": "true"}, startup: upstreamProbe(corev1.URISchemeHTTPS)},
-		{name: "deprecated SSL switch on Flink 1.x", version: flinkv1beta1.FlinkVersion1_20, conf: map[string]string{"security.ssl.enabled": "true"},
-			startup: upstreamProbe(corev1.URISchemeHTTPS)},
-		{name: "Flink 2 no longer reads the deprecated switch", version: flinkv1beta1.FlinkVersion2_0, conf: map[string]string{"security.ssl.enabled": "true"},
-			startup: upstreamProbe("")},
-		{name: "REST SSL with client certificates: kubelet cannot handshake, upstream's http probe",
-			conf:    map[string]string{"security.ssl.rest.enabled": "true", "security.ssl.rest.authentication-enabled": "true"},
+		{name: "REST SSL: http, as upstream", conf: map[string]string{"security.ssl.rest.enabled": "true"}, startup: upstreamProbe("")},
+		{name: "REST SSL with client certificates", conf: map[string]string{"security.ssl.rest.enabled": "true", "security.ssl.rest.authentication-enabled": "true"},
 			startup: upstreamProbe("")},
 		{name: "the user's probes are kept", template: "jm",
 			startup: userProbe, readiness: userProbe},

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/resttls"
 )
 
 // Upstream's operator options that shape the pods (KubernetesOperatorConfigOptions), read from
@@ -22,8 +21,6 @@ const (
 type templateOptions struct {
 	startupProbe bool
 	mergeByName  bool
-	// restHTTPS: the startup probe asks over https (REST SSL without client authentication).
-	restHTTPS bool
 }
 
 func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (templateOptions, error) {
@@ -38,16 +35,6 @@ func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (te
 	if o.mergeByName, err = flinkBool(conf, OptionMergeArraysByName, false); err != nil {
 		return o, err
 	}
-	flink2 := dep.Spec.FlinkVersion == "" || atLeast(dep.Spec.FlinkVersion, flinkv1beta1.FlinkVersion2_0)
-	ssl, err := resttls.Enabled(conf, flink2)
-	if err != nil {
-		return o, err
-	}
-	clientAuth, err := flinkBool(conf, resttls.KeyRESTAuthentication, false)
-	if err != nil {
-		return o, err
-	}
-	o.restHTTPS = ssl && !clientAuth
 	return o, nil
 }
 

@@ -55,7 +55,7 @@ var table = []Entry{
 	{Key: op + "resource.deletion.propagation", Support: Honoured},
 	{Key: op + "jm-deployment-recovery.enabled", Support: Honoured},
 	{Key: op + "jm-deployment.shutdown-ttl", Support: Honoured},
-	{Key: op + "jm-deployment.startup.probe.enabled", Support: Honoured, Why: "read by pkg/native when it builds the JobManager: upstream's startup probe on the REST port's /config, unless the pod template has one (https with REST SSL)"},
+	{Key: op + "jm-deployment.startup.probe.enabled", Support: Honoured, Why: "read by pkg/native when it builds the JobManager: upstream's startup probe on the REST port's /config, unless the pod template has one"},
 	{Key: op + "pod-template.merge-arrays-by-name", Support: Honoured, Why: "read by pkg/native when it merges spec.podTemplate with the JobManager's and TaskManager's templates: lists by index, or by name when true, as upstream"},
 	{Key: op + "ingress.manage", Support: Warned, HonouredValue: "true", Why: "the Ingress of spec.ingress is always created and kept; leave spec.ingress out to have none"},
 	{Key: op + "session.deletion.block-on-session-jobs", Support: Warned, HonouredValue: "true", Why: "a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them)"},
