@@ -19,9 +19,9 @@ import (
 // http, as upstream's (Flink redirects it; see startupProbe). The old code always set its own
 // probes (5 s × 60, readiness on /config, liveness on the port), over the user's.
 func TestJobManagerProbesAsUpstream(t *testing.T) {
-	upstreamProbe := func(scheme corev1.URIScheme) *corev1.Probe {
+	upstreamProbe := func() *corev1.Probe {
 		return &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString("rest"), Scheme: scheme}},
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString("rest")}},
 			PeriodSeconds:    1,
 			FailureThreshold: math.MaxInt32,
 		}
@@ -35,12 +35,12 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 		startup   *corev1.Probe
 		readiness *corev1.Probe
 	}{
-		{name: "default", startup: upstreamProbe("")},
-		{name: "option true", conf: map[string]string{OptionStartupProbe: "TRUE"}, startup: upstreamProbe("")},
+		{name: "default", startup: upstreamProbe()},
+		{name: "option true", conf: map[string]string{OptionStartupProbe: "TRUE"}, startup: upstreamProbe()},
 		{name: "option false", conf: map[string]string{OptionStartupProbe: "false"}},
-		{name: "REST SSL: http, as upstream", conf: map[string]string{"security.ssl.rest.enabled": "true"}, startup: upstreamProbe("")},
+		{name: "REST SSL: http, as upstream", conf: map[string]string{"security.ssl.rest.enabled": "true"}, startup: upstreamProbe()},
 		{name: "REST SSL with client certificates", conf: map[string]string{"security.ssl.rest.enabled": "true", "security.ssl.rest.authentication-enabled": "true"},
-			startup: upstreamProbe("")},
+			startup: upstreamProbe()},
 		{name: "the user's probes are kept", template: "jm",
 			startup: userProbe, readiness: userProbe},
 		{name: "the common template's probes are kept", template: "common",
