@@ -85,7 +85,7 @@ func TestRESTSSLApplication(t *testing.T) {
 	probe := jm.Spec.Template.Spec.Containers[0].StartupProbe
 	require.NotNil(t, probe)
 	require.Equal(t, "/config", probe.HTTPGet.Path)
-	require.Empty(t, probe.HTTPGet.Scheme)
+	require.Equal(t, corev1.URISchemeHTTP, probe.HTTPGet.Scheme)
 	require.Nil(t, jm.Spec.Template.Spec.Containers[0].ReadinessProbe)
 	require.GreaterOrEqual(t, jm.Status.ReadyReplicas, int32(1))
 
