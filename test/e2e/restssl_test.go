@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -55,6 +57,9 @@ func TestRESTSSLApplication(t *testing.T) {
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", ns)
 	dep.Name = name
 	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
+	// Arguments a ';'-join would split, unquote or trim; the example job keeps its arguments as
+	// its global job parameters, which Flink shows.
+	dep.Spec.Job.Args = []string{"--statement", "SELECT a; SELECT b", "--quoted", `'single' "double"`, "--padded", " edge "}
 	conf, err := dep.Spec.FlinkConfiguration.Flatten()
 	require.NoError(t, err)
 	delete(conf, "high-availability.type")
@@ -92,13 +97,31 @@ func TestRESTSSLApplication(t *testing.T) {
 	// Flink's own answers, over TLS, verified against the cluster's CA.
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.Cert)
-	rest, err := flink.New(flink.Options{URL: "https://" + jobManagerPod(t, key).Status.PodIP + ":8081", Timeout: 10 * time.Second,
-		TLS: &tls.Config{RootCAs: roots, ServerName: name + "-rest", MinVersion: tls.VersionTLS12,
-			CipherSuites: []uint16{tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}}})
+	tlsConf := &tls.Config{RootCAs: roots, ServerName: name + "-rest", MinVersion: tls.VersionTLS12,
+		CipherSuites: []uint16{tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256}}
+	rest, err := flink.New(flink.Options{URL: "https://" + jobManagerPod(t, key).Status.PodIP + ":8081", Timeout: 10 * time.Second, TLS: tlsConf})
 	require.NoError(t, err)
 	details, err := rest.JobDetails(ctx, jobID)
 	require.NoError(t, err)
 	require.Equal(t, flink.JobRunning, details.State)
+
+	t.Run("the job received job.args exactly", func(t *testing.T) {
+		hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConf.Clone()}}
+		resp, err := hc.Get("https://" + jobManagerPod(t, key).Status.PodIP + ":8081/jobs/" + jobID + "/config")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var conf struct {
+			ExecutionConfig struct {
+				UserConfig map[string]string `json:"user-config"`
+			} `json:"execution-config"`
+		}
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&conf))
+		user := conf.ExecutionConfig.UserConfig
+		require.Equal(t, "SELECT a; SELECT b", user["statement"], "%v", user)
+		require.Equal(t, `'single' "double"`, user["quoted"], "%v", user)
+		require.Equal(t, " edge ", user["padded"], "%v", user)
+	})
 
 	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
 	snaps := waitForSnapshots(t, ns, name, "MANUAL", 1, 2*time.Minute)
