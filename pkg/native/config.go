@@ -390,7 +390,11 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 		conf["$internal.application.main"] = job.EntryClass
 	}
 	if len(job.Args) > 0 {
-		conf["$internal.application.program-args"] = strings.Join(job.Args, ";")
+		args, err := ProgramArgs(job.Args, spec.FlinkVersion, !standalone)
+		if err != nil {
+			return err
+		}
+		conf[ProgramArgsKey] = args
 	}
 	// A job id the user fixed wins over the operator's (upstream's setJobIdIfNecessary), and is
 	// what the controller records (UserJobID).
@@ -493,11 +497,10 @@ func haStorageDir(conf Config) string {
 // for it, in Flink's order of precedence.
 var haStorageDirKeys = []string{"high-availability.storageDir", "high-availability.zookeeper.storageDir", "recovery.zookeeper.storageDir"}
 
-// jobParallelism: spec.job.parallelism, else TaskManager replicas × slots, else unset.
+// jobParallelism, as upstream's FlinkConfigBuilder.getParallelism: TaskManager replicas × slots
+// when spec.taskManager.replicas is set (job.parallelism is then ignored: the replicas fix the
+// cluster's slots), else spec.job.parallelism, else unset.
 func jobParallelism(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int, error) {
-	if spec.Job != nil && spec.Job.Parallelism > 0 {
-		return int(spec.Job.Parallelism), nil
-	}
 	if spec.TaskManager != nil && spec.TaskManager.Replicas != nil {
 		slots, err := TaskSlots(conf)
 		if err != nil {
@@ -509,6 +512,9 @@ func jobParallelism(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (int, e
 				*spec.TaskManager.Replicas, slots, p, math.MaxInt32)
 		}
 		return p, nil
+	}
+	if spec.Job != nil && spec.Job.Parallelism > 0 {
+		return int(spec.Job.Parallelism), nil
 	}
 	return 0, nil
 }

@@ -471,3 +471,24 @@ spec:
 	assert.Equal(t, "0000000000000000000000000000abcd", conf["$internal.pipeline.job-id"])
 	assert.Empty(t, UserJobID(&dep.Spec))
 }
+
+// As upstream's FlinkConfigBuilder.getParallelism: TaskManager replicas fix the parallelism
+// (replicas × slots) and job.parallelism is then ignored; without replicas it is the job's.
+func TestParallelism(t *testing.T) {
+	tests := []struct {
+		name, spec, want string
+	}{
+		{"replicas win over job.parallelism", `{metadata: {name: p}, spec: {flinkConfiguration: {taskmanager.numberOfTaskSlots: "2"},
+  taskManager: {replicas: 3}, job: {jarURI: "local:///x.jar", parallelism: 10}}}`, "6"},
+		{"replicas alone", `{metadata: {name: p}, spec: {taskManager: {replicas: 3}, job: {jarURI: "local:///x.jar"}}}`, "3"},
+		{"job.parallelism without replicas", `{metadata: {name: p}, spec: {flinkConfiguration: {taskmanager.numberOfTaskSlots: "2"},
+  taskManager: {}, job: {jarURI: "local:///x.jar", parallelism: 5}}}`, "5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf, err := EffectiveConfig(deployment(t, tt.spec), Defaults{}, BuildOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, conf["parallelism.default"])
+		})
+	}
+}

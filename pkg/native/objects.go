@@ -2,6 +2,9 @@ package native
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,6 +107,9 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
 		b.clusterType = TypeStandalone
 	}
+	if b.templates, err = templateOptionsOf(dep, defaults); err != nil {
+		return nil, err
+	}
 	ports, err := Ports(conf)
 	if err != nil {
 		return nil, err
@@ -154,6 +160,7 @@ type builder struct {
 	conf                                   Config
 	clusterType                            string
 	restPort, rpcPort, blobPort, tmRPCPort int32
+	templates                              templateOptions
 }
 
 func (b *builder) name() string { return b.dep.Name }
@@ -180,9 +187,9 @@ func (b *builder) configMap() (*corev1.ConfigMap, error) {
 	}, nil
 }
 
-// userPod merges spec.podTemplate with the component's template.
+// userPod merges spec.podTemplate with the component's template, as upstream.
 func (b *builder) userPod(component *corev1.Pod) (*corev1.Pod, error) {
-	return MergePods(b.dep.Spec.PodTemplate, component)
+	return MergeTemplates(b.dep.Spec.PodTemplate, component, b.templates.mergeByName)
 }
 
 // taskManagerPodTemplate is the TaskManager template a native JobManager creates pods from.
@@ -294,6 +301,29 @@ func (b *builder) configVolume() (corev1.Volume, corev1.VolumeMount) {
 		corev1.VolumeMount{Name: configVolume, MountPath: FlinkConfDir}
 }
 
+// secretVolumes mount the Secrets of kubernetes.secrets ("name:/path,...") into the main
+// container, as Flink's MountSecretsDecorator does for the pods it builds (a native cluster's
+// TaskManagers get them from Flink itself): upstream's basic-secure example mounts its
+// keystores this way.
+func (b *builder) secretVolumes() ([]corev1.Volume, []corev1.VolumeMount, error) {
+	secrets, err := parseMap(b.conf, "kubernetes.secrets")
+	if err != nil {
+		return nil, nil, err
+	}
+	var volumes []corev1.Volume
+	var mounts []corev1.VolumeMount
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		path := secrets[name]
+		if path == "" {
+			return nil, nil, fmt.Errorf("flinkConfiguration kubernetes.secrets: secret %q has no mount path (want name:/path)", name)
+		}
+		volume := name + "-volume"
+		volumes = append(volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: volume, MountPath: path})
+	}
+	return volumes, mounts, nil
+}
+
 // jobManagerArgs is what the Flink image's entrypoint runs.
 func (b *builder) jobManagerArgs() []string {
 	job := b.dep.Spec.Job
@@ -350,6 +380,10 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("spec.jobManager.podTemplate: %w", err)
 	}
 	vol, mount := b.configVolume()
+	secretVolumes, secretMounts, err := b.secretVolumes()
+	if err != nil {
+		return nil, err
+	}
 	container := corev1.Container{
 		Name:            MainContainer,
 		Image:           spec.Image,
@@ -362,17 +396,15 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 			{Name: PortNameBlob, ContainerPort: b.blobPort, Protocol: corev1.ProtocolTCP},
 		},
 		Resources:    containerResources(res, legacy),
-		VolumeMounts: []corev1.VolumeMount{mount},
-		// The REST endpoint answers once the JobManager is up: startup gives it five minutes,
-		// then liveness restarts a JobManager that stops answering.
-		StartupProbe:   httpProbe("/config", b.restPort, 5, 60),
-		ReadinessProbe: httpProbe("/config", b.restPort, 5, 3),
-		LivenessProbe:  tcpProbe(b.restPort, 10, 6),
+		VolumeMounts: append([]corev1.VolumeMount{mount}, secretMounts...),
+	}
+	if b.templates.startupProbe && !hasStartupProbe(user) {
+		container.StartupProbe = b.startupProbe()
 	}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: spec.ServiceAccount,
 		Containers:         []corev1.Container{container},
-		Volumes:            []corev1.Volume{vol},
+		Volumes:            append([]corev1.Volume{vol}, secretVolumes...),
 	}
 	if hasTMTemplate {
 		podSpec.Volumes = append(podSpec.Volumes, corev1.Volume{Name: podTemplateVolume, VolumeSource: corev1.VolumeSource{
@@ -401,6 +433,10 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 		return nil, fmt.Errorf("spec.taskManager.podTemplate: %w", err)
 	}
 	vol, mount := b.configVolume()
+	secretVolumes, secretMounts, err := b.secretVolumes()
+	if err != nil {
+		return nil, err
+	}
 	podSpec := corev1.PodSpec{
 		ServiceAccountName: spec.ServiceAccount,
 		Containers: []corev1.Container{{
@@ -411,10 +447,9 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 			Env:             []corev1.EnvVar{b.podIPEnv()},
 			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: b.tmRPCPort, Protocol: corev1.ProtocolTCP}},
 			Resources:       containerResources(res, legacy),
-			VolumeMounts:    []corev1.VolumeMount{mount},
-			LivenessProbe:   tcpProbe(b.tmRPCPort, 10, 6),
+			VolumeMounts:    append([]corev1.VolumeMount{mount}, secretMounts...),
 		}},
-		Volumes: []corev1.Volume{vol},
+		Volumes: append([]corev1.Volume{vol}, secretVolumes...),
 	}
 	return b.deployment(TaskManagerDeploymentName(b.name()), ComponentTaskManager, replicas, user, podSpec,
 		"kubernetes.taskmanager.labels", "kubernetes.taskmanager.annotations")
@@ -497,22 +532,37 @@ func (b *builder) internalService() *corev1.Service {
 	}
 }
 
-func httpProbe(path string, port, period, failures int32) *corev1.Probe {
+// startupProbe is upstream's JobManager startup probe (FlinkUtils.addStartupProbe): Flink's
+// /config on the REST port, every second, never giving up (a JobManager that does not start is
+// reported by the deployment state machine, not restarted by kubelet). Without readiness or
+// liveness probes, as upstream, the pod is Ready once the REST endpoint has answered.
+//
+// It asks over http even when the REST endpoint speaks TLS, as upstream's: Flink answers a
+// plain request with a redirect to https://<rest.address> (RedirectingSslHandler), which kubelet
+// counts as success, while an https probe would fail where kubelet cannot handshake: client
+// certificates required (security.ssl.rest.authentication-enabled), or Flink 1.x's default
+// cipher suite (TLS_RSA_WITH_AES_128_CBC_SHA), which kubelets built with Go 1.22 or newer no
+// longer offer.
+func (b *builder) startupProbe() *corev1.Probe {
 	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(port)}},
-		PeriodSeconds:    period,
-		FailureThreshold: failures,
-		TimeoutSeconds:   3,
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/config", Port: intstr.FromString(PortNameREST)}},
+		PeriodSeconds:    1,
+		FailureThreshold: math.MaxInt32,
 	}
 }
 
-func tcpProbe(port, period, failures int32) *corev1.Probe {
-	return &corev1.Probe{
-		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}},
-		PeriodSeconds:    period,
-		FailureThreshold: failures,
-		TimeoutSeconds:   3,
+// hasStartupProbe: the user's template gives the main container a startup probe of its own,
+// which upstream keeps instead of adding its own.
+func hasStartupProbe(user *corev1.Pod) bool {
+	if user == nil {
+		return false
 	}
+	for _, c := range user.Spec.Containers {
+		if c.Name == MainContainer && c.StartupProbe != nil {
+			return true
+		}
+	}
+	return false
 }
 
 func ownerRef(dep *flinkv1beta1.FlinkDeployment) metav1.OwnerReference {

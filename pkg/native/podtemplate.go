@@ -13,9 +13,9 @@ import (
 // `kubectl apply` and patch: maps merge, scalars come from overlay, and lists with a merge key
 // merge element by element (containers, init containers and volumes by name, env by name,
 // volume mounts by mount path, ports by container port); other lists (args, command) are
-// replaced. This is upstream's kubernetes.operator.pod-template.merge-arrays-by-name=true
-// behaviour: sidecars and volumes of both templates survive, and same-named containers are
-// merged field by field. Either pod may be nil.
+// replaced. It lays what the operator generates over the user's template, as Flink's own
+// decorators do (OverlayPod); the user's two templates are merged by MergeTemplates, as
+// upstream. Either pod may be nil.
 func MergePods(base, overlay *corev1.Pod) (*corev1.Pod, error) {
 	switch {
 	case base == nil && overlay == nil:

@@ -73,13 +73,14 @@ func TestUnhonouredOptionsAreWarned(t *testing.T) {
 		{name: "an option with no effect here", conf: map[string]string{"kubernetes.operator.observer.rest-ready.delay": "30 s"},
 			want: []string{"spec.flinkConfiguration.kubernetes.operator.observer.rest-ready.delay (an Apache operator option) is not honoured by this operator and is ignored: upstream marks the JobManager DEPLOYED_NOT_READY once its port accepts connections and READY this long after, unchecked, as a guess at when the REST API is up; here READY is decided by the REST API answering (GET /config), so there is no guess to tune"}},
 		{name: "set to what happens anyway: no warning", conf: map[string]string{
-			"kubernetes.operator.pod-template.merge-arrays-by-name": "TRUE", "kubernetes.operator.checkpoint.type": "full",
-			"kubernetes.operator.session.deletion.block-on-session-jobs": "true", "kubernetes.operator.jm-deployment.startup.probe.enabled": " true"}},
-		{name: "set to what does not happen", conf: map[string]string{"kubernetes.operator.pod-template.merge-arrays-by-name": "false",
+			"kubernetes.operator.checkpoint.type": "full", "kubernetes.operator.session.deletion.block-on-session-jobs": "true"}},
+		{name: "honoured pod options, either way: no warning", conf: map[string]string{
+			"kubernetes.operator.pod-template.merge-arrays-by-name": "false", "kubernetes.operator.jm-deployment.startup.probe.enabled": "false"}},
+		{name: "set to what does not happen", conf: map[string]string{"kubernetes.operator.session.deletion.block-on-session-jobs": "false",
 			"kubernetes.operator.checkpoint.type": "INCREMENTAL"},
 			want: []string{
 				"spec.flinkConfiguration.kubernetes.operator.checkpoint.type (an Apache operator option) is not honoured by this operator and is ignored: the checkpoints the operator triggers are always FULL (upstream's default)",
-				"spec.flinkConfiguration.kubernetes.operator.pod-template.merge-arrays-by-name (an Apache operator option) is not honoured by this operator and is ignored: pod templates are always merged with Kubernetes' strategic merge: lists by name or key, as upstream's `true`; upstream's default merges lists by index",
+				"spec.flinkConfiguration.kubernetes.operator.session.deletion.block-on-session-jobs (an Apache operator option) is not honoured by this operator and is ignored: a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them)",
 			}},
 		{name: "set another way, and a family of options", conf: map[string]string{"kubernetes.operator.health.probe.port": "8085",
 			"kubernetes.operator.plugins.listeners.audit.class": "org.example.Audit"},

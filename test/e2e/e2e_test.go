@@ -72,13 +72,19 @@ func run(m *testing.M) int {
 	defer cancel()
 	start := time.Now()
 	fmt.Printf("e2e: pods on %s\n", podnet.Current())
+	// TestRESTSSLApplication puts the truststores its clusters name below this directory.
+	if err := os.MkdirAll(filepath.Join(dir, "rest-truststores"), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// The session jobs' file:// jars are Flink's examples (sessionJobs).
 	env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Pods: podnet.Current(), OperatorArgs: []string{
 		// The operator ConfigMap as config/manager names it; absent, so an empty configuration.
 		"--config-map=flink-operator-config", "--progress-check-interval=2s", "--reconcile-interval=10s", "--allowed-jar-schemes=https,file",
 		"--artifact-local-dir=" + filepath.Join(root, "bin", "flink"),
 		// TestZooKeeperHA's ZooKeeper server listens on loopback.
-		"--zookeeper-allowed-networks=127.0.0.0/8"},
+		"--zookeeper-allowed-networks=127.0.0.0/8",
+		"--flink-rest-truststore-dir=" + filepath.Join(dir, "rest-truststores")},
 		FlinkImages: exampleImages(root)})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)

@@ -2,6 +2,8 @@ package nodeagent
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -479,7 +481,7 @@ func (c *containerRunner) check(ctx context.Context, p *corev1.Probe) bool {
 		if err != nil {
 			return false
 		}
-		resp, err := (&http.Client{Timeout: timeout}).Do(req)
+		resp, err := kubeletProbeClient(timeout).Do(req)
 		if err != nil {
 			return false
 		}
@@ -499,6 +501,30 @@ func (c *containerRunner) check(ctx context.Context, p *corev1.Probe) bool {
 	}
 	// exec and gRPC probes need the container's filesystem; they count as passing here.
 	return true
+}
+
+// kubeletProbeClient asks as kubelet's HTTP prober does: https without verifying the
+// certificate, and a redirect to another host is not followed but answered by the redirect
+// itself (a 3xx counts as success, with a warning). Flink's REST endpoint with SSL answers a
+// plain http probe so, redirecting it to https://<rest.address>.
+func kubeletProbeClient(timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // kubelet's probes do not verify
+			DisableKeepAlives: true,
+			Proxy:             nil,
+		},
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if req.URL.Hostname() != via[0].URL.Hostname() {
+				return http.ErrUseLastResponse
+			}
+			if len(via) >= 10 {
+				return errors.New("stopped after 10 redirects")
+			}
+			return nil
+		},
+	}
 }
 
 func (c *containerRunner) port(p intstr.IntOrString) (int, error) {
