@@ -3,17 +3,19 @@
 // Package migration proves the move from the Apache Flink Kubernetes Operator to this one on
 // real Flink: the Apache operator 1.7.0 (the newest on Maven Central) deploys a last-state
 // application with Kubernetes HA and a session job on Flink 1.18; it is stopped; this
-// operator starts on the same resources and adopts them without restarting anything, then
-// upgrades both and Flink restores their state. Run with `make migration-test` (part of
+// operator starts on the same resources and adopts them without restarting anything, rolls
+// back a broken change of the application, then upgrades both and Flink restores their state. Run with `make migration-test` (part of
 // `make test`), which installs the Apache operator and Flink 1.18 into bin/.
 package migration
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -73,8 +75,11 @@ type suite struct {
 // job; both reach RUNNING with completed checkpoints. The Apache operator is stopped and this
 // operator started on the same resources: Flink still runs the same jobs in the same
 // JobManager and TaskManager pods, never restarted, and the status reads STABLE/RUNNING. Then a
-// parallelism change upgrades (a) from its latest checkpoint (last-state, through HA) and (b)
-// from an upgrade savepoint, each asserted on what Flink's REST API reports.
+// change to (a) whose JobManager never runs is rolled back (rollback enabled, short readiness
+// timeout) through the HA metadata: the HA ConfigMaps stay, and Flink runs the same job restored
+// from a checkpoint at least as new as the last one before the change. Then a parallelism change
+// upgrades (a) from its latest checkpoint (last-state, through HA) and (b) from an upgrade
+// savepoint, each asserted on what Flink's REST API reports.
 func TestMigrationFromApacheOperator(t *testing.T) {
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
@@ -182,12 +187,75 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 		return
 	}
 
+	rolledBack := t.Run("a change that never becomes ready is rolled back keeping the job's state", func(t *testing.T) {
+		s.t = t
+		// The adopted resource's last stable spec is the one the Apache operator recorded, whose
+		// upgradeMode is the restore mode it used on the first deployment (stateless). The
+		// rollback must still go through the HA metadata, as upstream's prepareCrForRollback
+		// takes the mode from the last reconciled spec.
+		haBefore := s.haConfigMaps(appKey)
+		require.NotEmpty(t, haBefore, "the application has no HA ConfigMaps before the change")
+		before := s.completedCheckpoint(appKey, appJob.ID)
+		s.patchDeployment(appKey, func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.Image = "busybox:1.36" // not a Flink image: the JobManager never runs (ImageNotRunnable)
+			s.changeFlinkConfiguration(d, func(conf map[string]string) {
+				conf["kubernetes.operator.deployment.rollback.enabled"] = "true"
+				conf["kubernetes.operator.deployment.readiness.timeout"] = "15 s"
+			})
+		})
+		logf(t, "broken change applied; latest checkpoint before it: %d %s; HA ConfigMaps %v", before.ID, before.ExternalPath, haBefore)
+		// The HA ConfigMaps are looked at on every poll: a rollback that deletes them and lets
+		// Flink write new ones shows as a missing name or a new UID.
+		var haLost string
+		s.waitDeployment(appKey, "ROLLED_BACK and RUNNING", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+			if haLost == "" {
+				haLost = haChange(haBefore, s.haConfigMaps(appKey))
+			}
+			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack &&
+				d.Status.LifecycleState == flinkv1beta1.LifecycleRolledBack &&
+				d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady &&
+				d.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
+		})
+		now := s.record(appKey)
+		require.Len(t, now.jobs, 1, "Flink runs %+v after the rollback", now.jobs)
+		job := now.jobs[0]
+		stats, err := s.rest(appKey).CheckpointStatistics(context.Background(), job.ID)
+		require.NoError(t, err)
+		restored := stats.Latest.Restored
+		if haLost == "" {
+			haLost = haChange(haBefore, s.haConfigMaps(appKey))
+		}
+		logf(t, "after the rollback Flink runs job %s (before: %s), restored %+v, HA ConfigMaps: %s",
+			job.ID, appJob.ID, restored, cmp.Or(haLost, "kept"))
+		require.Empty(t, haLost, "the rollback did not keep the HA ConfigMaps")
+		require.NotNil(t, restored, "job %s restored nothing: the rollback restarted it from empty state", job.ID)
+		require.False(t, restored.IsSavepoint, "the rollback restored %+v, not a checkpoint of the HA metadata", restored)
+		require.GreaterOrEqual(t, restored.ID, before.ID,
+			"Flink restored checkpoint %d (%s), older than %d (%s), the latest before the change", restored.ID, restored.ExternalPath, before.ID, before.ExternalPath)
+		require.Equal(t, appJob.ID, job.ID, "a rollback through the HA metadata keeps the job id")
+		require.Equal(t, "flink:1.18", s.jobManagerPod(appKey).Spec.Containers[0].Image, "the JobManager runs the last stable spec's image")
+		logf(t, "rolled back: job %s restored checkpoint %d (latest before the change: %d)", job.ID, restored.ID, before.ID)
+	})
+	s.t = t
+
 	t.Run("a last-state upgrade restores the latest checkpoint at the new parallelism", func(t *testing.T) {
 		s.t = t
+		if !rolledBack {
+			t.Fatal("the upgrade starts from the rolled-back job, and the rollback above failed")
+		}
+		jobManager := s.runningJobManager(appKey)
 		before := s.completedCheckpoint(appKey, appJob.ID)
-		s.patchDeployment(appKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+		s.patchDeployment(appKey, func(d *flinkv1beta1.FlinkDeployment) {
+			d.Spec.Job.Parallelism = 2
+			// Undo the broken change of the rollback above.
+			d.Spec.Image = "flink:1.18"
+			s.changeFlinkConfiguration(d, func(conf map[string]string) {
+				delete(conf, "kubernetes.operator.deployment.rollback.enabled")
+				delete(conf, "kubernetes.operator.deployment.readiness.timeout")
+			})
+		})
 		d := s.waitDeployment(appKey, "upgraded and RUNNING", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
-			return readyAndRunning(d) && s.runningJobManager(appKey) != appBefore.jobManagerUID
+			return readyAndRunning(d) && s.runningJobManager(appKey) != jobManager
 		})
 		require.Equal(t, appJob.ID, d.Status.JobStatus.JobID, "a last-state upgrade keeps the job id")
 		restored := s.restoredFrom(appKey, appJob.ID)
@@ -298,6 +366,35 @@ func (s *suite) tryRecord(key client.ObjectKey) (*clusterRecord, string) {
 		return nil, "Flink runs no job"
 	}
 	return rec, ""
+}
+
+// haConfigMaps are the cluster's Kubernetes HA ConfigMaps (what Flink wrote), by name.
+func (s *suite) haConfigMaps(key client.ObjectKey) map[string]types.UID {
+	var cms corev1.ConfigMapList
+	require.NoError(s.t, s.env.Client.List(context.Background(), &cms, client.InNamespace(key.Namespace),
+		client.MatchingLabels{native.LabelApp: key.Name, native.LabelConfigMapType: native.ConfigMapTypeHA}))
+	out := map[string]types.UID{}
+	for _, cm := range cms.Items {
+		if cm.DeletionTimestamp == nil {
+			out[cm.Name] = cm.UID
+		}
+	}
+	return out
+}
+
+// haChange says which of the HA ConfigMaps before are gone or were written anew in now, "" if none.
+func haChange(before, now map[string]types.UID) string {
+	var changes []string
+	for name, uid := range before {
+		switch got, ok := now[name]; {
+		case !ok:
+			changes = append(changes, name+" deleted")
+		case got != uid:
+			changes = append(changes, name+" deleted and created again")
+		}
+	}
+	sort.Strings(changes)
+	return strings.Join(changes, ", ")
 }
 
 // runningJobManager is the UID of the cluster's running JobManager pod, "" when there is none.
@@ -432,6 +529,13 @@ func (s *suite) patchDeployment(key client.ObjectKey, change func(*flinkv1beta1.
 	before := d.DeepCopy()
 	change(d)
 	require.NoError(s.t, s.env.Client.Patch(context.Background(), d, client.MergeFrom(before)))
+}
+
+func (s *suite) changeFlinkConfiguration(d *flinkv1beta1.FlinkDeployment, change func(map[string]string)) {
+	conf, err := d.Spec.FlinkConfiguration.Flatten()
+	require.NoError(s.t, err)
+	change(conf)
+	d.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
 }
 
 func (s *suite) patchSessionJob(key client.ObjectKey, change func(*flinkv1beta1.FlinkSessionJob)) {
