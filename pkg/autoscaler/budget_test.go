@@ -67,10 +67,10 @@ func bombs() map[string]map[string]string {
 // mayBeRead are the bombs that are well-formed states within the default budget: read, cheaply.
 var mayBeRead = map[string]bool{"many distinct keys": true, "overrides at the limit": true}
 
-// decodeCost decodes and returns the error, the time taken and the bytes allocated. The time is
+// decodeCost decodes and returns the time taken, the bytes allocated and the error. The time is
 // the process's CPU time (user and system, GC included) when it is less than the wall time: the
 // machines running the tests are shared, and waiting for a core is not the decoder's cost.
-func decodeCost(decode func() (State, error)) (State, error, time.Duration, uint64) {
+func decodeCost(decode func() (State, error)) (State, time.Duration, uint64, error) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -82,7 +82,7 @@ func decodeCost(decode func() (State, error)) (State, error, time.Duration, uint
 		took = cpu
 	}
 	runtime.ReadMemStats(&after)
-	return s, err, took, after.TotalAlloc - before.TotalAlloc
+	return s, took, after.TotalAlloc - before.TotalAlloc, err
 }
 
 func cpuTime() time.Duration {
@@ -111,7 +111,7 @@ func TestDecodeStateBombs(t *testing.T) {
 			var alloc uint64
 			var err error
 			for i := 0; i < 3; i++ {
-				_, e, tk, a := decodeCost(func() (State, error) { return DecodeState(data) })
+				_, tk, a, e := decodeCost(func() (State, error) { return DecodeState(data) })
 				if i == 0 || tk < took {
 					took = tk
 				}
@@ -225,7 +225,7 @@ func TestDecodeStateAtTheBudget(t *testing.T) {
 	if err != nil || n > DefaultMaxEntryNodes || n < DefaultMaxEntryNodes*9/10 {
 		t.Fatalf("encoding is not at the budget: %d nodes, %v", n, err)
 	}
-	back, err, took, alloc := decodeCost(func() (State, error) { return DecodeState(data) })
+	back, took, alloc, err := decodeCost(func() (State, error) { return DecodeState(data) })
 	if err != nil {
 		t.Fatal(err)
 	}
