@@ -33,11 +33,12 @@ func (w *jksWalker) uint32(what string) (uint32, error) {
 }
 
 // skip passes n bytes of what, refusing a length beyond the end of the store.
-func (w *jksWalker) skip(n uint64, what string) error {
-	if n > uint64(w.remaining()) {
+func (w *jksWalker) skip(n uint32, what string) error {
+	length := int64(n)
+	if length > int64(w.remaining()) {
 		return fmt.Errorf("%s of %d bytes at offset %d, but only %d bytes are left", what, n, w.off, w.remaining())
 	}
-	w.off += int(n)
+	w.off += int(length)
 	return nil
 }
 
@@ -48,7 +49,7 @@ func (w *jksWalker) string(what string) error {
 	}
 	n := binary.BigEndian.Uint16(w.data[w.off:])
 	w.off += 2
-	return w.skip(uint64(n), what)
+	return w.skip(uint32(n), what)
 }
 
 func (w *jksWalker) certificate(version uint32, what string) error {
@@ -64,7 +65,7 @@ func (w *jksWalker) certificate(version uint32, what string) error {
 	if n == 0 {
 		return fmt.Errorf("%s at offset %d is empty", what, w.off)
 	}
-	return w.skip(uint64(n), what)
+	return w.skip(n, what)
 }
 
 // checkJKS walks the structure of a JKS store (as written by Java's JavaKeyStore) and
@@ -112,7 +113,7 @@ func checkJKS(data []byte) error {
 			if err != nil {
 				return err
 			}
-			if err := w.skip(uint64(n), entry+" key"); err != nil {
+			if err := w.skip(n, entry+" key"); err != nil {
 				return err
 			}
 			chain, err := w.uint32(entry + " chain length")
