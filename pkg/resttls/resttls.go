@@ -492,10 +492,37 @@ func Detect(data []byte) (Format, error) {
 	return "", errors.New("not a JKS, PKCS12 or PEM store")
 }
 
+// detectBounded is Detect for a store about to be decoded: one larger than maxStoreBytes,
+// or a JKS or PKCS12 store whose structure would make its decoder allocate or compute far
+// beyond its size, is refused.
+func detectBounded(data []byte) (Format, error) {
+	if int64(len(data)) > maxStoreBytes {
+		return "", fmt.Errorf("the store has %d bytes: at most %d are allowed", len(data), maxStoreBytes)
+	}
+	format, err := Detect(data)
+	if err != nil {
+		return "", err
+	}
+	switch format {
+	case FormatJKS:
+		if err := checkJKS(data); err != nil {
+			return "", fmt.Errorf("malformed JKS store: %w", err)
+		}
+	case FormatPKCS12:
+		if err := checkPKCS12(data); err != nil {
+			return "", fmt.Errorf("malformed PKCS12 store: %w", err)
+		}
+	}
+	return format, nil
+}
+
 // TrustedCertificates are the certificates a truststore trusts: its trusted-certificate
 // entries and, as Java's trust managers take them too, the chains of its key entries.
+//
+// A store is decoded only within a budget (at most maxStoreBytes, a JKS store's structure and
+// a PKCS12 store's MAC iterations checked first), as it may come from a tenant.
 func TrustedCertificates(data []byte, password string) ([]*x509.Certificate, error) {
-	format, err := Detect(data)
+	format, err := detectBounded(data)
 	if err != nil {
 		return nil, err
 	}
@@ -553,7 +580,7 @@ func TrustedCertificates(data []byte, password string) ([]*x509.Certificate, err
 // KeyPair is the key entry of a keystore (the first, as Java's key manager picks one), with
 // its chain.
 func KeyPair(data []byte, password string) (*tls.Certificate, error) {
-	format, err := Detect(data)
+	format, err := detectBounded(data)
 	if err != nil {
 		return nil, err
 	}
