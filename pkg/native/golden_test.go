@@ -105,7 +105,7 @@ func upstreamDeployments(t *testing.T) map[string][]*flinkv1beta1.FlinkDeploymen
 	t.Helper()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	base := filepath.Join(root, "..", "shared", "reference", "upstream")
+	base := filepath.Join(root, "test", "testdata", "upstream")
 	out := map[string][]*flinkv1beta1.FlinkDeployment{}
 	for _, sub := range []string{"examples", filepath.Join("e2e-tests", "data")} {
 		err := filepath.WalkDir(filepath.Join(base, sub), func(path string, d os.DirEntry, err error) error {

@@ -26,7 +26,7 @@ import (
 func TestGeneratedConfigRunsRealFlink(t *testing.T) {
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	example, err := os.ReadFile(filepath.Join(root, "..", "shared", "reference", "upstream", "examples", "basic-session-deployment-only.yaml"))
+	example, err := os.ReadFile(filepath.Join(root, "test", "testdata", "upstream", "examples", "basic-session-deployment-only.yaml"))
 	require.NoError(t, err)
 
 	for _, version := range flinkcluster.Versions(t) {

@@ -25,7 +25,7 @@ func upstreamResources(t testing.TB) (deps []*flinkv1beta1.FlinkDeployment, jobs
 	t.Helper()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	base := filepath.Join(root, "..", "shared", "reference", "upstream")
+	base := filepath.Join(root, "test", "testdata", "upstream")
 	for _, sub := range []string{"examples", filepath.Join("e2e-tests", "data")} {
 		require.NoError(t, filepath.WalkDir(filepath.Join(base, sub), func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || strings.Contains(path, "kustomize") {

@@ -293,7 +293,7 @@ func admitUpstreamExamples(t *testing.T, c client.Client) {
 	ctx := context.Background()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	base := filepath.Join(root, "..", "shared", "reference", "upstream", "examples")
+	base := filepath.Join(root, "test", "testdata", "upstream", "examples")
 	var deployments, others []*unstructured.Unstructured
 	require.NoError(t, filepath.WalkDir(base, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") || strings.Contains(path, "kustomize") || strings.HasSuffix(path, "pre-install.yaml") {
