@@ -218,10 +218,10 @@ IMAGE_FLAGS = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null ||
 OPM_STATIC ?= $(LOCALBIN)/olm/opm-static-$(OPM_VERSION)
 
 .PHONY: image
-image: ## Operator image: the static manager, the build machine's CA certificates, user 65532 (bin/images/flink-operator).
+image: ## Operator image: the static manager, the pinned CA bundle (hack/imagebuild/images/cacerts), user 65532 (bin/images/flink-operator).
 	mkdir -p $(IMAGES_DIR)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o $(IMAGES_DIR)/manager ./cmd
-	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager -ca-certs /etc/ssl/certs/ca-certificates.crt \
+	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager \
 		-image $(IMG) -out $(IMAGES_DIR)/flink-operator $(IMAGE_FLAGS)
 
 .PHONY: bundle-image
