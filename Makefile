@@ -262,6 +262,10 @@ deploy: manifests kustomize ## Install the operator (image IMG) into the cluster
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl apply --server-side -f -
 
+.PHONY: deploy-multi-tenant
+deploy-multi-tenant: ## make deploy with the hardened multi-tenant profile (config/profiles/multi-tenant): pod-security baseline, an Ingress annotation allowlist, an egress NetworkPolicy (review it first); undeploy with DEPLOY_CONFIG=config/profiles/multi-tenant.
+	$(MAKE) deploy DEPLOY_CONFIG=config/profiles/multi-tenant
+
 .PHONY: undeploy
 undeploy: kustomize ## Remove what `make deploy` installed, CRDs included (delete the Flink resources first, while the operator runs to remove their finalizers).
 	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl delete --ignore-not-found -f -
