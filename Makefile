@@ -150,8 +150,8 @@ e2e: manifests generate cluster-assets flink-dist loadgen zookeeper examples ## 
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: deploy-test
-deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING (test/deploy).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run TestMakeDeploy -count=1 -timeout 10m -v
+deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run 'TestMakeDeploy|TestMultiTenantProfileOnCluster' -count=1 -timeout 20m -v
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
