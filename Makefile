@@ -150,8 +150,8 @@ e2e: manifests generate cluster-assets flink-dist loadgen zookeeper examples ## 
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
 
 .PHONY: deploy-test
-deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING (test/deploy).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run TestMakeDeploy -count=1 -timeout 10m -v
+deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run 'TestMakeDeploy|TestMultiTenantProfileOnCluster' -count=1 -timeout 20m -v
 
 .PHONY: olm-test
 olm-test: manifests generate cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
@@ -218,10 +218,10 @@ IMAGE_FLAGS = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null ||
 OPM_STATIC ?= $(LOCALBIN)/olm/opm-static-$(OPM_VERSION)
 
 .PHONY: image
-image: ## Operator image: the static manager, the build machine's CA certificates, user 65532 (bin/images/flink-operator).
+image: ## Operator image: the static manager, the pinned CA bundle (hack/imagebuild/images/cacerts), user 65532 (bin/images/flink-operator).
 	mkdir -p $(IMAGES_DIR)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o $(IMAGES_DIR)/manager ./cmd
-	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager -ca-certs /etc/ssl/certs/ca-certificates.crt \
+	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager \
 		-image $(IMG) -out $(IMAGES_DIR)/flink-operator $(IMAGE_FLAGS)
 
 .PHONY: bundle-image
@@ -261,6 +261,10 @@ DEPLOY_CONFIG ?= config/default
 deploy: manifests kustomize ## Install the operator (image IMG) into the cluster of the current kube context with kustomize, server-side; DEPLOY_CONFIG=config/certmanager takes cert-manager's webhook certificate.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl apply --server-side -f -
+
+.PHONY: deploy-multi-tenant
+deploy-multi-tenant: ## make deploy with the hardened multi-tenant profile (config/profiles/multi-tenant): pod-security baseline, an Ingress annotation allowlist, an egress NetworkPolicy (review it first); undeploy with DEPLOY_CONFIG=config/profiles/multi-tenant.
+	$(MAKE) deploy DEPLOY_CONFIG=config/profiles/multi-tenant
 
 .PHONY: undeploy
 undeploy: kustomize ## Remove what `make deploy` installed, CRDs included (delete the Flink resources first, while the operator runs to remove their finalizers).
