@@ -359,6 +359,11 @@ promtool: $(PROMTOOL)
 $(PROMTOOL): | $(LOCALBIN)
 	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
+.PHONY: security-scorecard
+security-scorecard: envtest-assets zookeeper ## Run the hostile-input tests (hack/securityscorecard/cases.go) and print the README's security scorecard, counted from go test -json.
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+		go run ./hack/securityscorecard -out $(LOCALBIN)/security-scorecard.md
+
 .PHONY: monitoring-test
 monitoring-test: promtool ## promtool check/test of config/prometheus, and the dashboard and rules against the metrics the operator exposes.
 	PROMTOOL=$(PROMTOOL) go test ./test/monitoring -count=1 -v
