@@ -426,7 +426,7 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
 		return err
 	}
-	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, s.redact)
+	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, r.SecretKeyPatterns)
 	r.writes.wrote(s.dep.UID, s.original.ResourceVersion, s.dep.ResourceVersion)
 	s.original = s.dep.DeepCopy()
 	return nil

@@ -402,7 +402,7 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	if err := patchStatus(ctx, r.Client, s.job, s.original); err != nil {
 		return err
 	}
-	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, s.redact)
+	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, r.SecretKeyPatterns)
 	s.original = s.job.DeepCopy()
 	return nil
 }
