@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -38,6 +39,16 @@ func withListener(rec record.EventRecorder, l listener.Listener) record.EventRec
 		return rec
 	}
 	return listener.Recorder(rec, l)
+}
+
+// jarURIPasswords is the password of a jarURI's user info, for the reconcile's redactor: it
+// masks URL passwords wherever it sees a URL, and this one also where a message quotes it in a
+// form that no longer reads as a URL.
+func jarURIPasswords(job *flinkv1beta1.JobSpec) []string {
+	if job == nil {
+		return nil
+	}
+	return redact.URLPasswords(job.JarURI)
 }
 
 // statusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and

@@ -213,7 +213,7 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	// Secrets of this resource are masked in everything this reconcile logs, records or returns.
 	conf, _ := dep.Spec.FlinkConfiguration.Flatten()
-	red := redact.New(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...)...)
+	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(dep.Spec.Job)...)...)
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
