@@ -152,7 +152,7 @@ var (
 	ExtensionValidators = StringOption{Option{Key: "kubernetes.operator.extension.validators", Type: TypeString,
 		Description: "Operator configuration only. Custom validators: a YAML or JSON list of endpoints (name, url, timeout (default 2 s, at most 3 s), failurePolicy Fail (default) or Ignore, kinds, caFile) called at admission and before each new generation is reconciled; their field errors refuse the resource."}}
 	ExtensionListeners = StringOption{Option{Key: "kubernetes.operator.extension.listeners", Type: TypeString,
-		Description: "Operator configuration only. Resource listeners: a YAML or JSON list of endpoints (name, url, timeout, caFile, maxAttempts, initialBackoff, maxBackoff, queueSize) that receive status changes and events as CloudEvents."}}
+		Description: "Operator configuration only. Resource listeners: a YAML or JSON list of endpoints (name, url, timeout, caFile, maxAttempts, initialBackoff, maxBackoff, queueSize, queueBytes) that receive status changes and events as CloudEvents."}}
 	ExtensionAllowedHosts = StringOption{Option{Key: "kubernetes.operator.extension.allowed-hosts", Type: TypeString,
 		Description: "Operator configuration only. Comma-separated hosts (or *.suffix) extension endpoints may be on; plain http only to these. Unset: https to any host, no plain http."}}
 )
