@@ -535,7 +535,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
 	if err := (&controllers.FlinkBlueGreenDeploymentReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder,
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder, Validator: validator,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
 	}
