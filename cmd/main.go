@@ -535,7 +535,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
 	}
 	if err := (&controllers.FlinkBlueGreenDeploymentReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder,
+		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder, Validator: validator,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
 	}
@@ -600,6 +600,10 @@ func main() {
 	}
 }
 
+// errConfigMapDeleted is logged (at error level, the most visible) when the operator ConfigMap
+// is deleted while the operator runs on the configuration loaded from it.
+var errConfigMapDeleted = errors.New("operator ConfigMap deleted")
+
 // run runs the manager until ctx ends. With --config-map, the ConfigMap is loaded first (a
 // configuration that does not parse stops the start) and then watched: intervals, the REST
 // timeout and default Flink configuration apply from the next reconcile; a change of the
@@ -625,7 +629,17 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		}
 		w := &operatorconfig.Watcher{Client: kc, Namespace: o.configMapNamespace, Name: o.configMap,
 			Base: store.Get(), Explicit: explicit, Store: store,
-			Log: func(msg string, kv ...any) { ctrl.Log.WithName("config").Info(msg, kv...) }}
+			Log: func(msg string, kv ...any) { ctrl.Log.WithName("config").Info(msg, kv...) },
+			Missing: func(m bool) {
+				if m {
+					opmetrics.ConfigMissing.Set(1)
+				} else {
+					opmetrics.ConfigMissing.Set(0)
+				}
+			},
+			Warn: func(msg string, kv ...any) {
+				ctrl.Log.WithName("config").Error(errConfigMapDeleted, msg, kv...)
+			}}
 		if err := w.Load(ctx); err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
 // Event reasons of the blue/green controller.
@@ -61,6 +62,9 @@ type FlinkBlueGreenDeploymentReconciler struct {
 	Recorder record.EventRecorder
 	// Now is the clock (time.Now when nil); tests move it past grace periods.
 	Now func() time.Time
+	// Validator holds the operator-wide policy (pod security level, Ingress annotations and
+	// hosts) applied before every reconcile acts; nil applies none.
+	Validator *validation.Validator
 }
 
 // Reads go through the manager's cache (list and watch). The children, snapshots and ingress
@@ -110,6 +114,11 @@ type observed struct {
 	savepoint *flinkv1beta1.FlinkStateSnapshot
 	last      *flinkv1beta1.FlinkBlueGreenDeploymentSpec
 	opts      bluegreen.Options
+	// stored is the status as read, before observe cleared a refusal that no longer holds:
+	// status patches are computed from it, so the clearing is written too.
+	stored flinkv1beta1.FlinkBlueGreenDeploymentStatus
+	// wasInvalid: the Ready condition reported a refusal that no longer holds.
+	wasInvalid bool
 }
 
 func (r *FlinkBlueGreenDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -149,8 +158,18 @@ func (r *FlinkBlueGreenDeploymentReconciler) observe(ctx context.Context, bg *fl
 		return nil, r.recordInvalid(ctx, bg, optErrs[0].Error())
 	}
 	obs.opts = opts
+	// The operator-wide policy, again: the resource may have been admitted before the policy
+	// changed, or without the webhook. Refused here, nothing is created or changed (children,
+	// Ingress); what runs stays as it is, as a FlinkDeployment keeps its last deployed spec.
+	if r.Validator != nil {
+		if errs := r.Validator.ValidateBlueGreenPolicy(bg); len(errs) > 0 {
+			return nil, r.recordInvalid(ctx, bg, errs.ToAggregate().Error())
+		}
+	}
+	obs.stored = *bg.Status.DeepCopy()
 	if c := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady); c != nil && c.Reason == reasonInvalid {
 		bg.Status.Error = "" // fixed since: the conditions are set anew below
+		obs.wasInvalid = true
 	}
 	last, _, err := bluegreen.UnmarshalSpec(bg.Status.LastReconciledSpec)
 	if err != nil {
@@ -239,6 +258,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 	now := r.now()
 	opts := obs.opts
 	base := bg.DeepCopy()
+	base.Status = *obs.stored.DeepCopy()
 	st := &bg.Status
 	st.BlueGreenState = step.Next
 	target := obs.children[step.Target]
@@ -259,6 +279,9 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 	switch step.Action {
 	case bluegreen.ActionNone:
 		r.mirrorJobStatus(bg, obs.children[step.Target])
+		if obs.wasInvalid {
+			r.setConditions(bg, obs) // the refusal's condition goes with it
+		}
 		if step.Next == flinkv1beta1.BlueGreenInitializingBlue && bluegreen.IsSuspended(&bg.Spec) {
 			st.JobStatus.State = flinkv1beta1.JobStatusSuspended
 		}
@@ -622,7 +645,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) desiredChild(bg *flinkv1beta1.Flink
 		d.Spec.Job.InitialSavepointPath = restorePath
 	}
 	if d.Spec.Ingress != nil {
-		d.Spec.Ingress.Template = strings.ToLower(string(c)) + "-" + d.Spec.Ingress.Template
+		d.Spec.Ingress.Template = bluegreen.ChildIngressTemplate(c, d.Spec.Ingress.Template)
 	}
 	if err := controllerutil.SetControllerReference(bg, d, r.Scheme); err != nil {
 		return nil, fmt.Errorf("own child %s: %w", d.Name, err)

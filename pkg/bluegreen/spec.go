@@ -241,3 +241,9 @@ func redeployNonce(spec *flinkv1beta1.FlinkDeploymentSpec) *int64 {
 	}
 	return spec.Job.SavepointRedeployNonce
 }
+
+// ChildIngressTemplate is the template of child c's own ingress (from the template's
+// spec.ingress): prefixed with the child's color, so the two children's hosts differ.
+func ChildIngressTemplate(c Color, template string) string {
+	return strings.ToLower(string(c)) + "-" + template
+}

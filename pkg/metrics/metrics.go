@@ -348,5 +348,14 @@ func NewOperator(reader client.Reader, elected <-chan struct{}) *Operator {
 
 // Collectors are the metrics to register.
 func (o *Operator) Collectors() []prometheus.Collector {
-	return append(append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources), o.Autoscaler.Collectors()...)
+	return append(append(o.REST.Collectors(), o.Lifecycle.Collector(), o.Resources, ConfigMissing), o.Autoscaler.Collectors()...)
 }
+
+// ConfigMissing is flink_operator_config_missing: 1 while the operator ConfigMap the operator
+// reads (--config-map) does not exist, so the operator runs on the configuration it last loaded
+// from it (lost at the next restart) or, since its start, on the defaults: either way the
+// administrator's policy (pod security level, Ingress allowlists, validators) may not be the
+// one in the cluster's manifests. One per process: the configuration watcher outlives the
+// managers an in-process restart replaces, each of which registers it (Collectors).
+var ConfigMissing = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "config_missing",
+	Help: "1 while the operator ConfigMap (--config-map) does not exist: the last configuration loaded from it (or the defaults) is in force."})

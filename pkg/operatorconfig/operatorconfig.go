@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -257,6 +258,16 @@ type Watcher struct {
 	Store    *Store
 	// Log reports each applied configuration and each rejected one.
 	Log func(msg string, keysAndValues ...any)
+	// Missing, when set, is told whether the ConfigMap exists (at Load and at every change):
+	// the operator's flink_operator_config_missing gauge.
+	Missing func(missing bool)
+	// Warn reports the ConfigMap's deletion.
+	Warn func(msg string, keysAndValues ...any)
+
+	// loaded: a configuration was applied from the ConfigMap. Its deletion then keeps that
+	// configuration: the operator-wide policy in it (pod security level, Ingress allowlists,
+	// validators) must not fail open because an object was deleted.
+	loaded atomic.Bool
 }
 
 // Load reads the ConfigMap once (a missing ConfigMap is an empty configuration).
@@ -265,11 +276,35 @@ func (w *Watcher) Load(ctx context.Context) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("operator ConfigMap %s/%s: %w", w.Namespace, w.Name, err)
 	}
-	var data map[string]string
-	if err == nil {
-		data = cm.Data
+	if err != nil { // not found: upstream's defaults, as without a ConfigMap
+		w.setMissing(true)
+		return w.apply(nil)
 	}
-	return w.apply(data)
+	if err := w.apply(cm.Data); err != nil {
+		return err
+	}
+	w.loaded.Store(true)
+	w.setMissing(false)
+	return nil
+}
+
+func (w *Watcher) setMissing(missing bool) {
+	if w.Missing != nil {
+		w.Missing(missing)
+	}
+}
+
+// deleted handles the ConfigMap's deletion: the configuration loaded from it stays in force
+// (until it is created again, or the operator restarts), and the deletion is reported.
+func (w *Watcher) deleted() {
+	w.setMissing(true)
+	if !w.loaded.Load() {
+		return // never loaded: the defaults are in force already
+	}
+	if w.Warn != nil {
+		w.Warn("operator ConfigMap deleted; keeping the last configuration loaded from it until it is created again (a restart would fall back to the defaults)",
+			"configMap", w.Namespace+"/"+w.Name)
+	}
 }
 
 func (w *Watcher) apply(data map[string]string) error {
@@ -305,20 +340,31 @@ func (w *Watcher) Run(ctx context.Context) {
 		}))
 	inf := factory.Core().V1().ConfigMaps().Informer()
 	onChange := func(obj any) {
-		var data map[string]string
-		if cm, ok := obj.(*corev1.ConfigMap); ok {
-			data = cm.Data
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			return
 		}
-		if err := w.apply(data); err != nil && w.Log != nil {
-			w.Log("rejected operator configuration; keeping the previous one", "error", err.Error())
+		w.setMissing(false)
+		if err := w.apply(cm.Data); err != nil {
+			if w.Log != nil {
+				w.Log("rejected operator configuration; keeping the previous one", "error", err.Error())
+			}
+			return
 		}
+		w.loaded.Store(true)
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onChange,
 		UpdateFunc: func(_, obj any) { onChange(obj) },
-		DeleteFunc: func(any) { onChange(nil) },
+		DeleteFunc: func(any) { w.deleted() },
 	})
 	factory.Start(ctx.Done())
+	// Deleted between Load and the first list: no delete event comes for it.
+	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		if _, exists, err := inf.GetStore().GetByKey(w.Namespace + "/" + w.Name); err == nil && !exists && w.loaded.Load() {
+			w.deleted()
+		}
+	}
 	<-ctx.Done()
 	factory.Shutdown()
 }

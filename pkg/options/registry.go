@@ -143,7 +143,9 @@ var (
 		Description: "Operator configuration only. The Kubernetes Pod Security Standard the JobManager and TaskManager pods of every FlinkDeployment must meet (pod templates merged as deployed): privileged allows anything (upstream's behaviour), baseline refuses e.g. privileged containers, hostPath volumes and host namespaces, restricted also requires a hardened securityContext.",
 		Allowed:     []string{"privileged", "baseline", "restricted"}}}
 	IngressAnnotationsAllowed = StringOption{Option{Key: "kubernetes.operator.ingress.annotations.allowed", Type: TypeString,
-		Description: "Operator configuration only. Comma-separated spec.ingress.annotations keys a FlinkDeployment may set; an entry ending in * allows every key with that prefix. Unset allows all (upstream's behaviour)."}}
+		Description: "Operator configuration only. Comma-separated spec.ingress.annotations keys a FlinkDeployment or FlinkBlueGreenDeployment may set; an entry ending in * allows every key with that prefix. Unset allows all (upstream's behaviour)."}}
+	IngressHostsAllowed = StringOption{Option{Key: "kubernetes.operator.ingress.hosts.allowed", Type: TypeString,
+		Description: "Operator configuration only. Comma-separated DNS domains the Ingress hosts (rule and TLS) of a FlinkDeployment or FlinkBlueGreenDeployment may be, or be subdomains of; {{namespace}} in an entry is the resource's namespace (e.g. {{namespace}}.apps.example.com). When set, an Ingress without a host is refused. Unset allows any host (upstream's behaviour)."}}
 )
 
 // Extension points (pkg/extension): operator configuration only, our own options. README:
@@ -171,6 +173,6 @@ var registry = []Option{
 	SnapshotResources.Option, SavepointTriggerGracePeriod.Option, CheckpointTriggerGracePeriod.Option, PeriodicSavepoint.Option, PeriodicCheckpoint.Option, SavepointHistoryMaxCount.Option, SavepointHistoryMaxAge.Option,
 	SavepointHistoryMaxCountThreshold.Option, SavepointHistoryMaxAgeThreshold.Option, SavepointCleanup.Option, DisposeOnDelete.Option,
 	ExceptionEventsLimit.Option, ArtifactHeaders.Option,
-	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option,
+	PodSecurityLevel.Option, IngressAnnotationsAllowed.Option, IngressHostsAllowed.Option,
 	ExtensionValidators.Option, ExtensionListeners.Option, ExtensionAllowedHosts.Option,
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	psaapi "k8s.io/pod-security-admission/api"
 	psapolicy "k8s.io/pod-security-admission/policy"
@@ -32,10 +33,15 @@ type Policy struct {
 	// IngressAnnotations are the spec.ingress.annotations keys allowed: exact keys, or prefixes
 	// written with a trailing '*'. nil allows every key (upstream's behaviour).
 	IngressAnnotations []string
+	// IngressHosts are the DNS domains an Ingress host may be, or be a subdomain of, lower case
+	// and with {{namespace}} standing for the resource's namespace: an Ingress host claims
+	// traffic on the shared ingress controller, so one namespace must not take another's (or
+	// the cluster's) hosts. nil allows any host (upstream's behaviour).
+	IngressHosts []string
 }
 
 // policyKeys are the options only the operator configuration may set.
-var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotationsAllowed.Key,
+var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotationsAllowed.Key, options.IngressHostsAllowed.Key,
 	// Where resources are sent (pkg/extension) is the administrator's decision too.
 	options.ExtensionValidators.Key, options.ExtensionListeners.Key, options.ExtensionAllowedHosts.Key}
 
@@ -56,7 +62,35 @@ func PolicyFromOperatorConfig(conf map[string]string) (Policy, error) {
 			}
 		}
 	}
+	if options.IngressHostsAllowed.IsSet(conf) {
+		hosts, err := parseIngressHosts(options.IngressHostsAllowed.Get(conf))
+		if err != nil {
+			return Policy{}, fmt.Errorf("operator configuration %s: %w", options.IngressHostsAllowed.Key, err)
+		}
+		p.IngressHosts = hosts
+	}
 	return p, nil
+}
+
+// namespacePlaceholder stands for the resource's namespace in an allowed Ingress domain.
+const namespacePlaceholder = "{{namespace}}"
+
+// parseIngressHosts reads the allowed Ingress domains: DNS names, possibly with {{namespace}}.
+// Wildcards are not entries: a domain allows its subdomains already.
+func parseIngressHosts(list string) ([]string, error) {
+	hosts := []string{}
+	for _, h := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' || r == ';' }) {
+		h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
+		if h == "" {
+			continue
+		}
+		// A namespace name is a DNS label, so any namespace makes a valid name when a sample does.
+		if errs := k8svalidation.IsDNS1123Subdomain(strings.ReplaceAll(h, namespacePlaceholder, "ns")); len(errs) > 0 {
+			return nil, fmt.Errorf("%q is not a DNS domain (optionally with %s): %s", h, namespacePlaceholder, strings.Join(errs, "; "))
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
 }
 
 // policy is the policy in force: read from the operator configuration at every validation.
@@ -83,18 +117,73 @@ func (v *Validator) validatePolicy(dep *flinkv1beta1.FlinkDeployment) field.Erro
 	if err != nil {
 		return append(errs, field.InternalError(spec, err))
 	}
-	if dep.Spec.Ingress != nil && p.IngressAnnotations != nil {
-		for _, k := range sortedKeys(dep.Spec.Ingress.Annotations) {
-			if !annotationAllowed(p.IngressAnnotations, k) {
-				errs = append(errs, field.Forbidden(spec.Child("ingress", "annotations").Key(k),
-					fmt.Sprintf("not allowed by the operator's %s (allowed: %s)", options.IngressAnnotationsAllowed.Key, strings.Join(p.IngressAnnotations, ", "))))
-			}
-		}
-	}
+	errs = append(errs, ingressPolicy(spec.Child("ingress"), dep, p)...)
 	if p.PodSecurity != psaapi.LevelPrivileged {
 		errs = append(errs, v.validatePodSecurity(dep, p.PodSecurity)...)
 	}
 	return errs
+}
+
+// ingressPolicy applies the Ingress part of the policy to the Ingress dep's spec.ingress
+// becomes (at path): its annotations and its hosts.
+func ingressPolicy(path *field.Path, dep *flinkv1beta1.FlinkDeployment, p Policy) field.ErrorList {
+	in := dep.Spec.Ingress
+	if in == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if p.IngressAnnotations != nil {
+		for _, k := range sortedKeys(in.Annotations) {
+			if !annotationAllowed(p.IngressAnnotations, k) {
+				errs = append(errs, field.Forbidden(path.Child("annotations").Key(k),
+					fmt.Sprintf("not allowed by the operator's %s (allowed: %s)", options.IngressAnnotationsAllowed.Key, strings.Join(p.IngressAnnotations, ", "))))
+			}
+		}
+	}
+	if p.IngressHosts == nil {
+		return errs
+	}
+	domains := make([]string, len(p.IngressHosts))
+	for i, h := range p.IngressHosts {
+		domains[i] = strings.ReplaceAll(h, namespacePlaceholder, dep.Namespace)
+	}
+	allowed := fmt.Sprintf("in namespace %s (allowed: %s and their subdomains)", dep.Namespace, strings.Join(domains, ", "))
+	refuse := func(at *field.Path, host string) {
+		errs = append(errs, field.Forbidden(at, fmt.Sprintf("host %q not allowed by the operator's %s %s", host, options.IngressHostsAllowed.Key, allowed)))
+	}
+	// The host the operator writes into the rule: an unbuildable template is reported by the
+	// other rules, and nothing is deployed from it.
+	if ing, err := native.BuildIngress(dep, native.DefaultRESTPort); err == nil {
+		for _, r := range ing.Spec.Rules {
+			switch {
+			case r.Host == "":
+				errs = append(errs, field.Forbidden(path.Child("template"), fmt.Sprintf(
+					"the Ingress rule has no host, so it serves every host; the operator's %s asks for a host %s", options.IngressHostsAllowed.Key, allowed)))
+			case !hostAllowed(domains, r.Host):
+				refuse(path.Child("template"), r.Host)
+			}
+		}
+	}
+	for i, tls := range in.TLS {
+		for j, h := range tls.Hosts {
+			if !hostAllowed(domains, h) {
+				refuse(path.Child("tls").Index(i).Child("hosts").Index(j), h)
+			}
+		}
+	}
+	return errs
+}
+
+// hostAllowed: host is one of domains or a subdomain of one ("*.d" included), compared as DNS
+// names are: without case and without a trailing dot.
+func hostAllowed(domains []string, host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	for _, d := range domains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
 }
 
 // annotationAllowed: key is listed, or starts with a listed prefix ("nginx.ingress.kubernetes.io/ssl-*").

@@ -22,9 +22,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -42,6 +45,11 @@ const (
 	KeyServingKey  = "tls.key"
 	KeyCABundle    = "ca.crt"
 	KeyCAKey       = "ca.key"
+	// KeyRetiredCAs records which CAs after the signing one in ca.crt the operator issued (it
+	// renewed them): their SHA-256 fingerprints, signed with the signing CA's key. Any other
+	// certificate in ca.crt (one appended to the Secret, which takes no key) is dropped, never
+	// trusted or injected.
+	KeyRetiredCAs = "ca-retired.json"
 )
 
 // Policy is how long certificates are valid and how early they are replaced.
@@ -110,7 +118,7 @@ func Ensure(data map[string][]byte, dnsNames []string, now time.Time, p Policy) 
 	if err := p.check(); err != nil {
 		return nil, "", err
 	}
-	ca, bundle, caReason, err := ensureCA(data, now, p)
+	ca, bundle, retired, caReason, err := ensureCA(data, now, p)
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,10 +127,15 @@ func Ensure(data map[string][]byte, dnsNames []string, now time.Time, p Policy) 
 		out[k] = v
 	}
 	out[KeyCABundle], out[KeyCAKey] = bundle, ca.keyPEM
+	if retired == nil {
+		delete(out, KeyRetiredCAs)
+	} else {
+		out[KeyRetiredCAs] = retired
+	}
 	reason := caReason
 	if caReason == ReasonUpToDate {
 		if reason = servingCertState(data, ca, dnsNames, now, p); reason == ReasonUpToDate {
-			if bytes.Equal(bundle, data[KeyCABundle]) {
+			if bytes.Equal(bundle, data[KeyCABundle]) && bytes.Equal(retired, data[KeyRetiredCAs]) {
 				return data, ReasonUpToDate, nil
 			}
 			return out, ReasonBundlePruned, nil
@@ -143,11 +156,13 @@ type authority struct {
 	keyPEM []byte
 }
 
-// ensureCA returns the signing CA and the bundle to trust: the Secret's when usable and not
-// due; when due, a new one followed by the CAs of the bundle that have not expired yet (they
-// signed serving certificates replicas may still serve); when unusable (missing, not a CA,
-// its key missing or not its own), a new one alone.
-func ensureCA(data map[string][]byte, now time.Time, p Policy) (*authority, []byte, Reason, error) {
+// ensureCA returns the signing CA, the bundle to trust and the record of the retired CAs in
+// it (KeyRetiredCAs, nil for none): the Secret's CA when usable and not due; when due, a new
+// one followed by the operator's earlier CAs that have not expired yet (they signed serving
+// certificates replicas may still serve); when unusable (missing, not a CA, its key missing or
+// not its own), a new one alone. Of the certificates after the signing CA only those the
+// record, signed with the signing CA's key, names are kept.
+func ensureCA(data map[string][]byte, now time.Time, p Policy) (*authority, []byte, []byte, Reason, error) {
 	certs := parseCerts(data[KeyCABundle])
 	var current *authority
 	if len(certs) > 0 && certs[0].IsCA && !now.Before(certs[0].NotBefore) && now.Before(certs[0].NotAfter) {
@@ -157,8 +172,9 @@ func ensureCA(data map[string][]byte, now time.Time, p Policy) (*authority, []by
 	}
 	var keep []*x509.Certificate
 	if current != nil {
+		issued := readRetired(data[KeyRetiredCAs], current)
 		for _, c := range certs[1:] {
-			if c.IsCA && now.Before(c.NotAfter) {
+			if c.IsCA && now.Before(c.NotAfter) && issued[fingerprint(c)] && !slices.ContainsFunc(keep, c.Equal) {
 				keep = append(keep, c)
 			}
 		}
@@ -174,14 +190,81 @@ func ensureCA(data map[string][]byte, now time.Time, p Policy) (*authority, []by
 	if reason != ReasonUpToDate {
 		var err error
 		if current, err = issueCA(now, p.CAValidity); err != nil {
-			return nil, nil, "", err
+			return nil, nil, nil, "", err
 		}
 	}
 	var bundle bytes.Buffer
 	for _, c := range append([]*x509.Certificate{current.cert}, keep...) {
 		_ = pem.Encode(&bundle, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 	}
-	return current, bundle.Bytes(), reason, nil
+	retired, err := recordRetired(data[KeyRetiredCAs], current, keep)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	return current, bundle.Bytes(), retired, reason, nil
+}
+
+// retiredRecord is KeyRetiredCAs: the fingerprints of the operator's retired CAs, bound to the
+// signing CA by its signature.
+type retiredRecord struct {
+	Fingerprints []string `json:"fingerprints"`
+	// Signature is the signing CA key's ASN.1 ECDSA signature over retiredDigest.
+	Signature []byte `json:"signature"`
+}
+
+// retiredDigest is what the signing CA signs: its own fingerprint and the retired ones.
+func retiredDigest(signer *x509.Certificate, fingerprints []string) []byte {
+	h := sha256.New()
+	h.Write([]byte("flink-operator webhook CAs retired by " + fingerprint(signer) + "\n"))
+	for _, f := range fingerprints {
+		h.Write([]byte(f + "\n"))
+	}
+	return h.Sum(nil)
+}
+
+func fingerprint(c *x509.Certificate) string {
+	sum := sha256.Sum256(c.Raw)
+	return hex.EncodeToString(sum[:])
+}
+
+// readRetired returns the fingerprints raw names if current's key signed it, else none.
+func readRetired(raw []byte, current *authority) map[string]bool {
+	var rec retiredRecord
+	pub, ok := current.cert.PublicKey.(*ecdsa.PublicKey)
+	if len(raw) == 0 || !ok || json.Unmarshal(raw, &rec) != nil ||
+		!ecdsa.VerifyASN1(pub, retiredDigest(current.cert, rec.Fingerprints), rec.Signature) {
+		return nil
+	}
+	out := make(map[string]bool, len(rec.Fingerprints))
+	for _, f := range rec.Fingerprints {
+		out[f] = true
+	}
+	return out
+}
+
+// recordRetired is the record of keep for current: the Secret's own when it says the same
+// (a signature is not deterministic, and an unchanged Secret is not written), else signed anew.
+func recordRetired(old []byte, current *authority, keep []*x509.Certificate) ([]byte, error) {
+	if len(keep) == 0 {
+		return nil, nil
+	}
+	fingerprints := make([]string, len(keep))
+	for i, c := range keep {
+		fingerprints[i] = fingerprint(c)
+	}
+	var rec retiredRecord
+	if json.Unmarshal(old, &rec) == nil && slices.Equal(rec.Fingerprints, fingerprints) && readRetired(old, current) != nil {
+		return old, nil
+	}
+	sig, err := current.key.Sign(rand.Reader, retiredDigest(current.cert, fingerprints), crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("sign the record of retired CAs: %w", err)
+	}
+	raw, err := json.Marshal(retiredRecord{Fingerprints: fingerprints, Signature: sig})
+	if err != nil {
+		return nil, fmt.Errorf("encode the record of retired CAs: %w", err)
+	}
+	return raw, nil
 }
 
 // servingCertState says whether the Secret's serving pair can be kept.

@@ -198,12 +198,34 @@ func (r *Rotator) inject(ctx context.Context, t Target, bundle []byte) error {
 		if err != nil || !changed {
 			return err
 		}
+		// Another replica may have renewed the CA since this one read the Secret, and
+		// injected the new bundle already: putting this older one back would leave its new
+		// serving certificate untrusted. Read after the target, so that a renewal injected
+		// after this check makes the update below conflict and come back here.
+		if err := r.bundleStillCurrent(ctx, bundle); err != nil {
+			return err
+		}
 		if err := r.Client.Update(ctx, obj); err != nil {
 			return fmt.Errorf("update %s: %w", t, err)
 		}
 		r.Log.Info("CA bundle injected", "target", t.String())
 		return nil
 	})
+}
+
+// errBundleChanged: the Secret's CA bundle is no longer the one being injected.
+var errBundleChanged = errors.New("the CA bundle in the Secret changed (another replica renewed it); the next pass injects the new one")
+
+// bundleStillCurrent fails when the Secret's CA bundle is no longer bundle.
+func (r *Rotator) bundleStillCurrent(ctx context.Context, bundle []byte) error {
+	var secret corev1.Secret
+	if err := r.Client.Get(ctx, r.Secret, &secret); err != nil {
+		return fmt.Errorf("get secret %s: %w", r.Secret, err)
+	}
+	if !bytes.Equal(secret.Data[KeyCABundle], bundle) {
+		return errBundleChanged
+	}
+	return nil
 }
 
 // writeFiles writes each file that differs, through a temporary file and a rename, so the
