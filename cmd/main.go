@@ -24,12 +24,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec and OIDC auth for kubeconfigs
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -45,6 +47,7 @@ import (
 	extlistener "github.com/flink-operator/flink-operator/pkg/extension/listener"
 	extvalidator "github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
+	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -254,6 +257,34 @@ func envOr(key, def string) string {
 	return def
 }
 
+// leaderFence builds the fence of this replica's leader lease and the fenced lock the
+// manager's election takes; both nil with leader election off (the only replica always
+// leads). The fence lets a replica change clusters until its last renewal is as old as the
+// renew deadline, when its elector would give up too: the lease duration minus the renew
+// deadline is left for a call to arrive before a standby may take over.
+func (o *options) leaderFence(cfg *rest.Config) (*leaderfence.Fence, *leaderfence.Election, error) {
+	if !o.enableLeaderElection {
+		return nil, nil, nil
+	}
+	lease, renew := o.leaseDuration, o.renewDeadline
+	if lease <= 0 {
+		lease = 15 * time.Second // controller-runtime's default
+	}
+	if renew <= 0 {
+		renew = 10 * time.Second
+	}
+	fence, err := leaderfence.New(lease - renew)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s): %w", lease, renew, err)
+	}
+	election, err := leaderfence.NewElection(fence, cfg, leaderelection.Options{LeaderElection: true,
+		LeaderElectionID: o.leaderElectionID, LeaderElectionNamespace: o.leaderElectionNS, RenewDeadline: renew})
+	if err != nil {
+		return nil, nil, fmt.Errorf("leader election lock: %w", err)
+	}
+	return fence, election, nil
+}
+
 func durationOrNil(d time.Duration) *time.Duration {
 	if d <= 0 {
 		return nil // controller-runtime's default
@@ -412,6 +443,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	fence, election, err := o.leaderFence(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var lock resourcelock.Interface
+	if election != nil {
+		lock = election.Lock
+	}
 	webhookServer := webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts})
 	if rotator != nil {
 		webhookServer = webhookcert.GatedServer{Server: webhookServer, Ready: rotator.CertReady()}
@@ -431,6 +470,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		// The operator exits right after losing the lease, so stepping down early is safe
 		// and lets a standby take over without waiting for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
+		// The lock is controller-runtime's own, wrapped so that the fence sees each renewal.
+		LeaderElectionResourceLockInterface: lock,
 		// The caches hold Flink's objects only, not every Pod, ConfigMap, Service, Deployment
 		// and Ingress of the watched namespaces; the client confirms with the API server what
 		// they do not hold (pkg/cachescope).
@@ -442,6 +483,9 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
+	}
+	if election != nil {
+		election.SetRecorders(mgr)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add health check: %w", err)
@@ -476,7 +520,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}
 	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS}
+		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS, Fence: fence}
 	// core/v1 Events, as upstream records them. GetEventRecorder (events.k8s.io) takes another
 	// recorder interface throughout the controllers: a change of its own, not part of the
 	// controller-runtime upgrade.

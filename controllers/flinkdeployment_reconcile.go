@@ -194,8 +194,13 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 
 // deleteCluster starts deleting the cluster (and its HA metadata unless keepHA) and reports
 // whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
-// kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking.
+// kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking. Nothing is deleted
+// while the leader lease is not held (FlinkClients.Fence): the cluster may be the one another
+// replica, leading now, has just deployed.
 func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope, keepHA bool) (bool, error) {
+	if err := r.Flink.fenced(ctx, "delete the cluster "+s.dep.Namespace+"/"+s.dep.Name); err != nil {
+		return false, err
+	}
 	var conf native.Config
 	if running := s.running(); running != nil {
 		conf, _ = r.config(s, running)

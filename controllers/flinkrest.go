@@ -12,9 +12,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/resttls"
 )
@@ -47,6 +49,25 @@ type FlinkClients struct {
 	OnCall      func(flink.Call)
 	// TLS is the operator's trust and client certificate for clusters with REST SSL.
 	TLS resttls.Settings
+	// Fence is this replica's leader lease (nil with leader election off). Every REST call
+	// that changes a cluster or its jobs (trigger, stop, cancel, submit, dispose, rescale,
+	// shutdown) and every deletion of a cluster or its HA metadata by the reconcilers using
+	// these clients is refused while it is not held: a leader that was paused past its lease
+	// must not act after another replica took over.
+	Fence *leaderfence.Fence
+}
+
+// fenced returns nil when this replica may change clusters, and otherwise the
+// *leaderfence.NotHeldError refusing action, which it logs.
+func (f *FlinkClients) fenced(ctx context.Context, action string) error {
+	if f == nil {
+		return nil
+	}
+	err := f.Fence.Check(action)
+	if err != nil {
+		log.FromContext(ctx).Info("not leading for sure: refused to change the cluster", "action", action, "reason", err.Error())
+	}
+	return err
 }
 
 // For returns the client of a cluster running Flink version with configuration conf.
@@ -78,6 +99,9 @@ func (f *FlinkClients) For(ctx context.Context, namespace, name string, version 
 		return nil, fmt.Errorf("REST address mode %q: allowed: %s, %s", f.Address, RESTAddressService, RESTAddressPodIP)
 	}
 	opts := flink.Options{URL: url, Timeout: f.Timeout, OnCall: f.OnCall}
+	if f.Fence != nil {
+		opts.Guard = func(endpoint string) error { return f.fenced(ctx, endpoint+" on "+namespace+"/"+name) }
+	}
 	if secure {
 		if opts.URL, err = withScheme(url, "https"); err != nil {
 			return nil, err

@@ -78,6 +78,12 @@ type Options struct {
 	// UploadBytesPerSecond is the slowest upload rate a jar upload's deadline allows for
 	// (DefaultUploadBytesPerSecond when 0); see UploadJar.
 	UploadBytesPerSecond int64
+	// Guard, when set, is asked before every request that changes the cluster or its jobs
+	// (every method but GET) with its endpoint, e.g. "POST /jobs/:jobid/stop". Its error keeps
+	// the request from being sent and fails the call as KindUnavailable wrapping that error:
+	// callers treat it as a JobManager they cannot reach now, never as the operation's outcome.
+	// The operator fences these calls with its leader lease (pkg/leaderfence).
+	Guard func(endpoint string) error
 }
 
 // Client talks to one JobManager. It is safe for concurrent use.
@@ -89,6 +95,7 @@ type Client struct {
 	onCall  func(Call)
 	// uploadRate sizes jar upload deadlines (bytes per second).
 	uploadRate int64
+	guard      func(endpoint string) error
 
 	versionMu sync.Mutex
 	version   *Version
@@ -129,7 +136,8 @@ func New(opts Options) (*Client, error) {
 	if rate <= 0 {
 		rate = DefaultUploadBytesPerSecond
 	}
-	return &Client{base: base, http: hc, transport: own, timeout: timeout, headers: headers, onCall: opts.OnCall, uploadRate: rate}, nil
+	return &Client{base: base, http: hc, transport: own, timeout: timeout, headers: headers, onCall: opts.OnCall, uploadRate: rate,
+		guard: opts.Guard}, nil
 }
 
 // Close closes the client's idle connections. A client is made per reconcile: without Close,
@@ -156,7 +164,8 @@ func (c *Client) WithTimeout(d time.Duration) *Client {
 	c.versionMu.Lock()
 	v := c.version
 	c.versionMu.Unlock()
-	return &Client{base: c.base, http: c.http, timeout: d, headers: c.headers, onCall: c.onCall, uploadRate: c.uploadRate, version: v}
+	return &Client{base: c.base, http: c.http, timeout: d, headers: c.headers, onCall: c.onCall, uploadRate: c.uploadRate, version: v,
+		guard: c.guard}
 }
 
 // URL returns the JobManager REST endpoint this client talks to.
@@ -190,6 +199,11 @@ type request struct {
 
 // do performs the call and decodes a 2xx JSON response into out (when non-nil).
 func (c *Client) do(ctx context.Context, r request, out any) error {
+	if c.guard != nil && r.method != http.MethodGet {
+		if err := c.guard(r.method + " " + r.route); err != nil {
+			return &Error{Kind: KindUnavailable, Op: r.op, Err: err}
+		}
+	}
 	// An earlier deadline of the caller's context still wins.
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
