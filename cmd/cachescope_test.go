@@ -64,12 +64,22 @@ func TestCacheHoldsOnlyFlinkObjects(t *testing.T) {
 	// What Flink writes beside the operator's objects: an HA ConfigMap as Flink 2.x labels it
 	// (1.x adds configmap-type), and a TaskManager pod of a native cluster.
 	const name, foreignService = "orders", "orders-db"
+	const tenantBlob, tenantPod, haJob = "tenant-blob", "tenant-pod", "orders-00000000000000000000000000000001-config-map"
 	flinkLabels := map[string]string{native.LabelApp: name, native.LabelType: native.TypeNative}
 	objs = append(objs,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: native.HAClusterConfigMapName(name), Labels: flinkLabels}},
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: name + "-taskmanager-1-1",
 			Labels: native.SelectorLabels(name, native.ComponentTaskManager, native.TypeNative)},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: native.MainContainer, Image: "flink:1.20"}}}},
+		// A tenant's ConfigMap and pod labelled into the scope, each near the API server's
+		// 1 MiB object limit, and an HA ConfigMap of Flink's name with large values.
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: tenantBlob, Labels: flinkLabels},
+			Data: map[string]string{"blob": strings.Repeat("t", 1000<<10)}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: haJob, Labels: flinkLabels},
+			Data: map[string]string{"checkpointID-0000000000000000001": strings.Repeat("p", 900<<10), "counter": "2"}},
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: tenantPod, Labels: flinkLabels,
+			Annotations: map[string]string{"blob": strings.Repeat("a", 200<<10)}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox", Args: []string{strings.Repeat("s", 200<<10)}}}}},
 		// Someone else's unlabelled Service beside the cluster. (One with a name of the cluster's
 		// own is refused as foreign: TestForeignObjectsAreLeftAlone, on this same cache scope.)
 		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: flinkNS, Name: foreignService},
@@ -150,6 +160,25 @@ spec:
 	jm := &appsv1.Deployment{}
 	require.NoError(t, mgr.GetCache().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: native.JobManagerDeploymentName(name)}, jm))
 	assert.NotEmpty(t, jm.ManagedFields, "the operator's own objects keep their managed fields (it deletes only what it applied)")
+
+	// What tenants write into the scope is cached without its bulk: no data, no annotations,
+	// no pod spec; an HA ConfigMap keeps the keys the operator reads, without their values.
+	blob := &corev1.ConfigMap{}
+	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: tenantBlob}, blob))
+	assert.Zero(t, len(blob.Data["blob"]), "a tenant's ConfigMap labelled into the cache keeps its data there")
+	ha := &corev1.ConfigMap{}
+	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: haJob}, ha))
+	assert.Contains(t, ha.Data, "checkpointID-0000000000000000001")
+	assert.Equal(t, 1, len(ha.Data), "only the checkpoint key is kept")
+	assert.Zero(t, len(ha.Data["checkpointID-0000000000000000001"]), "the checkpoint pointer's value is kept")
+	pod := &corev1.Pod{}
+	require.NoError(t, mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: tenantPod}, pod))
+	assert.Zero(t, len(pod.Annotations["blob"]), "the pod's annotations are kept")
+	assert.Zero(t, len(pod.Spec.Containers), "the pod's spec is kept")
+	// The operator still sees from the cache that the cluster has a checkpoint in HA.
+	has, err := native.HasHACheckpoint(ctx, mgr.GetClient(), flinkNS, name)
+	require.NoError(t, err)
+	assert.True(t, has)
 
 	// Read by name, an object outside the scope is still there.
 	foreign := &corev1.Service{}

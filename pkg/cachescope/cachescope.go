@@ -19,6 +19,7 @@ package cachescope
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -81,13 +82,17 @@ func Options(namespaces map[string]cache.Config) cache.Options {
 }
 
 // transformOf is the cache transform of a scoped kind: foreign managed fields dropped, and what
-// the operator never reads of its own ConfigMaps and of Deployments. Memory is then spent on what
-// it reads: with 10,000 clusters, their configuration files and pod templates were the larger
-// part of the caches.
+// the operator never reads of ConfigMaps, Pods and Deployments. Memory is then spent on what it
+// reads: with 10,000 clusters, their configuration files and pod templates were the larger part
+// of the caches. And what lands in the caches is partly the tenants' choice (any object with
+// an app label and Flink's type label, and the HA ConfigMaps Flink's JobManager writes with the
+// tenant's permissions), so what is kept of it must not grow with what a tenant writes there.
 func transformOf(obj client.Object) toolscache.TransformFunc {
 	switch obj.(type) {
 	case *corev1.ConfigMap:
-		return chain(StripForeignManagedFields, DropOwnConfigMapData)
+		return chain(StripForeignManagedFields, TrimConfigMap)
+	case *corev1.Pod:
+		return chain(StripForeignManagedFields, TrimPod)
 	case *appsv1.Deployment:
 		return chain(StripForeignManagedFields, TrimDeployment)
 	default:
@@ -107,33 +112,69 @@ func chain(fs ...toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
-// DropOwnConfigMapData drops the data of a cluster's configuration and pod template ConfigMaps
-// (the operator writes them whole with server-side apply and never reads them back). Every other
-// ConfigMap keeps its data: the HA ConfigMaps' checkpoint pointers and job graphs are what a
-// last-state upgrade decides on.
-func DropOwnConfigMapData(in any) (any, error) {
+// TrimConfigMap keeps of a ConfigMap what the operator reads: its metadata without annotations
+// and, of an HA ConfigMap (native.IsHAConfigMap), the keys of its job graphs and checkpoint
+// pointers without their values (upstream's FlinkUtils reads the keys only too). Every other
+// ConfigMap loses its data: the operator writes its own configuration and pod template whole
+// with server-side apply and never reads them back, and a tenant's ConfigMap labelled into the
+// scope is nothing it reads. An HA ConfigMap changes only by a patch naming the keys removed
+// (native.DeleteJobGraphs), never by an update sending the cached copy back.
+func TrimConfigMap(in any) (any, error) {
 	cm, ok := in.(*corev1.ConfigMap)
 	if !ok {
 		return in, nil
 	}
-	cluster := cm.Labels[native.LabelApp]
-	if cluster != "" && (cm.Name == native.ConfigMapName(cluster) || cm.Name == native.PodTemplateConfigMapName(cluster)) {
-		cm.Data, cm.BinaryData = nil, nil
+	cm.Annotations, cm.BinaryData = nil, nil
+	if !native.IsHAConfigMap(cm) {
+		cm.Data = nil
+		return cm, nil
 	}
+	var keys map[string]string
+	for k := range cm.Data {
+		if native.IsHAKeyRead(k) {
+			if keys == nil {
+				keys = map[string]string{}
+			}
+			keys[k] = ""
+		}
+	}
+	cm.Data = keys
 	return cm, nil
 }
 
-// TrimDeployment drops a Deployment's pod spec and the field sets of its managed fields (the
-// managers' names stay, which tell the operator's own objects): the operator reads a
-// Deployment's metadata, replicas and status, and changes it only by server-side apply of an
-// object it builds, or by a merge patch of its replicas, never by an update sending the cached
-// copy back.
+// TrimPod keeps of a pod its metadata without annotations, and its status: the operator reads
+// the JobManager pods' container states (a container that cannot start) and the REST pods'
+// readiness and IP, never a pod's spec, and it never writes a pod.
+func TrimPod(in any) (any, error) {
+	p, ok := in.(*corev1.Pod)
+	if !ok {
+		return in, nil
+	}
+	p.Annotations = nil
+	p.Spec = corev1.PodSpec{}
+	return p, nil
+}
+
+// operatorAnnotationPrefix starts the annotations the operator writes on the JobManager
+// Deployment (deploy attempt, generation, deploy complete) and reads back.
+const operatorAnnotationPrefix = "flinkdeployment.flink.apache.org/"
+
+// TrimDeployment drops a Deployment's pod spec, the annotations the operator did not write, and
+// the field sets of its managed fields (the managers' names stay, which tell the operator's own
+// objects): the operator reads a Deployment's metadata, its own annotations, replicas and
+// status, and changes it only by server-side apply of an object it builds, or by a merge patch
+// of its replicas, never by an update sending the cached copy back.
 func TrimDeployment(in any) (any, error) {
 	d, ok := in.(*appsv1.Deployment)
 	if !ok {
 		return in, nil
 	}
 	d.Spec.Template.Spec = corev1.PodSpec{}
+	for k := range d.Annotations {
+		if !strings.HasPrefix(k, operatorAnnotationPrefix) {
+			delete(d.Annotations, k)
+		}
+	}
 	mfs := d.GetManagedFields()
 	for i := range mfs {
 		mfs[i].FieldsV1 = nil

@@ -1,9 +1,11 @@
 package cachescope
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,46 +67,120 @@ func TestStripForeignManagedFields(t *testing.T) {
 	assert.Equal(t, "not an object", out)
 }
 
-// The cache keeps of the operator's own ConfigMaps and of Deployments only what the operator
-// reads; the HA ConfigMaps (checkpoint pointers, job graphs) keep their data.
+// The cache keeps of ConfigMaps only what the operator reads: of the HA ConfigMaps the keys of
+// their job graphs and checkpoint pointers, without values; of every other ConfigMap in the
+// scope (the operator's own, a tenant's labelled into it) no data at all.
 func TestTransformsDropWhatIsNeverRead(t *testing.T) {
-	cm := func(name string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{native.LabelApp: "orders"}},
-			Data: map[string]string{"config.yaml": "a: b"}, BinaryData: map[string][]byte{"x": {1}}}
+	flink := map[string]string{native.LabelApp: "orders", native.LabelType: native.TypeNative}
+	big := strings.Repeat("x", 1<<20)
+	cm := func(name string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{"control-plane.alpha.kubernetes.io/leader": big}},
+			Data: map[string]string{"config.yaml": big, "jobGraph-0123": big, "checkpointID-0000000000000000001": big,
+				"executionPlan-0123": "plan", "counter": "2", "address": "pekko://jm"},
+			BinaryData: map[string][]byte{"x": []byte(big)}}
 	}
 	transform := transformOf(&corev1.ConfigMap{})
-	for _, name := range []string{native.ConfigMapName("orders"), native.PodTemplateConfigMapName("orders")} {
-		out, err := transform(cm(name))
-		assert.NoError(t, err)
-		assert.Nil(t, out.(*corev1.ConfigMap).Data, name)
-		assert.Nil(t, out.(*corev1.ConfigMap).BinaryData, name)
+	for name, in := range map[string]*corev1.ConfigMap{
+		"own configuration":               cm(native.ConfigMapName("orders"), flink),
+		"own pod template":                cm(native.PodTemplateConfigMapName("orders"), flink),
+		"a tenant's, labelled as Flink's": cm("tenant-blob", flink),
+		"HA-named but another cluster's":  cm("payments-cluster-config-map", flink),
+		"HA-named without Flink's type":   cm("orders-cluster-config-map", map[string]string{native.LabelApp: "orders"}),
+	} {
+		out, err := transform(in)
+		require.NoError(t, err)
+		got := out.(*corev1.ConfigMap)
+		assert.Nil(t, got.Data, name)
+		assert.Nil(t, got.BinaryData, name)
+		assert.Nil(t, got.Annotations, name)
 	}
-	for _, name := range []string{"orders-cluster-config-map", "orders-0123-config-map", native.ConfigMapName("payments")} {
-		out, err := transform(cm(name))
-		assert.NoError(t, err)
-		assert.Equal(t, "a: b", out.(*corev1.ConfigMap).Data["config.yaml"], "%s keeps its data", name)
+	for _, in := range []*corev1.ConfigMap{
+		cm("orders-cluster-config-map", flink),
+		cm("orders-0123-config-map", labels.Set(native.HALabels("orders"))),
+		cm("orders-dispatcher-leader", flink),
+	} {
+		out, err := transform(in)
+		require.NoError(t, err)
+		got := out.(*corev1.ConfigMap)
+		assert.Equal(t, map[string]string{"jobGraph-0123": "", "executionPlan-0123": "", "checkpointID-0000000000000000001": ""},
+			got.Data, "%s keeps the keys the operator reads, without values", got.Name)
+		assert.Nil(t, got.BinaryData)
+		assert.Nil(t, got.Annotations)
 	}
 
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "orders", Annotations: map[string]string{"a": "b"},
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-taskmanager-1-1", Labels: flink,
+		Annotations: map[string]string{"a": big}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "flink", Args: []string{big}}}},
+		Status: corev1.PodStatus{PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true}}}}
+	out, err := transformOf(&corev1.Pod{})(pod)
+	require.NoError(t, err)
+	gotPod := out.(*corev1.Pod)
+	assert.Nil(t, gotPod.Annotations)
+	assert.Empty(t, gotPod.Spec.Containers)
+	assert.Equal(t, flink, gotPod.Labels)
+	assert.Equal(t, "10.0.0.1", gotPod.Status.PodIP)
+	assert.True(t, gotPod.Status.ContainerStatuses[0].Ready)
+
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "orders",
+		Annotations:   map[string]string{"a": big, native.AnnotationGeneration: "3", native.AnnotationDeployAttempt: "7"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}},
 		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"component": "jobmanager"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "flink-main-container", Image: "flink:1.20"}}}}},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}
-	out, err := transformOf(&appsv1.Deployment{})(d)
+	out, err = transformOf(&appsv1.Deployment{})(d)
 	assert.NoError(t, err)
-	got := out.(*appsv1.Deployment)
-	assert.Empty(t, got.Spec.Template.Spec.Containers, "pod spec dropped")
-	assert.Equal(t, "jobmanager", got.Spec.Template.Labels["component"])
-	assert.Equal(t, int32(1), *got.Spec.Replicas)
-	assert.Equal(t, int32(1), got.Status.AvailableReplicas)
-	assert.Equal(t, "b", got.Annotations["a"])
-	assert.Equal(t, native.FieldManager, got.ManagedFields[0].Manager, "the manager still tells the operator's own")
-	assert.Nil(t, got.ManagedFields[0].FieldsV1)
+	gotDeploy := out.(*appsv1.Deployment)
+	assert.Empty(t, gotDeploy.Spec.Template.Spec.Containers, "pod spec dropped")
+	assert.Equal(t, "jobmanager", gotDeploy.Spec.Template.Labels["component"])
+	assert.Equal(t, int32(1), *gotDeploy.Spec.Replicas)
+	assert.Equal(t, int32(1), gotDeploy.Status.AvailableReplicas)
+	assert.Equal(t, map[string]string{native.AnnotationGeneration: "3", native.AnnotationDeployAttempt: "7"}, gotDeploy.Annotations,
+		"the operator's own annotations stay, others go")
+	assert.Equal(t, native.FieldManager, gotDeploy.ManagedFields[0].Manager, "the manager still tells the operator's own")
+	assert.Nil(t, gotDeploy.ManagedFields[0].FieldsV1)
 }
 
 func fieldsV1(raw string) *metav1.FieldsV1 {
 	f := &metav1.FieldsV1{}
 	f.SetRawString(raw)
 	return f
+}
+
+// FuzzTrimConfigMap: whatever a ConfigMap in the scope holds (a tenant writes them, and the HA
+// ConfigMaps with its JobManager's permissions), the cached copy keeps no value, only keys the
+// operator reads and only of HA ConfigMaps, and answers the operator's questions (is there a
+// checkpoint, is there a job graph) as the whole object would.
+func FuzzTrimConfigMap(f *testing.F) {
+	f.Add("orders-cluster-config-map", "orders", native.TypeNative, "jobGraph-0123", "graph", "counter", "2")
+	f.Add("orders-0123-config-map", "orders", "", "checkpointID-0000000000000000001", "pointer", "executionPlan-1", "")
+	f.Add("orders-dispatcher-leader", "orders", native.TypeNative, "address", "pekko://", "jobGraph-", "x")
+	f.Add(native.ConfigMapName("orders"), "orders", native.TypeNative, "config.yaml", "a: b", "checkpointID-", "")
+	f.Add("orders-config-map", "orders", native.TypeStandalone, "checkpointID-1", strings.Repeat("A", 4096), "k", "v")
+	f.Fuzz(func(t *testing.T, name, app, typ, k1, v1, k2, v2 string) {
+		labels := map[string]string{native.LabelApp: app, native.LabelType: typ}
+		if typ == "" {
+			labels = map[string]string(native.HALabels(app))
+		}
+		data := map[string]string{k1: v1, k2: v2}
+		in := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Data: data}
+		ha := native.IsHAConfigMap(in)
+		out, err := transformOf(&corev1.ConfigMap{})(in.DeepCopy())
+		require.NoError(t, err)
+		got := out.(*corev1.ConfigMap)
+		if !ha {
+			assert.Nil(t, got.Data)
+			return
+		}
+		for k, v := range got.Data {
+			assert.Empty(t, v)
+			assert.True(t, native.IsHAKeyRead(k), k)
+			assert.Contains(t, data, k)
+		}
+		for k := range data {
+			_, kept := got.Data[k]
+			assert.Equal(t, native.IsHAKeyRead(k), kept, k)
+		}
+	})
 }

@@ -39,6 +39,11 @@ const (
 	// reply under the byte limit could still cost hundreds of MiB; legitimate replies have
 	// a few thousand.
 	maxJSONContainers = 50_000
+	// maxJSONMembers bounds the array elements and object members of one response, counted
+	// by their separators: decoded into a map, a member costs over a hundred bytes for the
+	// eight it takes in the reply (8 MiB of failure labels were 111 MiB of heap). The job
+	// details of a job with a thousand vertices have some tens of thousands.
+	maxJSONMembers = 200_000
 	// MaxMessageBytes bounds every message taken from a JobManager (its errors, failure
 	// causes) before it reaches errors, events, logs or status.
 	MaxMessageBytes = 1024
@@ -280,9 +285,12 @@ func (c *Client) roundTrip(ctx context.Context, r request, out any) (int, error)
 		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
 			Message: fmt.Sprintf("response larger than %d bytes", limit), Err: ErrResponseTooLarge}
 	}
-	if n := countContainers(data, maxJSONContainers); n > maxJSONContainers {
+	if containers, members := countJSON(data, maxJSONContainers, maxJSONMembers); containers > maxJSONContainers {
 		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
 			Message: fmt.Sprintf("response has more than %d JSON objects and arrays", maxJSONContainers), Err: ErrResponseTooLarge}
+	} else if members > maxJSONMembers {
+		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
+			Message: fmt.Sprintf("response has more than %d JSON array elements and object members", maxJSONMembers), Err: ErrResponseTooLarge}
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return resp.StatusCode, &Error{Kind: KindMalformed, Op: r.op, StatusCode: resp.StatusCode,
@@ -340,10 +348,10 @@ func TruncateMessage(s string) string {
 	return fmt.Sprintf("%s ... (%d bytes truncated)", s[:cut], len(s)-cut)
 }
 
-// countContainers counts the JSON objects and arrays in data, stopping past limit. It skips
-// string contents and does not validate: json.Unmarshal does that afterwards.
-func countContainers(data []byte, limit int) int {
-	n := 0
+// countJSON counts the JSON objects and arrays in data, and the separators between array
+// elements and object members, stopping once either is past its limit. It skips string
+// contents and does not validate: json.Unmarshal does that afterwards.
+func countJSON(data []byte, maxContainers, maxMembers int) (containers, members int) {
 	inString, escaped := false, false
 	for _, b := range data {
 		switch {
@@ -359,13 +367,18 @@ func countContainers(data []byte, limit int) int {
 		case b == '"':
 			inString = true
 		case b == '{' || b == '[':
-			n++
-			if n > limit {
-				return n
+			containers++
+			if containers > maxContainers {
+				return containers, members
+			}
+		case b == ',':
+			members++
+			if members > maxMembers {
+				return containers, members
 			}
 		}
 	}
-	return n
+	return containers, members
 }
 
 func firstLine(s string) string {

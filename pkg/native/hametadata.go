@@ -35,13 +35,29 @@ func HAConfigMaps(ctx context.Context, c client.Client, namespace, cluster strin
 	}
 	var out []corev1.ConfigMap
 	for _, cm := range list.Items {
-		flinks := cm.Labels[LabelConfigMapType] == ConfigMapTypeHA || cm.Labels[LabelType] == TypeNative
-		named := strings.HasPrefix(cm.Name, cluster+"-") && (strings.HasSuffix(cm.Name, "-config-map") || strings.HasSuffix(cm.Name, "-leader"))
-		if flinks && named {
+		if IsHAConfigMap(&cm) {
 			out = append(out, cm)
 		}
 	}
 	return out, nil
+}
+
+// IsHAConfigMap tells an HA ConfigMap of the cluster its app label names (see HAConfigMaps).
+func IsHAConfigMap(cm *corev1.ConfigMap) bool {
+	cluster := cm.Labels[LabelApp]
+	if cluster == "" {
+		return false
+	}
+	flinks := cm.Labels[LabelConfigMapType] == ConfigMapTypeHA || cm.Labels[LabelType] == TypeNative
+	named := strings.HasPrefix(cm.Name, cluster+"-") && (strings.HasSuffix(cm.Name, "-config-map") || strings.HasSuffix(cm.Name, "-leader"))
+	return flinks && named
+}
+
+// IsHAKeyRead tells the keys of HA ConfigMaps the operator reads: job graphs (execution plans)
+// and checkpoint pointers, and of them only the keys, never the values (the serialized state
+// handles Flink writes). The caches keep nothing else of HA ConfigMaps (pkg/cachescope).
+func IsHAKeyRead(key string) bool {
+	return isJobGraphKey(key) || strings.HasPrefix(key, haCheckpointKeyPrefix)
 }
 
 // DeleteHAConfigMaps deletes a cluster's HA ConfigMaps (HAConfigMaps); DeleteCluster does it
@@ -95,8 +111,10 @@ func DeleteJobGraphs(ctx context.Context, c client.Client, namespace, cluster st
 }
 
 // deleteJobGraphsOf removes the job graph keys of one ConfigMap, reading it afresh on every
-// attempt: the update carries the resourceVersion read, so a concurrent writer makes it
-// conflict and the removal is done again on what that writer left.
+// attempt: the patch names only the keys it removes, with the resourceVersion read, so a
+// concurrent writer makes it conflict and the removal is done again on what that writer left.
+// A patch, not an update: the copy read may be the cache's, which keeps the keys only
+// (pkg/cachescope), and an update would write its empty values back.
 func deleteJobGraphsOf(ctx context.Context, c client.Client, key client.ObjectKey) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm := &corev1.ConfigMap{}
@@ -106,12 +124,13 @@ func deleteJobGraphsOf(ctx context.Context, c client.Client, key client.ObjectKe
 		if !hasJobGraph(cm.Data) {
 			return nil
 		}
+		patch := client.MergeFromWithOptions(cm.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		for k := range cm.Data {
 			if isJobGraphKey(k) {
 				delete(cm.Data, k)
 			}
 		}
-		return c.Update(ctx, cm)
+		return c.Patch(ctx, cm, patch)
 	})
 	if apierrors.IsNotFound(err) {
 		return nil

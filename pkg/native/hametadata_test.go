@@ -83,31 +83,58 @@ func TestHAConfigMapsOfFlink2(t *testing.T) {
 	assert.Len(t, left.Items, 3, "only the HA ConfigMaps are deleted")
 }
 
-// A writer changing the ConfigMap between the read and the update (the JobManager, another
-// reconcile) makes the update conflict; the removal is done again on what it left, and its
+// A writer changing the ConfigMap between the read and the removal (the JobManager, another
+// reconcile) makes the removal conflict; it is done again on what that writer left, and its
 // entry survives.
 func TestDeleteJobGraphsRetriesOnConflict(t *testing.T) {
 	ctx := context.Background()
 	base := fake.NewClientBuilder().WithObjects(haConfigMaps("jobGraph-")...).Build()
-	updates := 0
+	patches := 0
 	c := interceptor.NewClient(base, interceptor.Funcs{
-		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			updates++
-			if updates == 1 {
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			if patches == 1 {
 				// Someone else writes first: the resourceVersion the operator read is stale now.
 				other := &corev1.ConfigMap{}
 				require.NoError(t, cl.Get(ctx, client.ObjectKeyFromObject(obj), other))
 				other.Data["leader"] = "jm-2"
 				require.NoError(t, cl.Update(ctx, other))
 			}
-			return cl.Update(ctx, obj, opts...)
+			return cl.Patch(ctx, obj, patch, opts...)
 		},
 	})
 	require.NoError(t, DeleteJobGraphs(ctx, c, "ns", "app"))
-	assert.Equal(t, 2, updates, "the conflicting update, then the retried one")
+	assert.Equal(t, 2, patches, "the conflicting removal, then the retried one")
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "app-cluster-config-map"}, cm))
 	assert.Equal(t, map[string]string{"someOtherKey": "kept", "leader": "jm-2"}, cm.Data)
+}
+
+// The operator's caches keep of an HA ConfigMap only the keys it reads, without their values
+// (pkg/cachescope): removing the job graphs from such a copy must not write the copy back, or
+// it would blank the checkpoint pointers and everything else Flink keeps there.
+func TestDeleteJobGraphsFromAKeysOnlyCopy(t *testing.T) {
+	ctx := context.Background()
+	objs := haConfigMaps("jobGraph-")
+	objs[0].(*corev1.ConfigMap).Data["checkpointID-0000000000000000022"] = "pointer"
+	base := fake.NewClientBuilder().WithObjects(objs...).Build()
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := cl.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			if cm, ok := obj.(*corev1.ConfigMap); ok {
+				for k := range cm.Data {
+					cm.Data[k] = ""
+				}
+			}
+			return nil
+		},
+	})
+	require.NoError(t, DeleteJobGraphs(ctx, c, "ns", "app"))
+	cm := &corev1.ConfigMap{}
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "app-cluster-config-map"}, cm))
+	assert.Equal(t, map[string]string{"someOtherKey": "kept", "checkpointID-0000000000000000022": "pointer"}, cm.Data)
 }
 
 // Job graphs are removed wherever the cluster's HA ConfigMaps hold them, as upstream, not only

@@ -80,6 +80,7 @@ func craftedStores(t testing.TB) map[string]struct {
 	wantErr string
 } {
 	p12 := pki.NewCA(t, "FlinkCA").TruststorePKCS12(t, password)
+	trust, keys := pbmac1Stores(t)
 	return map[string]struct {
 		data    []byte
 		wantErr string
@@ -92,13 +93,21 @@ func craftedStores(t testing.TB) map[string]struct {
 			"entry 0 certificate of 4294967295 bytes"},
 		"version 1 certificate of 4 GiB": {jks(1, 1, trustedTag, "a", timestamp, uint32(0xfffffff0)),
 			"entry 0 certificate of 4294967280 bytes"},
-		"alias beyond the end":      {jks(2, 1, trustedTag, []byte{0xff, 0xff}), "entry 0 alias of 65535 bytes"},
-		"type beyond the end":       {jks(2, 1, trustedTag, "a", timestamp, []byte{0xff, 0xff}), "entry 0 certificate type of 65535 bytes"},
-		"2^32-1 entries":            {jks(2, 0xffffffff), "4294967295 entries: at most 1000"},
-		"unknown entry tag":         {jks(2, 1, uint32(7), "a", timestamp), "tag 7"},
-		"unknown version":           {jks(3, 0), "version 3"},
-		"no digest":                 {jks(2, 0)[:12], "digest is missing"},
-		"PKCS12 MAC of 2e7 rounds":  {withMACIterations(t, p12, 20_000_000), "20000000 key-derivation iterations: at most 1000000"},
+		"alias beyond the end":     {jks(2, 1, trustedTag, []byte{0xff, 0xff}), "entry 0 alias of 65535 bytes"},
+		"type beyond the end":      {jks(2, 1, trustedTag, "a", timestamp, []byte{0xff, 0xff}), "entry 0 certificate type of 65535 bytes"},
+		"2^32-1 entries":           {jks(2, 0xffffffff), "4294967295 entries: at most 1000"},
+		"unknown entry tag":        {jks(2, 1, uint32(7), "a", timestamp), "tag 7"},
+		"unknown version":          {jks(3, 0), "version 3"},
+		"no digest":                {jks(2, 0)[:12], "digest is missing"},
+		"PKCS12 MAC of 2e7 rounds": {withMACIterations(t, p12, 20_000_000), "20000000 key-derivation iterations: at most 1000000"},
+		// The MAC is right (the tenant knows its store's password): the decoder then derives
+		// the decryption keys with whatever count the inner layers name.
+		"PKCS12 encrypted contents of 2^31-1 rounds": {withInnerIterations(t, trust, password, true, false, 1<<31-1),
+			"encrypted contents 0 ask for 2147483647 key-derivation iterations: at most 1000000"},
+		"PKCS12 shrouded key of 2^31-1 rounds": {withInnerIterations(t, keys, password, false, true, 1<<31-1),
+			"key bag 0 asks for 2147483647 key-derivation iterations: at most 1000000"},
+		"PKCS12 of 1.6e6 rounds in all": {withInnerIterations(t, keys, password, true, true, 800_000),
+			"1601000 key-derivation iterations in all: at most 1000000"},
 		"PEM store of 2 MiB":        {append([]byte("-----BEGIN CERTIFICATE-----\n"), bytes.Repeat([]byte("A"), 2<<20)...), "at most 1048576"},
 		"PKCS12-looking 2 MiB blob": {append([]byte{0x30}, make([]byte, 2<<20)...), "at most 1048576"},
 	}
@@ -222,4 +231,28 @@ func FuzzTrustedCertificates(f *testing.F) {
 			t.Fatalf("%d bytes: allocated %d bytes in %v", len(data), alloc, took)
 		}
 	})
+}
+
+// TestRealToolStoresStillDecode: stores keytool (Java 17, and its Java 8 legacy format with
+// 100000 MAC and 50000 PBE iterations) and OpenSSL 3 (default and -legacy) wrote, password
+// "changeit", are within the budget (testdata/stores). OpenSSL 3.0 cannot mark certificates
+// trusted for Java, so its stores here are keystores, trusted through their chains.
+func TestRealToolStoresStillDecode(t *testing.T) {
+	files, err := filepath.Glob("testdata/stores/*.p12")
+	require.NoError(t, err)
+	require.Len(t, files, 6)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file) //nolint:gosec // test data
+			require.NoError(t, err)
+			certs, err := resttls.TrustedCertificates(data, "changeit")
+			require.NoError(t, err)
+			assert.Equal(t, "jm", certs[0].Subject.CommonName)
+			if strings.Contains(file, "keystore") {
+				cert, err := resttls.KeyPair(data, "changeit")
+				require.NoError(t, err)
+				assert.Equal(t, "jm", cert.Leaf.Subject.CommonName)
+			}
+		})
+	}
 }

@@ -13,7 +13,9 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -359,6 +361,15 @@ func (c Common) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
+// MaxResponseBytes bounds what is read of one answer of an endpoint. A validator's answer is a
+// few field errors and a listener's is ignored unless it is an error; whoever reads the body (the
+// validator, or the CloudEvents SDK, which reads an error answer whole into its error) gets
+// ErrResponseTooLarge past it instead of reading on until the timeout.
+const MaxResponseBytes = 1 << 20
+
+// ErrResponseTooLarge is the read error of an answer longer than MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("answer too large")
+
 // Client builds the HTTP client of the endpoint: its CA, no redirects, and its timeout per call.
 func (c Common) Client() (*http.Client, error) {
 	tlsConfig, err := c.tlsConfig()
@@ -368,13 +379,55 @@ func (c Common) Client() (*http.Client, error) {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.TLSClientConfig = tlsConfig
 	return &http.Client{
-		Transport: transport,
+		Transport: boundedAnswers{next: transport, endpoint: c.Name},
 		Timeout:   c.Timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
 	}, nil
 }
+
+// boundedAnswers hands out answers whose bodies end with ErrResponseTooLarge past
+// MaxResponseBytes.
+type boundedAnswers struct {
+	next     http.RoundTripper
+	endpoint string
+}
+
+func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	resp.Body = &boundedBody{body: resp.Body, left: MaxResponseBytes, endpoint: b.endpoint}
+	return resp, nil
+}
+
+// boundedBody reads at most left bytes of body; one more is an error, not a silent cut, so a
+// reader never takes a truncated answer for a whole one.
+type boundedBody struct {
+	body     io.ReadCloser
+	left     int64
+	endpoint string
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		var one [1]byte
+		if n, err := b.body.Read(one[:]); n == 0 {
+			return 0, err // io.EOF: the answer ended at the limit
+		}
+		return 0, fmt.Errorf("endpoint %s answered more than %d bytes: %w", b.endpoint, MaxResponseBytes, ErrResponseTooLarge)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.body.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *boundedBody) Close() error { return b.body.Close() }
 
 func contains(list []string, s string) bool {
 	for _, v := range list {
