@@ -15,6 +15,8 @@ const (
 	Deputy Class = "deputy"
 	// Starvation: one tenant takes the operator's time from the others.
 	Starvation Class = "starvation"
+	// TwoLeaders: a replica that lost its lease still changes clusters.
+	TwoLeaders Class = "two leaders"
 )
 
 // Case is one group of tests that feed hostile input to the operator. Each leaf test (and each
@@ -73,4 +75,24 @@ var cases = []Case{
 	// Starvation.
 	{Starvation, "one JobManager that never answers", "./controllers", []string{"TestReconcileDeadline"}, true},
 	{Starvation, "one resource reconciled in a tight loop", "./controllers", []string{"TestRateLimitBudgetFromOptions"}, true},
+	// Third round.
+	{Crash, "JSON replies of a million members", "./pkg/flink", []string{"TestManyMapEntriesAreRefusedBeforeDecoding"}, false},
+	{Crash, "PKCS12 stores with a valid MAC and 2^31 rounds inside", "./pkg/resttls", []string{"TestCraftedStoresPassTheMAC"}, false},
+	{Crash, "endless answers from validators and listeners", "./pkg/extension/endpoint", []string{"TestEndlessAnswersAreCut"}, false},
+	{Crash, "tenant objects labelled into the caches", "./pkg/cachescope", []string{"TestTransformsDropWhatIsNeverRead", "FuzzTrimConfigMap"}, false},
+	{Crash, "a slow listener and a large flapping tenant", "./pkg/extension/listener", []string{"TestListenerQueueBoundedByBytes", "TestStatusEventLeavesOutRecordedSpecs"}, false},
+	{Leak, "env values, download headers and URL passwords sent to validators", "./pkg/extension/validator", []string{"TestCustomValidatorGetsNoSecrets"}, false},
+	{Leak, "URL passwords in any message", "./pkg/redact", []string{"TestRedactorMasksURLPasswords", "TestJSONMasksByPlace"}, false},
+	{Leak, "jarURI passwords in download errors", "./pkg/artifact", []string{"TestErrorsNeverShowTheJarURIPassword"}, false},
+	{Leak, "jarURI passwords in admission errors", "./pkg/validation", []string{"TestJarURIErrorsHideThePassword"}, false},
+	{Leak, "jarURI passwords in status, events and logs", "./controllers", []string{"TestJarURIPasswordNeverShown"}, true},
+	{Bypass, "secrets chosen to hide fields from validators or break the document", "./pkg/extension/validator", []string{"TestCustomValidatorSeesEveryFieldWhateverTheSecret"}, false},
+	{Bypass, "secrets chosen to hide fields from listeners", "./controllers", []string{"TestStatusEventsMaskSecretsByPlace"}, true},
+	{Bypass, "blue/green Ingress annotations, hosts and pods past the policy", "./pkg/validation", []string{"TestBlueGreenIngressAnnotationsPolicy", "TestIngressHostsPolicy", "TestBlueGreenChildIngressHosts", "TestBlueGreenPodSecurityPolicy"}, false},
+	{Bypass, "blue/green resources admitted before the policy", "./controllers", []string{"TestBlueGreenPolicyAtReconcile"}, true},
+	{Bypass, "a foreign CA appended to the webhook Secret, a stale bundle injected", "./pkg/webhookcert", []string{"TestEnsureDropsCAsItDidNotIssue", "TestRotatorDropsAForeignCA", "TestRotatorDoesNotInjectAStaleBundle"}, true},
+	{Bypass, "the operator ConfigMap deleted to drop the policy", "./pkg/operatorconfig", []string{"TestDeletedConfigMapKeepsTheLastGoodConfiguration"}, true},
+	{Bypass, "the hardened profile's policy", "./test/deploy", []string{"TestMultiTenantProfile"}, false},
+	{Starvation, "one namespace's events evicting the others'", "./pkg/extension/listener", []string{"TestListenerQueueFairAcrossNamespaces"}, false},
+	{TwoLeaders, "a leader paused past its lease", "./controllers", []string{"TestPausedLeaderDoesNotActAfterTakeover"}, true},
 }

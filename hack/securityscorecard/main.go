@@ -166,7 +166,7 @@ func parse(r io.Reader) (map[string]string, error) {
 
 // write prints the scorecard and says whether anything failed, was skipped, or tried nothing.
 func write(w io.Writer, cs []Case, results map[int]outcome) (bad bool) {
-	classes := []Class{Crash, Leak, Bypass, Deputy, Starvation}
+	classes := []Class{Crash, Leak, Bypass, Deputy, Starvation, TwoLeaders}
 	fmt.Fprintln(w, "| Class | Hostile inputs tried | Tests | Findings (failed) | Skipped |")
 	fmt.Fprintln(w, "|---|---|---|---|---|")
 	var total outcome
