@@ -61,6 +61,9 @@ type FlinkBlueGreenDeploymentReconciler struct {
 	Recorder record.EventRecorder
 	// Now is the clock (time.Now when nil); tests move it past grace periods.
 	Now func() time.Time
+	// PerNamespace is how many reconciles of one namespace run at once (RateLimits.PerNamespace);
+	// zero is no limit.
+	PerNamespace int
 }
 
 // Reads go through the manager's cache (list and watch). The children, snapshots and ingress
@@ -83,7 +86,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) 
 		Watches(&flinkv1beta1.FlinkStateSnapshot{}, owner).
 		Watches(&networkingv1.Ingress{}, owner).
 		Named("flinkbluegreendeployment").
-		Complete(r)
+		Complete(shareNamespaces(r, r.PerNamespace, nil))
 }
 
 func (r *FlinkBlueGreenDeploymentReconciler) now() time.Time {
