@@ -55,16 +55,17 @@ func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, o
 		}
 		opts.RateLimiter = backoff
 	}
-	r = shareNamespaces(r, p.PerNamespace, backoff)
-	if !p.Limit.Enabled() {
-		return opts, r, nil
+	if p.Limit.Enabled() {
+		budget, err := ratelimit.NewBudget[reconcile.Request](p.Limit, nil)
+		if err != nil {
+			return opts, nil, fmt.Errorf("%s controller: kubernetes.operator.rate-limiter: %w", name, err)
+		}
+		r = &throttled{next: r, budget: budget, backoff: backoff, cache: mgr.GetCache(),
+			newObject: func() client.Object { return obj.DeepCopyObject().(client.Object) }}
 	}
-	budget, err := ratelimit.NewBudget[reconcile.Request](p.Limit, nil)
-	if err != nil {
-		return opts, nil, fmt.Errorf("%s controller: kubernetes.operator.rate-limiter: %w", name, err)
-	}
-	return opts, &throttled{next: r, budget: budget, backoff: backoff, cache: mgr.GetCache(),
-		newObject: func() client.Object { return obj.DeepCopyObject().(client.Object) }}, nil
+	// Outermost: a resource retried while its namespace's share is taken does not spend its
+	// reconcile budget on those retries.
+	return opts, shareNamespaces(r, p.PerNamespace, backoff), nil
 }
 
 // shareNamespaces keeps r's reconciles of one namespace to perNamespace at once (none when
