@@ -88,6 +88,9 @@ APACHE_OPERATOR_VERSION ?= 1.7.0
 MIGRATION_FLINK_VERSION ?= 1.18.1
 # E2E_TIMEOUT bounds `make e2e`; raise it for longer chaos runs (CHAOS_ROUNDS=20 E2E_TIMEOUT=90m make e2e).
 E2E_TIMEOUT ?= 40m
+# E2E_PARALLEL is how many e2e tests share the local cluster at once. Each test has namespaces of its own;
+# the two that stop, pause or restart the operator (TestChaos, TestWebhookOutage) run alone, before the others.
+E2E_PARALLEL ?= 4
 
 CRD_OPTIONS ?= crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true
 
@@ -135,32 +138,57 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 .PHONY: test
-test: unit e2e deploy-test olm-test migration-test ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator.
+test: test-deps ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Three lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
+	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters
+
+# The lanes share nothing but the machine: envtest API servers on loopback ports of their own, and
+# local clusters in network namespaces of their own. Everything they build is built first, once.
+TEST_LANES ?= 3
+# GENERATE is what every test target regenerates first; the lanes run after test-deps did it once,
+# with GENERATE empty, so that no lane rewrites sources another lane is compiling.
+GENERATE ?= manifests generate
+
+.PHONY: test-deps
+test-deps: manifests generate envtest-assets envtest-oldest-assets cluster-assets flink-dist loadgen promtool zookeeper examples olm-tools image migration-deps ## Build and install everything the tests run, once, before the lanes start.
+
+.PHONY: test-lane-unit test-lane-e2e test-lane-clusters
+test-lane-unit: ## Lane 1: unit, envtest and real-Flink tests of every package.
+	$(MAKE) --no-print-directory unit-latest
+test-lane-e2e: ## Lane 2: the e2e suite on the local cluster.
+	$(MAKE) --no-print-directory e2e
+test-lane-clusters: ## Lane 3: the controllers' suite on the oldest API server, then the install, OLM and migration tests, each on a local cluster of its own.
+	$(MAKE) --no-print-directory unit-oldest deploy-test olm-test migration-test
 
 .PHONY: unit
-unit: manifests generate envtest-assets envtest-oldest-assets flink-dist loadgen promtool zookeeper ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
+unit: unit-latest unit-oldest ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
+
+.PHONY: unit-latest
+unit-latest: $(GENERATE) envtest-assets flink-dist loadgen promtool zookeeper ## Every package's tests against the current API server.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
 		go test ./... -count=1 -timeout 30m
+
+.PHONY: unit-oldest
+unit-oldest: $(GENERATE) envtest-oldest-assets ## The controllers' envtest suite against the oldest supported API server.
 	@echo "unit: the controllers' envtest suite against the oldest supported API server, v$(K8S_OLDEST_VERSION)"
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
 .PHONY: e2e
-e2e: manifests generate cluster-assets flink-dist loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
-	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -v
+e2e: $(GENERATE) cluster-assets flink-dist loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v
 
 .PHONY: deploy-test
-deploy-test: manifests generate cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING (test/deploy).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run TestMakeDeploy -count=1 -timeout 10m -v
+deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run 'TestMakeDeploy|TestMultiTenantProfileOnCluster' -count=1 -timeout 20m -v
 
 .PHONY: olm-test
-olm-test: manifests generate cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
+olm-test: $(GENERATE) cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.
 	OPM=$(OPM) OLM=$(OLM) OLM_CATALOG=$(OLM_CATALOG) OPERATOR_IMAGE_LAYOUT=$(IMAGES_DIR)/flink-operator \
 	OLM_CRDS="$$(cd hack/tools/olm && go list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds" \
 		go test -tags olm ./test/olm -count=1 -timeout 15m -v
 
 .PHONY: migration-test
-migration-test: manifests generate cluster-assets migration-deps ## The Apache operator 1.7.0 deploys jobs on real Flink 1.18; this operator adopts them without a restart and upgrades them (test/migration).
+migration-test: $(GENERATE) cluster-assets migration-deps ## The Apache operator 1.7.0 deploys jobs on real Flink 1.18; this operator adopts them without a restart and upgrades them (test/migration).
 	go test -tags migration ./test/migration -count=1 -timeout 15m -v
 
 .PHONY: migration-deps
@@ -218,10 +246,10 @@ IMAGE_FLAGS = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null ||
 OPM_STATIC ?= $(LOCALBIN)/olm/opm-static-$(OPM_VERSION)
 
 .PHONY: image
-image: ## Operator image: the static manager, the build machine's CA certificates, user 65532 (bin/images/flink-operator).
+image: ## Operator image: the static manager, the pinned CA bundle (hack/imagebuild/images/cacerts), user 65532 (bin/images/flink-operator).
 	mkdir -p $(IMAGES_DIR)
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o $(IMAGES_DIR)/manager ./cmd
-	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager -ca-certs /etc/ssl/certs/ca-certificates.crt \
+	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager \
 		-image $(IMG) -out $(IMAGES_DIR)/flink-operator $(IMAGE_FLAGS)
 
 .PHONY: bundle-image
@@ -261,6 +289,10 @@ DEPLOY_CONFIG ?= config/default
 deploy: manifests kustomize ## Install the operator (image IMG) into the cluster of the current kube context with kustomize, server-side; DEPLOY_CONFIG=config/certmanager takes cert-manager's webhook certificate.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build $(DEPLOY_CONFIG) | kubectl apply --server-side -f -
+
+.PHONY: deploy-multi-tenant
+deploy-multi-tenant: ## make deploy with the hardened multi-tenant profile (config/profiles/multi-tenant): pod-security baseline, an Ingress annotation allowlist, an egress NetworkPolicy (review it first); undeploy with DEPLOY_CONFIG=config/profiles/multi-tenant.
+	$(MAKE) deploy DEPLOY_CONFIG=config/profiles/multi-tenant
 
 .PHONY: undeploy
 undeploy: kustomize ## Remove what `make deploy` installed, CRDs included (delete the Flink resources first, while the operator runs to remove their finalizers).
@@ -326,6 +358,11 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 promtool: $(PROMTOOL)
 $(PROMTOOL): | $(LOCALBIN)
 	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
+
+.PHONY: security-scorecard
+security-scorecard: envtest-assets zookeeper ## Run the hostile-input tests (hack/securityscorecard/cases.go) and print the README's security scorecard, counted from go test -json.
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+		go run ./hack/securityscorecard -out $(LOCALBIN)/security-scorecard.md
 
 .PHONY: monitoring-test
 monitoring-test: promtool ## promtool check/test of config/prometheus, and the dashboard and rules against the metrics the operator exposes.

@@ -2,6 +2,8 @@ module github.com/flink-operator/flink-operator
 
 go 1.26.3
 
+toolchain go1.26.8
+
 require (
 	code.dny.dev/ssrf v0.3.0
 	github.com/KimMachineGun/automemlimit v1.0.1

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -40,9 +41,22 @@ func withListener(rec record.EventRecorder, l listener.Listener) record.EventRec
 	return listener.Recorder(rec, l)
 }
 
+// jarURIPasswords is the password of a jarURI's user info, for the reconcile's redactor: it
+// masks URL passwords wherever it sees a URL, and this one also where a message quotes it in a
+// form that no longer reads as a URL.
+func jarURIPasswords(job *flinkv1beta1.JobSpec) []string {
+	if job == nil {
+		return nil
+	}
+	return redact.URLPasswords(job.JarURI)
+}
+
 // statusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and
-// status as they were before and are now; red masks secret values in them.
-func statusWritten(ctx context.Context, l listener.Listener, obj client.Object, oldStatus, status any, red *redact.Redactor) {
+// status as they were before and are now, their secrets masked by their place (redact.JSON:
+// secret configuration keys and env values in the recorded specs, URL passwords) under the
+// secret-key patterns (redact.DefaultKeyPatterns when nil). status.error was masked when it
+// was written.
+func statusWritten(ctx context.Context, l listener.Listener, obj client.Object, oldStatus, status any, secretKeyPatterns []string) {
 	if l == nil {
 		return
 	}
@@ -51,12 +65,12 @@ func statusWritten(ctx context.Context, l listener.Listener, obj client.Object, 
 		return
 	}
 	encode := func(v any) json.RawMessage {
-		raw, err := json.Marshal(v)
+		raw, err := redact.MarshalJSON(v, secretKeyPatterns)
 		if err != nil {
 			log.FromContext(ctx).Error(err, "cannot encode the status for resource listeners")
 			return nil
 		}
-		return json.RawMessage(red.String(string(raw)))
+		return json.RawMessage(raw)
 	}
 	l.OnStatusChange(ctx, listener.StatusChange{Resource: res, Object: obj, OldStatus: encode(oldStatus), Status: encode(status)})
 }

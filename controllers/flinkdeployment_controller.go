@@ -213,7 +213,7 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	// Secrets of this resource are masked in everything this reconcile logs, records or returns.
 	conf, _ := dep.Spec.FlinkConfiguration.Flatten()
-	red := redact.New(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...)...)
+	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(dep.Spec.Job)...)...)
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
@@ -426,7 +426,7 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
 		return err
 	}
-	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, s.redact)
+	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, r.SecretKeyPatterns)
 	r.writes.wrote(s.dep.UID, s.original.ResourceVersion, s.dep.ResourceVersion)
 	s.original = s.dep.DeepCopy()
 	return nil

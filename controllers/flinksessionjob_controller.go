@@ -146,7 +146,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		return ctrl.Result{}, err
 	}
 	conf, _ := job.Spec.FlinkConfiguration.Flatten()
-	red := redact.New(redact.Values(conf, r.SecretKeyPatterns)...)
+	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns), jarURIPasswords(job.Spec.Job)...)...)
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
@@ -402,7 +402,7 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 	if err := patchStatus(ctx, r.Client, s.job, s.original); err != nil {
 		return err
 	}
-	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, s.redact)
+	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, r.SecretKeyPatterns)
 	s.original = s.job.DeepCopy()
 	return nil
 }

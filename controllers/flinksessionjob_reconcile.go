@@ -17,6 +17,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
@@ -343,7 +344,7 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 	jarID, err := s.flink.UploadJar(ctx, name, jar)
 	jar.Close()
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("upload %s: %w", job.JarURI, err)
+		return ctrl.Result{}, fmt.Errorf("upload %s: %w", redact.URLUserInfo(job.JarURI), err)
 	}
 	defer func() {
 		if err := s.flink.DeleteJar(ctx, jarID); err != nil {

@@ -39,7 +39,7 @@ func run(args []string) error {
 	fs.StringVar(&meta.Licenses, "licenses", "Apache-2.0", "org.opencontainers.image.licenses")
 	image := fs.String("image", "", "name of the image (registry/repository:tag)")
 	out := fs.String("out", "", "OCI layout directory to write")
-	caCerts := fs.String("ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA certificate bundle of the build machine to copy into the image")
+	caCerts := fs.String("ca-certs", "", "CA certificate bundle to put into the image instead of the pinned one (images/cacerts, Debian's ca-certificates "+images.PinnedCACertsVersion+")")
 	operator := fs.String("operator", "", "OCI layout of the operator image (bundle, catalog)")
 	switch args[0] {
 	case "operator":

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/flink-operator/flink-operator/pkg/addrpolicy"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 )
 
 // DefaultMaxSize bounds a jar (512 MiB); larger artifacts fail with a clear error.
@@ -108,8 +109,15 @@ var errStalled = errors.New("download stalled")
 func (f *Fetcher) Open(ctx context.Context, uri string, headers map[string]string) (io.ReadCloser, string, error) {
 	u, err := url.Parse(uri)
 	if err != nil {
-		return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
+		// url.Parse quotes the whole URI, user info included; say why without it.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, "", fmt.Errorf("jarURI %q: %w", redact.URLUserInfo(uri), err)
 	}
+	// Errors end up in status.error, events and logs: they show the URI without its password.
+	shown := u.Redacted()
 	limit := f.MaxSize
 	if limit <= 0 {
 		limit = DefaultMaxSize
@@ -117,18 +125,18 @@ func (f *Fetcher) Open(ctx context.Context, uri string, headers map[string]strin
 	name := path.Base(u.Path)
 	switch strings.ToLower(u.Scheme) {
 	case "local", "file":
-		return f.openLocal(u, uri, name, limit)
+		return f.openLocal(u, shown, name, limit)
 	case "http", "https":
-		return f.download(ctx, uri, name, headers, limit)
+		return f.download(ctx, uri, shown, name, headers, limit)
 	case "":
-		return nil, "", fmt.Errorf("jarURI %q has no scheme; allowed: local, file, http, https", uri)
+		return nil, "", fmt.Errorf("jarURI %q has no scheme; allowed: local, file, http, https", shown)
 	}
-	return nil, "", fmt.Errorf("jarURI %q: scheme %q cannot be fetched by the operator; allowed: local, file, http, https", uri, u.Scheme)
+	return nil, "", fmt.Errorf("jarURI %q: scheme %q cannot be fetched by the operator; allowed: local, file, http, https", shown, u.Scheme)
 }
 
 // openLocal opens a file below LocalDir. The path is checked lexically first, so that nothing
 // outside the directory is touched (not even to tell whether it exists), then opened through
-// os.Root, which refuses symlinks that lead out.
+// os.Root, which refuses symlinks that lead out. uri is the URI as errors show it.
 func (f *Fetcher) openLocal(u *url.URL, uri, name string, limit int64) (io.ReadCloser, string, error) {
 	if f.LocalDir == "" {
 		return nil, "", fmt.Errorf("jarURI %q: %s:// jars are off: the operator has no local directory for jars (--artifact-local-dir)", uri, u.Scheme)
@@ -169,12 +177,13 @@ func (f *Fetcher) openLocal(u *url.URL, uri, name string, limit int64) (io.ReadC
 	return &limited{r: file, c: file, left: limit, uri: uri, max: limit, size: st.Size()}, name, nil
 }
 
-func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[string]string, limit int64) (io.ReadCloser, string, error) {
+// download GETs uri; shown is the URI as errors show it (without its password).
+func (f *Fetcher) download(ctx context.Context, uri, shown, name string, headers map[string]string, limit int64) (io.ReadCloser, string, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
 		cancel(nil)
-		return nil, "", fmt.Errorf("jarURI %q: %w", uri, err)
+		return nil, "", fmt.Errorf("jarURI %q: %w", shown, err)
 	}
 	for k, v := range headers {
 		req.Header.Set(k, v)
@@ -182,17 +191,17 @@ func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[st
 	resp, err := f.httpClient().Do(req)
 	if err != nil {
 		cancel(nil)
-		return nil, "", fmt.Errorf("download %s: %w", uri, err)
+		return nil, "", fmt.Errorf("download %s: %w", shown, err) // net/http's url.Error strips the password too
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		cancel(nil)
-		return nil, "", fmt.Errorf("download %s: HTTP %s", uri, resp.Status)
+		return nil, "", fmt.Errorf("download %s: HTTP %s", shown, resp.Status)
 	}
 	if resp.ContentLength > limit {
 		resp.Body.Close()
 		cancel(nil)
-		return nil, "", fmt.Errorf("download %s: %d bytes: %w of %d bytes", uri, resp.ContentLength, ErrTooLarge, limit)
+		return nil, "", fmt.Errorf("download %s: %d bytes: %w of %d bytes", shown, resp.ContentLength, ErrTooLarge, limit)
 	}
 	size := resp.ContentLength
 	if size < 0 {
@@ -208,7 +217,7 @@ func (f *Fetcher) download(ctx context.Context, uri, name string, headers map[st
 	body.timer.Stop()
 	body.slowTimer = time.AfterFunc(time.Hour, func() { cancel(ErrTooSlow) })
 	body.slowTimer.Stop()
-	return &limited{r: body, c: body, left: limit, uri: uri, max: limit, size: size}, name, nil
+	return &limited{r: body, c: body, left: limit, uri: shown, max: limit, size: size}, name, nil
 }
 
 // httpClient is built once: its transport pools connections across fetches.

@@ -26,7 +26,11 @@ const Mask = "******"
 
 // DefaultKeyPatterns mark configuration keys whose values are secret (case-insensitive
 // substrings), as Flink's own GlobalConfiguration.isSensitive does, plus a few more.
-var DefaultKeyPatterns = []string{"password", "secret", "token", "key", "credential", "passphrase", "auth", "jaas"}
+//
+// "header" covers kubernetes.operator.user.artifacts.http.header, whose values are HTTP headers
+// sent with a jar download (Authorization: Bearer ...), and Flink's own *.http-headers and
+// *.headers options (metric and trace reporters' credentials).
+var DefaultKeyPatterns = []string{"password", "secret", "token", "key", "credential", "passphrase", "auth", "jaas", "header"}
 
 // IsSecretKey reports whether a configuration key's value must not be shown.
 func IsSecretKey(key string, patterns []string) bool {
@@ -66,7 +70,8 @@ func Values(conf map[string]string, patterns []string, pods ...*corev1.Pod) []st
 	return out
 }
 
-// Redactor hides a set of values. The zero value and nil hide nothing.
+// Redactor hides a set of values, and URL passwords. The zero value and nil hide URL passwords
+// only.
 type Redactor struct {
 	replacer *strings.Replacer
 }
@@ -211,17 +216,18 @@ func jsonJava(s string) string {
 	return b.String()
 }
 
-// String masks the secret values in s.
+// String masks the secret values in s, and the password of every URL in it (URLUserInfo), the
+// latter even for a nil Redactor: a URL's user info is secret whoever wrote it.
 func (r *Redactor) String(s string) string {
-	if r == nil || r.replacer == nil {
-		return s
+	if r != nil && r.replacer != nil {
+		s = r.replacer.Replace(s)
 	}
-	return r.replacer.Replace(s)
+	return URLUserInfo(s)
 }
 
 // Error masks the secret values in an error's message (nil stays nil).
 func (r *Redactor) Error(err error) error {
-	if err == nil || r == nil || r.replacer == nil {
+	if err == nil {
 		return err
 	}
 	msg := r.String(err.Error())
@@ -233,7 +239,7 @@ func (r *Redactor) Error(err error) error {
 
 // Recorder wraps an event recorder so that event messages are masked.
 func (r *Redactor) Recorder(rec record.EventRecorder) record.EventRecorder {
-	if r == nil || r.replacer == nil {
+	if rec == nil {
 		return rec
 	}
 	return &recorder{r: r, next: rec}
@@ -258,7 +264,7 @@ func (e *recorder) AnnotatedEventf(o runtime.Object, annotations map[string]stri
 
 // Logger wraps a logger so that messages, string values and errors are masked.
 func (r *Redactor) Logger(l logr.Logger) logr.Logger {
-	if r == nil || r.replacer == nil || l.GetSink() == nil {
+	if l.GetSink() == nil {
 		return l
 	}
 	return logr.New(&sink{r: r, next: l.GetSink()})

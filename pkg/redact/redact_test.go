@@ -18,14 +18,16 @@ import (
 
 func TestIsSecretKey(t *testing.T) {
 	for key, secret := range map[string]bool{
-		"security.ssl.keystore-password":            true,
-		"s3.secret-key":                             true,
-		"fs.azure.account.key.acct.blob.core":       true,
-		"kubernetes.operator.metrics.auth.token":    true,
-		"security.kerberos.login.keytab":            true,
-		"taskmanager.numberOfTaskSlots":             false,
-		"high-availability.storageDir":              false,
-		"kubernetes.operator.savepoint.format.type": false,
+		"security.ssl.keystore-password":                 true,
+		"s3.secret-key":                                  true,
+		"fs.azure.account.key.acct.blob.core":            true,
+		"kubernetes.operator.metrics.auth.token":         true,
+		"security.kerberos.login.keytab":                 true,
+		"kubernetes.operator.user.artifacts.http.header": true,
+		"metrics.reporter.otel.exporter.http-headers":    true,
+		"taskmanager.numberOfTaskSlots":                  false,
+		"high-availability.storageDir":                   false,
+		"kubernetes.operator.savepoint.format.type":      false,
 	} {
 		assert.Equal(t, secret, IsSecretKey(key, nil), key)
 	}

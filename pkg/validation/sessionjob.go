@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 )
 
 // Resolver resolves host names (net.Resolver satisfies it).
@@ -87,16 +88,19 @@ func (v *Validator) validateJarURI(ctx context.Context, path *field.Path, jarURI
 	if jarURI == "" {
 		return field.ErrorList{field.Required(path, "the job's jar")}
 	}
+	// The errors quote the URI without the password of its user info: they reach webhook
+	// answers, status.error and events.
+	shown := redact.URLUserInfo(jarURI)
 	u, err := url.Parse(jarURI)
 	if err != nil || u.Scheme == "" {
-		return field.ErrorList{field.Invalid(path, jarURI, "a URI with a scheme, e.g. https://repo.example.com/job.jar")}
+		return field.ErrorList{field.Invalid(path, shown, "a URI with a scheme, e.g. https://repo.example.com/job.jar")}
 	}
 	schemes := v.AllowedJarSchemes
 	if len(schemes) == 0 {
 		schemes = DefaultJarSchemes
 	}
 	if !contains(schemes, strings.ToLower(u.Scheme)) {
-		return field.ErrorList{field.NotSupported(path, jarURI, schemeList(schemes))}
+		return field.ErrorList{field.NotSupported(path, shown, schemeList(schemes))}
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return nil
@@ -122,7 +126,7 @@ func (v *Validator) validateJarURI(ctx context.Context, path *field.Path, jarURI
 			continue
 		}
 		if ip.IsLoopback() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsPrivate() || ip.IsUnspecified() || ip.IsMulticast() {
-			return field.ErrorList{field.Invalid(path, jarURI, fmt.Sprintf("host %s is on a loopback, link-local, private or multicast address (%s); jars are fetched only from public hosts", host, ip))}
+			return field.ErrorList{field.Invalid(path, shown, fmt.Sprintf("host %s is on a loopback, link-local, private or multicast address (%s); jars are fetched only from public hosts", host, ip))}
 		}
 	}
 	return nil

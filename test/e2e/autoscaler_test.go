@@ -42,6 +42,7 @@ const busyMap = "busy-map"
 //
 // The two versions run in parallel (the test mostly waits on Flink).
 func TestAutoscaler(t *testing.T) {
+	t.Parallel()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
 	jar := filepath.Join(root, "bin", "loadgen", "loadgen.jar")

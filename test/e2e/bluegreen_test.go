@@ -52,6 +52,7 @@ func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1bet
 // from it), and a broken next child (an image no node can run) is aborted while the active
 // child's job runs on, never stopped or restarted.
 func TestBlueGreen(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	start := time.Now()
 	// The checkpoint-ha example's cluster (without HA: each child is a cluster of its own) as

@@ -203,7 +203,8 @@ func flinkREST(t *testing.T, key client.ObjectKey) *flink.Client {
 // allTasksRunning waits until Flink reports every task of the job RUNNING.
 func allTasksRunning(t *testing.T, key client.ObjectKey, jobID string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	// Four minutes: TaskManagers of tests running side by side start slowly on a loaded machine.
+	deadline := time.Now().Add(4 * time.Minute)
 	for {
 		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
 		if err == nil && details.AllTasksRunning() {
@@ -288,6 +289,7 @@ func localPath(uri string) string {
 // and restores from the latest checkpoint; a killed JobManager recovers through HA; suspend
 // and resume keep the state; deletion removes every object.
 func TestApplicationWithHA(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-ha")
 	key := client.ObjectKeyFromObject(dep)

@@ -25,6 +25,7 @@ import (
 // TestExamples runs every example in examples/ (checkpoint-ha has its own scenario) on real
 // Flink, so none of them rots: each becomes Ready, and what it demonstrates is checked.
 func TestExamples(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path  string
 		check func(t *testing.T, key client.ObjectKey, d *flinkv1beta1.FlinkDeployment)
@@ -118,6 +119,7 @@ func podOf(t *testing.T, key client.ObjectKey, component string) *corev1.Pod {
 // TestNodeAgentReportsFailures: what the local node cannot run, or what crashes, shows in
 // pod status as a kubelet would report it, never as a fake success.
 func TestNodeAgentReportsFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const ns = "e2e-agent"
 	require.NoError(t, env.Namespace(ctx, ns))

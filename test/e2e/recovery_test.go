@@ -24,6 +24,7 @@ import (
 // a JobManager Deployment deleted behind the operator's back is recovered from HA metadata,
 // resuming the same job from its checkpoints.
 func TestInPlaceScalingAndRecovery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-scaling")
 	dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "jobmanager.scheduler", "adaptive")
@@ -87,6 +88,7 @@ func parallelismOf(vertices []flink.JobVertex, id string) int {
 // parallelism change scales the TaskManager Deployment and the running job adapts to the new
 // slots without being restarted.
 func TestReactiveScaling(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/basic/basic.yaml", "e2e-reactive")
 	dep.Spec.Mode = flinkv1beta1.DeploymentModeStandalone

@@ -37,6 +37,7 @@ func restTruststoreDir() string { return filepath.Join(env.Dir, "rest-truststore
 // (savepointTriggerNonce) completes, as Flink itself reports over TLS. The old code mounted no
 // keystore, so the JobManager could not start its REST endpoint.
 func TestRESTSSLApplication(t *testing.T) {
+	t.Parallel()
 	const (
 		ns, name = "e2e-restssl", "basic-secure"
 		password = "password1234"

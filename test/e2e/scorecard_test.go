@@ -21,6 +21,7 @@ import (
 // cluster, with the sample from the committed bundle's alm-examples, as the scorecard runner
 // would run them in a pod of the namespace under test.
 func TestScorecardCustomTests(t *testing.T) {
+	t.Parallel()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
 	bundle, err := manifests.GetBundleFromDir(filepath.Join(root, "bundle"))

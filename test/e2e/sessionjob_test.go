@@ -74,6 +74,7 @@ func jobReady(j *flinkv1beta1.FlinkSessionJob) bool {
 // its savepoint while the other keeps running; suspend and resume; the session's deletion
 // waits for its jobs, and deleting the jobs cancels them.
 func TestSessionJobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const ns = "e2e-session"
 	session := example(t, "examples/session-job/session-cluster.yaml", ns)

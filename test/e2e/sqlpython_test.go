@@ -46,6 +46,7 @@ func exampleImages(root string) map[string]nodeagent.FlinkImage {
 // one row proves the statements were split right; the Python job's rows went through a Python
 // UDF in a worker beside the TaskManager.
 func TestSQLAndPythonJobs(t *testing.T) {
+	t.Parallel()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
 	require.Contains(t, flinkcluster.Versions(t), exampleImagesFlink, "the examples' images run Flink %s", exampleImagesFlink)

@@ -20,6 +20,7 @@ import (
 // savepoint redeploy restores the savepoint the user chose, not the running job's state; a
 // savepoint upgrade whose savepoints keep failing is got through by switching to stateless.
 func TestStatePaths(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-state-paths")
 	key := client.ObjectKeyFromObject(dep)
@@ -102,6 +103,7 @@ func TestStatePaths(t *testing.T) {
 // (Flink 1.x: jobGraph-); a last-state upgrade still runs the new spec's parallelism, from the
 // job's latest checkpoint under the same job id, as Flink 2 itself reports.
 func TestLastStateUpgradeOnFlink2(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-flink2-last-state")
 	dep.Spec.Image, dep.Spec.FlinkVersion = "flink:2.3", "v2_3" // the local node runs Flink 2.3.0
@@ -132,6 +134,7 @@ func TestLastStateUpgradeOnFlink2(t *testing.T) {
 // FINISHED; its JobManager is killed within the shutdown TTL and comes back; the job does not
 // run again (Flink's job result store, kept after commit, says it ended).
 func TestFinishedJobIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dep := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-finished")
 	dep.Spec.Job.JarURI = "local:///opt/flink/examples/streaming/WordCount.jar"

@@ -29,6 +29,7 @@ import (
 // cluster's znodes. The operator reaches the quorum because the suite allows loopback
 // (--zookeeper-allowed-networks).
 func TestZooKeeperHA(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	start := time.Now()
 	srv := zkserver.Start(t, "127.0.0.1")

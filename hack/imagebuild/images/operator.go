@@ -2,7 +2,6 @@ package images
 
 import (
 	"fmt"
-	"os"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
@@ -18,8 +17,8 @@ const CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
 type OperatorOptions struct {
 	// Binary is the static manager binary (CGO_ENABLED=0 go build -trimpath ./cmd).
 	Binary string
-	// CACerts is a PEM bundle of CA certificates, copied from the build machine
-	// (/etc/ssl/certs/ca-certificates.crt on Debian-like systems).
+	// CACerts is a PEM bundle of CA certificates to use instead of the pinned one
+	// (PinnedCACerts); empty takes the pinned bundle.
 	CACerts string
 	Meta    Meta
 }
@@ -48,12 +47,9 @@ func Operator(o OperatorOptions) (v1.Image, error) {
 
 // baseLayer holds what a static Go program needs from an operating system.
 func baseLayer(caCerts string) (layer, error) {
-	if caCerts == "" {
-		return nil, fmt.Errorf("no CA certificate bundle given")
-	}
-	certs, err := os.ReadFile(caCerts)
+	certs, err := caBundle(caCerts)
 	if err != nil {
-		return nil, fmt.Errorf("CA certificates: %w", err)
+		return nil, err
 	}
 	var l layer
 	l.add(file{Path: CACertsPath, Mode: 0o644, Data: certs})

@@ -12,11 +12,13 @@ package endpoint
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +58,12 @@ const (
 	DefaultMaxBackoff       = 30 * time.Second
 	DefaultQueueSize        = 1000
 	maxQueueSize            = 100000
+	// DefaultQueueBytes bounds the data of the events waiting for one listener (16 MiB in each
+	// of its 4 lanes): a status event holds two statuses, and a slow listener with a large,
+	// flapping tenant would otherwise keep queueSize of them whatever their size.
+	DefaultQueueBytes = 64 << 20
+	minQueueBytes     = 64 << 10
+	maxQueueBytes     = 4 << 30
 )
 
 // Common are the settings both kinds of endpoints have.
@@ -97,6 +105,8 @@ type Listener struct {
 	MaxBackoff     time.Duration
 	// QueueSize bounds the events waiting for delivery; beyond it the oldest are dropped.
 	QueueSize int
+	// QueueBytes bounds the size of the events waiting for delivery, as QueueSize their number.
+	QueueBytes int64
 }
 
 // raw is an endpoint as written in the operator configuration (YAML or JSON).
@@ -111,6 +121,24 @@ type raw struct {
 	InitialBackoff string   `json:"initialBackoff"`
 	MaxBackoff     string   `json:"maxBackoff"`
 	QueueSize      *int     `json:"queueSize"`
+	QueueBytes     sizeText `json:"queueBytes"`
+}
+
+// sizeText is a size as written: a number (bytes) or a string with a unit.
+type sizeText string
+
+func (t *sizeText) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*t = sizeText(s)
+		return nil
+	}
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("queueBytes: want a size like 64 MiB or a number of bytes")
+	}
+	*t = sizeText(n.String())
+	return nil
 }
 
 var nameFormat = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
@@ -155,7 +183,7 @@ func Validators(conf map[string]string) ([]Validator, error) {
 		for _, f := range []struct {
 			name string
 			set  bool
-		}{{"maxAttempts", r.MaxAttempts != nil}, {"initialBackoff", r.InitialBackoff != ""}, {"maxBackoff", r.MaxBackoff != ""}, {"queueSize", r.QueueSize != nil}} {
+		}{{"maxAttempts", r.MaxAttempts != nil}, {"initialBackoff", r.InitialBackoff != ""}, {"maxBackoff", r.MaxBackoff != ""}, {"queueSize", r.QueueSize != nil}, {"queueBytes", r.QueueBytes != ""}} {
 			if f.set {
 				return nil, fmt.Errorf("%s.%s: a listener's setting, not a validator's", at, f.name)
 			}
@@ -183,7 +211,7 @@ func Listeners(conf map[string]string) ([]Listener, error) {
 			return nil, fmt.Errorf("%s: failurePolicy and kinds are a validator's settings, not a listener's", at)
 		}
 		l := Listener{Common: c, MaxAttempts: DefaultMaxAttempts, InitialBackoff: DefaultInitialBackoff,
-			MaxBackoff: DefaultMaxBackoff, QueueSize: DefaultQueueSize}
+			MaxBackoff: DefaultMaxBackoff, QueueSize: DefaultQueueSize, QueueBytes: DefaultQueueBytes}
 		if r.MaxAttempts != nil {
 			if *r.MaxAttempts < 1 || *r.MaxAttempts > 100 {
 				return nil, fmt.Errorf("%s.maxAttempts: %d is not from 1 to 100", at, *r.MaxAttempts)
@@ -195,6 +223,13 @@ func Listeners(conf map[string]string) ([]Listener, error) {
 				return nil, fmt.Errorf("%s.queueSize: %d is not from 1 to %d", at, *r.QueueSize, maxQueueSize)
 			}
 			l.QueueSize = *r.QueueSize
+		}
+		if r.QueueBytes != "" {
+			n, err := parseBytes(string(r.QueueBytes))
+			if err != nil || n < minQueueBytes || n > maxQueueBytes {
+				return nil, fmt.Errorf("%s.queueBytes: %q is not a size from 64 KiB to 4 GiB (e.g. 64 MiB, 512 KiB, 1048576)", at, r.QueueBytes)
+			}
+			l.QueueBytes = n
 		}
 		for _, d := range []struct {
 			name string
@@ -348,4 +383,28 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// byteUnits are the units of a size, as Flink's MemorySize reads them: binary multiples.
+var byteUnits = map[string]int64{"": 1, "b": 1, "bytes": 1,
+	"k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+var sizeFormat = regexp.MustCompile(`^([0-9]{1,12})\s*([a-zA-Z]*)$`)
+
+// parseBytes reads a size: a number of bytes, or a number and a unit (64 MiB, 512kb).
+func parseBytes(s string) (int64, error) {
+	m := sizeFormat.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size", s)
+	}
+	unit, ok := byteUnits[strings.ToLower(m[2])]
+	if !ok {
+		return 0, fmt.Errorf("%q: unknown unit %q", s, m[2])
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * unit, nil
 }

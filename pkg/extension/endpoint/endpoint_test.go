@@ -56,7 +56,7 @@ func TestListenerDefaultsAndBounds(t *testing.T) {
 	ls, err := Listeners(map[string]string{options.ExtensionListeners.Key: `- {name: audit, url: "https://audit.example.com/"}`})
 	require.NoError(t, err)
 	require.Len(t, ls, 1)
-	assert.Equal(t, Listener{Common: ls[0].Common, MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second, QueueSize: 1000}, ls[0])
+	assert.Equal(t, Listener{Common: ls[0].Common, MaxAttempts: 5, InitialBackoff: time.Second, MaxBackoff: 30 * time.Second, QueueSize: 1000, QueueBytes: 64 << 20}, ls[0])
 	for list, want := range map[string]string{
 		`[{name: a, url: "https://a.example.com/", maxAttempts: 0}]`:                       `maxAttempts: 0 is not from 1 to 100`,
 		`[{name: a, url: "https://a.example.com/", queueSize: 0}]`:                         `queueSize: 0 is not from 1 to 100000`,
@@ -73,4 +73,20 @@ func TestListenerDefaultsAndBounds(t *testing.T) {
 		require.Error(t, err, list)
 		assert.Contains(t, err.Error(), want, list)
 	}
+}
+
+func TestListenerQueueBytes(t *testing.T) {
+	for text, want := range map[string]int64{`"64 MiB"`: 64 << 20, `512kb`: 512 << 10, `1048576`: 1 << 20, `"2g"`: 2 << 30} {
+		ls, err := Listeners(map[string]string{options.ExtensionListeners.Key: `[{name: a, url: "https://a.example.com/", queueBytes: ` + text + `}]`})
+		require.NoError(t, err, text)
+		assert.Equal(t, want, ls[0].QueueBytes, text)
+	}
+	for _, text := range []string{`"1 KiB"`, `"5 GiB"`, `lots`, `"64 MB/s"`, `-1`} {
+		_, err := Listeners(map[string]string{options.ExtensionListeners.Key: `[{name: a, url: "https://a.example.com/", queueBytes: ` + text + `}]`})
+		require.Error(t, err, text)
+		assert.Contains(t, err.Error(), "queueBytes", text)
+	}
+	_, err := Validators(map[string]string{options.ExtensionValidators.Key: `[{name: a, url: "https://a.example.com/", queueBytes: 1 MiB}]`})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "a listener's setting")
 }

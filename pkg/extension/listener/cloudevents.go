@@ -18,7 +18,12 @@ const (
 	TypeEvent         = "io.flink-operator.resource.event.v1"
 )
 
-// StatusData is the data of a TypeStatusChanged CloudEvent.
+// StatusData is the data of a TypeStatusChanged CloudEvent. OldStatus and Status leave out the
+// recorded specs (reconciliationStatus.lastReconciledSpec and lastStableSpec): each is a copy of
+// a whole spec, most of an event's size, and a listener that needs the spec reads the resource
+// (the event names its generation). Upstream's FlinkResourceListener receives the status
+// objects in-process, where they cost nothing; Go listeners here get StatusChange, which keeps
+// them.
 type StatusData struct {
 	Resource
 	APIVersion string          `json:"apiVersion"`
@@ -53,9 +58,46 @@ func newCloudEvent(typ string, r Resource, data any) (cloudevents.Event, error) 
 }
 
 func statusEvent(c StatusChange) (cloudevents.Event, error) {
-	ev, err := newCloudEvent(TypeStatusChanged, c.Resource,
-		StatusData{Resource: c.Resource, APIVersion: flinkv1beta1.GroupVersion.String(), OldStatus: c.OldStatus, Status: c.Status})
-	return ev, err
+	oldStatus, err := withoutRecordedSpecs(c.OldStatus)
+	if err != nil {
+		return cloudevents.Event{}, fmt.Errorf("old status of %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
+	}
+	status, err := withoutRecordedSpecs(c.Status)
+	if err != nil {
+		return cloudevents.Event{}, fmt.Errorf("status of %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
+	}
+	return newCloudEvent(TypeStatusChanged, c.Resource,
+		StatusData{Resource: c.Resource, APIVersion: flinkv1beta1.GroupVersion.String(), OldStatus: oldStatus, Status: status})
+}
+
+// recordedSpecs are the fields of reconciliationStatus that hold whole specs.
+var recordedSpecs = []string{"lastReconciledSpec", "lastStableSpec"}
+
+// withoutRecordedSpecs is a status without its recorded specs (empty stays empty).
+func withoutRecordedSpecs(status json.RawMessage) (json.RawMessage, error) {
+	if len(status) == 0 {
+		return status, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(status, &fields); err != nil {
+		return nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	raw, ok := fields["reconciliationStatus"]
+	if !ok {
+		return status, nil
+	}
+	var rs map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &rs); err != nil {
+		return nil, fmt.Errorf("reconciliationStatus is not a JSON object: %w", err)
+	}
+	for _, f := range recordedSpecs {
+		delete(rs, f)
+	}
+	var err error
+	if fields["reconciliationStatus"], err = json.Marshal(rs); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
 }
 
 func eventEvent(e Event) (cloudevents.Event, error) {

@@ -109,7 +109,7 @@ func (d *Dispatcher) send(r Resource, build func() (cloudevents.Event, error)) {
 	}
 	key := r.Kind + "/" + r.Namespace + "/" + r.Name
 	for _, s := range sinks {
-		s.push(key, ev)
+		s.push(key, r.Namespace, ev)
 	}
 }
 

@@ -3,8 +3,10 @@
 // (kubernetes.operator.extension.listeners), which receive CloudEvents, or Go values for those
 // who embed the controllers in a binary of their own.
 //
-// Delivery never holds up a reconcile: events are queued per endpoint in bounded queues (the
-// oldest dropped and counted when full) and sent by the endpoint's own goroutines, with
+// Delivery never holds up a reconcile: events are queued per endpoint in queues bounded by
+// count and bytes (when full, the oldest event of the namespace holding the most is dropped and
+// counted, so one namespace cannot evict the others' events) and sent by the endpoint's own
+// goroutines, with
 // retries on exponential back-off. One resource's events always travel through the same queue
 // and goroutine, so each endpoint receives them in the order they happened.
 package listener
@@ -34,8 +36,9 @@ type StatusChange struct {
 	// Object is the resource after the write, for Go listeners (not sent over HTTP); must not be
 	// modified.
 	Object client.Object
-	// OldStatus and Status are the status before and after, as JSON; values of secret
-	// configuration keys are replaced by "******".
+	// OldStatus and Status are the status before and after, as JSON, secrets masked by their
+	// place (values of secret configuration keys and env values in the recorded specs, URL
+	// passwords). The CloudEvents sent over HTTP leave the recorded specs out (StatusData).
 	OldStatus, Status json.RawMessage
 }
 

@@ -33,13 +33,31 @@ type sink struct {
 	done   sync.WaitGroup
 }
 
-// lane is a bounded FIFO queue and the goroutine that empties it.
+// lane is a bounded FIFO queue and the goroutine that empties it. It is bounded by the number
+// of its events and by their size; when either is exceeded it drops the oldest event of the
+// namespace holding the most of it (bytes or events), so that one namespace's flood, under a
+// slow listener, evicts its own events and not the other namespaces'.
 type lane struct {
-	mu    sync.Mutex
-	queue []cloudevents.Event
-	max   int
-	wake  chan struct{}
+	mu       sync.Mutex
+	queue    []queued
+	max      int
+	maxBytes int64
+	bytes    int64
+	// per namespace: the events and bytes it has queued
+	nsCount map[string]int
+	nsBytes map[string]int64
+	wake    chan struct{}
 }
+
+// queued is an event waiting in a lane, with the namespace it is about and its size.
+type queued struct {
+	ev        cloudevents.Event
+	namespace string
+	size      int64
+}
+
+// eventOverhead is what an event weighs beyond its data (attributes, the lane's entry).
+const eventOverhead = 512
 
 func newSink(ep endpoint.Listener, m *Metrics, log logr.Logger, wait func(context.Context, time.Duration) bool) (*sink, error) {
 	hc, err := ep.Client()
@@ -56,31 +74,128 @@ func newSink(ep endpoint.Listener, m *Metrics, log logr.Logger, wait func(contex
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &sink{ep: ep, client: c, metrics: m, log: log.WithValues("listener", ep.Name), wait: wait, cancel: cancel}
 	perLane := max(1, ep.QueueSize/lanes)
+	queueBytes := ep.QueueBytes
+	if queueBytes <= 0 {
+		queueBytes = endpoint.DefaultQueueBytes
+	}
+	perLaneBytes := max(1, queueBytes/lanes)
 	for i := range s.lanes {
-		s.lanes[i] = &lane{max: perLane, wake: make(chan struct{}, 1)}
+		s.lanes[i] = &lane{max: perLane, maxBytes: perLaneBytes, nsCount: map[string]int{}, nsBytes: map[string]int64{},
+			wake: make(chan struct{}, 1)}
 		s.done.Add(1)
 		go s.run(ctx, s.lanes[i])
 	}
 	return s, nil
 }
 
-// push queues ev for the resource key; never blocks. A full queue drops its oldest event.
-func (s *sink) push(key string, ev cloudevents.Event) {
+// push queues ev, about a resource of namespace ns identified by key; never blocks. A full lane
+// drops events first (lane.admit).
+func (s *sink) push(key, ns string, ev cloudevents.Event) {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(key))
 	l := s.lanes[h.Sum32()%lanes]
+	q := queued{ev: ev, namespace: ns, size: int64(len(ev.Data())) + eventOverhead}
 	l.mu.Lock()
-	if len(l.queue) >= l.max {
-		l.queue[0] = cloudevents.Event{} // let the dropped event's data be collected
-		l.queue = l.queue[1:]
+	dropped := l.admit(q)
+	l.mu.Unlock()
+	for range dropped {
 		s.metrics.dropped(s.ep.Name)
 	}
-	l.queue = append(l.queue, ev)
-	l.mu.Unlock()
+	if dropped > 0 {
+		s.log.V(1).Info("listener queue full: dropped events", "namespace", ns, "dropped", dropped)
+	}
 	select {
 	case l.wake <- struct{}{}:
 	default: // already woken
 	}
+}
+
+// admit queues q, first dropping, while the lane with q would hold too many events or bytes,
+// the oldest event of the namespace that holds the most of them (q counted as its
+// namespace's). q itself is dropped when its namespace is that one and has nothing queued,
+// or when q alone exceeds the budget. Returns how many events were dropped. l.mu is held.
+func (l *lane) admit(q queued) int {
+	if q.size > l.maxBytes {
+		return 1
+	}
+	dropped := 0
+	for len(l.queue)+1 > l.max || l.bytes+q.size > l.maxBytes {
+		byBytes := l.bytes+q.size > l.maxBytes
+		victim := l.heaviest(q, byBytes)
+		i := l.oldest(victim)
+		if i < 0 { // the heaviest namespace is q's, with nothing queued: q goes
+			return dropped + 1
+		}
+		l.remove(i)
+		dropped++
+	}
+	l.queue = append(l.queue, q)
+	l.bytes += q.size
+	l.nsCount[q.namespace]++
+	l.nsBytes[q.namespace] += q.size
+	return dropped
+}
+
+// heaviest is the namespace holding the most bytes (byBytes) or events of the lane, counting
+// the incoming q as its namespace's; a tie goes to the namespace queued earliest.
+func (l *lane) heaviest(q queued, byBytes bool) string {
+	weight := func(ns string) int64 {
+		w := int64(l.nsCount[ns])
+		if byBytes {
+			w = l.nsBytes[ns]
+		}
+		if ns == q.namespace {
+			if byBytes {
+				w += q.size
+			} else {
+				w++
+			}
+		}
+		return w
+	}
+	best, bestWeight := "", int64(-1)
+	seen := map[string]bool{}
+	for _, e := range l.queue { // oldest first: a tie goes to the namespace queued earliest
+		if !seen[e.namespace] {
+			seen[e.namespace] = true
+			if w := weight(e.namespace); w > bestWeight {
+				best, bestWeight = e.namespace, w
+			}
+		}
+	}
+	if !seen[q.namespace] && weight(q.namespace) > bestWeight {
+		best = q.namespace
+	}
+	return best
+}
+
+// oldest is the index of ns's oldest queued event, -1 when it has none.
+func (l *lane) oldest(ns string) int {
+	if l.nsCount[ns] == 0 {
+		return -1
+	}
+	for i, e := range l.queue {
+		if e.namespace == ns {
+			return i
+		}
+	}
+	return -1
+}
+
+// remove takes the event at i out of the lane (the order of the others stays).
+func (l *lane) remove(i int) queued {
+	q := l.queue[i]
+	copy(l.queue[i:], l.queue[i+1:])
+	l.queue[len(l.queue)-1] = queued{} // let the removed event's data be collected
+	l.queue = l.queue[:len(l.queue)-1]
+	l.bytes -= q.size
+	if l.nsCount[q.namespace]--; l.nsCount[q.namespace] == 0 {
+		delete(l.nsCount, q.namespace)
+		delete(l.nsBytes, q.namespace)
+	} else {
+		l.nsBytes[q.namespace] -= q.size
+	}
+	return q
 }
 
 func (s *sink) run(ctx context.Context, l *lane) {
@@ -90,9 +205,7 @@ func (s *sink) run(ctx context.Context, l *lane) {
 		var ev cloudevents.Event
 		next := len(l.queue) > 0
 		if next {
-			ev = l.queue[0]
-			l.queue[0] = cloudevents.Event{}
-			l.queue = l.queue[1:]
+			ev = l.remove(0).ev
 		}
 		l.mu.Unlock()
 		if !next {

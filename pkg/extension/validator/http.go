@@ -43,8 +43,9 @@ type ValidationRequest struct {
 	UID       string      `json:"uid"`
 	Operation Operation   `json:"operation"`
 	Resource  ResourceRef `json:"resource"`
-	// Object is the resource (flink.apache.org/v1beta1, without managedFields); values of
-	// secret configuration keys are replaced by "******", everywhere in the document.
+	// Object is the resource (flink.apache.org/v1beta1, without managedFields); its secrets are
+	// replaced by "******" where they are: values of secret configuration keys, env values of
+	// the pod templates, passwords of URLs, also in the specs recorded in its status.
 	Object json.RawMessage `json:"object"`
 	// OldObject is the previous version, absent on create.
 	OldObject json.RawMessage `json:"oldObject,omitempty"`
@@ -166,13 +167,17 @@ func clip(s string, n int) string {
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
-// encode writes the request document, with the values of secret configuration keys replaced.
+// encode writes the request document, with secrets masked by their place in it (redact.JSON):
+// configuration values under secret keys, env values of every pod template, URL passwords, in
+// the spec and in the specs recorded in the status and in kubectl's last-applied-configuration.
+// Never by replacing the secrets' text across the document: a tenant chooses its secrets, and
+// one equal to a field name or holding JSON syntax would hide that field from the validators or
+// break the document.
 func (h *HTTP) encode(req Request) ([]byte, string, error) {
 	uid := uuid.NewString()
 	doc := ValidationRequest{APIVersion: APIVersion, Kind: KindRequest, UID: uid, Operation: req.Operation,
 		Resource: ResourceRef{APIVersion: flinkv1beta1.GroupVersion.String(), Kind: req.Kind,
 			Namespace: req.Object.GetNamespace(), Name: req.Object.GetName()}}
-	var secrets []string
 	for _, o := range []struct {
 		obj client.Object
 		dst *json.RawMessage
@@ -180,48 +185,27 @@ func (h *HTTP) encode(req Request) ([]byte, string, error) {
 		if o.obj == nil {
 			continue
 		}
-		raw, err := objectJSON(o.obj, req.Kind)
+		raw, err := objectJSON(o.obj, req.Kind, h.SecretKeyPatterns)
 		if err != nil {
 			return nil, "", fmt.Errorf("validator %s: encode %s: %w", h.Endpoint.Name, req.Kind, err)
 		}
 		*o.dst = raw
-		secrets = append(secrets, redact.Values(flinkConfiguration(o.obj), h.SecretKeyPatterns)...)
 	}
 	body, err := json.Marshal(doc)
 	if err != nil {
 		return nil, "", fmt.Errorf("validator %s: encode request: %w", h.Endpoint.Name, err)
 	}
-	// Replaced in the whole document: a secret value is also in lastReconciledSpec and in
-	// kubectl's last-applied-configuration annotation, each escaped its own way.
-	return []byte(redact.New(secrets...).String(string(body))), uid, nil
+	return body, uid, nil
 }
 
-// objectJSON is obj with its type set and without managedFields (noise for a validator).
-func objectJSON(obj client.Object, kind string) (json.RawMessage, error) {
+// objectJSON is obj with its type set, without managedFields (noise for a validator), its
+// secrets masked.
+func objectJSON(obj client.Object, kind string, secretKeyPatterns []string) (json.RawMessage, error) {
 	cp, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
 		return nil, fmt.Errorf("%T is not a client.Object", obj)
 	}
 	cp.GetObjectKind().SetGroupVersionKind(flinkv1beta1.GroupVersion.WithKind(kind))
 	cp.SetManagedFields(nil)
-	return json.Marshal(cp)
-}
-
-// flinkConfiguration is the resource's own Flink configuration, flattened (nil when it has none
-// or it does not parse: the operator's rules refuse it then).
-func flinkConfiguration(obj client.Object) map[string]string {
-	var fc flinkv1beta1.FlinkConfiguration
-	switch o := obj.(type) {
-	case *flinkv1beta1.FlinkDeployment:
-		fc = o.Spec.FlinkConfiguration
-	case *flinkv1beta1.FlinkSessionJob:
-		fc = o.Spec.FlinkConfiguration
-	default:
-		return nil
-	}
-	flat, err := fc.Flatten()
-	if err != nil {
-		return nil
-	}
-	return flat
+	return redact.MarshalJSON(cp, secretKeyPatterns)
 }
