@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/flink-operator/flink-operator/pkg/artifact"
 )
 
 // TestArtifactOptions: the jar fetcher (and the validator) refuse local files and non-public
@@ -54,4 +56,53 @@ func TestZooKeeperOptions(t *testing.T) {
 	o.zooKeeperNetworks = "zk.example"
 	_, err = o.zooKeeper()
 	assert.ErrorContains(t, err, "--zookeeper-allowed-networks")
+}
+
+// TestArtifactMinThroughputOption: downloads have a minimum throughput by default; 0 turns it
+// off and a negative value is refused, naming the flag.
+func TestArtifactMinThroughputOption(t *testing.T) {
+	var o options
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	o.bind(fs)
+	require.NoError(t, fs.Parse(nil))
+	f, err := o.artifacts()
+	require.NoError(t, err)
+	assert.EqualValues(t, artifact.DefaultMinThroughput, f.MinThroughput)
+
+	require.NoError(t, fs.Parse([]string{"--artifact-min-throughput=0"}))
+	f, err = o.artifacts()
+	require.NoError(t, err)
+	assert.Negative(t, f.MinThroughput, "the fetcher's negative is no minimum")
+
+	require.NoError(t, fs.Parse([]string{"--artifact-min-throughput=-5"}))
+	_, err = o.artifacts()
+	assert.ErrorContains(t, err, "--artifact-min-throughput must be 0 (off) or a positive number of bytes per second, not -5")
+}
+
+// TestNamespaceShareOption: each namespace's share of a controller's workers is a quarter of
+// --reconcile-parallelism unless set; a negative value is refused, naming the flag.
+func TestNamespaceShareOption(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		want    int
+		wantErr string
+	}{
+		{args: nil, want: 6},
+		{args: []string{"--reconcile-parallelism=2"}, want: 1},
+		{args: []string{"--reconcile-parallelism=100"}, want: 25},
+		{args: []string{"--max-concurrent-reconciles-per-namespace=3"}, want: 3},
+		{args: []string{"--max-concurrent-reconciles-per-namespace=-1"}, wantErr: "--max-concurrent-reconciles-per-namespace must be 0"},
+	} {
+		var o options
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		o.bind(fs)
+		require.NoError(t, fs.Parse(tc.args))
+		got, err := o.namespaceShare()
+		if tc.wantErr != "" {
+			assert.ErrorContains(t, err, tc.wantErr, "%v", tc.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.args)
+		assert.Equal(t, tc.want, got, "%v", tc.args)
+	}
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
+	"github.com/flink-operator/flink-operator/pkg/nsshare"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/resttls"
@@ -94,6 +95,10 @@ type options struct {
 	// reconcileParallelism is the workers of each controller; reconcileDeadline bounds one reconcile.
 	reconcileParallelism int
 	reconcileDeadline    time.Duration
+	// perNamespace is --max-concurrent-reconciles-per-namespace (0: a quarter of the workers).
+	perNamespace int
+	// artifactMinThroughput is the slowest average a jar download may keep (bytes/s; 0: off).
+	artifactMinThroughput int64
 	// rateLimits pace each controller's reconciles (rate-limiter.* and retry.* options; set by run).
 	rateLimits controllers.RateLimits
 	// restTLS is the operator's trust for JobManagers with REST SSL (plus upstream's env).
@@ -179,6 +184,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Resources of one kind reconciled at a time (kubernetes.operator.reconcile.parallelism; upstream's -1, unbounded, is taken as 256).")
 	fs.DurationVar(&o.reconcileDeadline, "reconcile-timeout", controllers.DefaultReconcileDeadline,
 		"Longest time one reconcile may take; a JobManager or jar host that never answers gives its worker back after it.")
+	fs.IntVar(&o.perNamespace, "max-concurrent-reconciles-per-namespace", 0,
+		"Reconciles of one namespace each controller runs at once, so that one tenant's slow resources cannot take every "+
+			"worker; the others wait their turn, retried within 2 s. 0 is a quarter of --reconcile-parallelism (at least 1).")
 	fs.StringVar(&o.configMap, "config-map", "",
 		"Operator ConfigMap (config.yaml or flink-conf.yaml, upstream's format): kubernetes.operator.* options and default "+
 			"Flink configuration, watched and applied without a restart. Flags given explicitly win over it.")
@@ -188,6 +196,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Comma-separated, case-insensitive substrings of Flink configuration keys whose values are masked in logs, events and status.")
 	fs.Int64Var(&o.artifactMaxSize, "artifact-max-size", artifact.DefaultMaxSize,
 		"Largest session job jar the operator fetches and uploads, in bytes.")
+	fs.Int64Var(&o.artifactMinThroughput, "artifact-min-throughput", artifact.DefaultMinThroughput,
+		"Slowest average rate, in bytes per second, a session job jar download may keep once it has waited on the server "+
+			"for 10 s; a slower one fails (a trickling server would hold a worker for the whole --reconcile-timeout). 0 turns it off.")
 	fs.StringVar(&o.artifactLocalDir, "artifact-local-dir", "",
 		"Directory that file:// and local:// session job jars must be in (symlinks may not leave it); empty refuses them.")
 	fs.StringVar(&o.artifactNetworks, "artifact-allowed-networks", "",
@@ -309,7 +320,22 @@ func (o *options) artifacts() (*artifact.Fetcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &artifact.Fetcher{MaxSize: o.artifactMaxSize, LocalDir: o.artifactLocalDir, AllowedNetworks: networks}, nil
+	minThroughput := o.artifactMinThroughput
+	switch {
+	case minThroughput < 0:
+		return nil, fmt.Errorf("--artifact-min-throughput must be 0 (off) or a positive number of bytes per second, not %d", minThroughput)
+	case minThroughput == 0:
+		minThroughput = -1 // the fetcher's zero is its default
+	}
+	return &artifact.Fetcher{MaxSize: o.artifactMaxSize, LocalDir: o.artifactLocalDir, AllowedNetworks: networks,
+		MinThroughput: minThroughput}, nil
+}
+
+// namespaceShare is each controller's reconciles of one namespace at once
+// (--max-concurrent-reconciles-per-namespace), resolved against the workers: 0 is a quarter of
+// them.
+func (o *options) namespaceShare() (int, error) {
+	return nsshare.Resolve("--max-concurrent-reconciles-per-namespace", o.perNamespace, o.reconcileParallelism)
 }
 
 // allowedNetworks are the non-public ranges session job jars may come from
@@ -580,6 +606,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	}
 	if err := (&controllers.FlinkBlueGreenDeploymentReconciler{
 		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder, Validator: validator,
+		PerNamespace: o.rateLimits.PerNamespace,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
 	}
@@ -695,7 +722,11 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		settings := store.Get()
 		o.watchNamespaces, o.reconcileParallelism = settings.WatchNamespaces, settings.ReconcileParallelism
 		o.labelSelector, o.leaderElectionID = settings.LabelSelector, settings.LeaseName
-		o.rateLimits = controllers.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit}
+		perNamespace, err := o.namespaceShare()
+		if err != nil {
+			return err
+		}
+		o.rateLimits = controllers.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace}
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err

@@ -65,6 +65,9 @@ type FlinkBlueGreenDeploymentReconciler struct {
 	// Validator holds the operator-wide policy (pod security level, Ingress annotations and
 	// hosts) applied before every reconcile acts; nil applies none.
 	Validator *validation.Validator
+	// PerNamespace is how many reconciles of one namespace run at once (RateLimits.PerNamespace);
+	// zero is no limit.
+	PerNamespace int
 }
 
 // Reads go through the manager's cache (list and watch). The children, snapshots and ingress
@@ -87,7 +90,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) 
 		Watches(&flinkv1beta1.FlinkStateSnapshot{}, owner).
 		Watches(&networkingv1.Ingress{}, owner).
 		Named("flinkbluegreendeployment").
-		Complete(r)
+		Complete(shareNamespaces(r, r.PerNamespace, nil))
 }
 
 func (r *FlinkBlueGreenDeploymentReconciler) now() time.Time {

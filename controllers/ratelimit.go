@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/flink-operator/flink-operator/pkg/nsshare"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 )
 
@@ -24,6 +25,9 @@ type RateLimits struct {
 	// Limit is each resource's reconcile budget (kubernetes.operator.rate-limiter.*); zero is
 	// none.
 	Limit ratelimit.Limit
+	// PerNamespace is how many reconciles of one namespace a controller runs at once
+	// (--max-concurrent-reconciles-per-namespace, pkg/nsshare); zero is no limit.
+	PerNamespace int
 }
 
 // pace returns the options and the reconciler that apply p to controller name, whose
@@ -51,15 +55,31 @@ func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, o
 		}
 		opts.RateLimiter = backoff
 	}
-	if !p.Limit.Enabled() {
-		return opts, r, nil
+	if p.Limit.Enabled() {
+		budget, err := ratelimit.NewBudget[reconcile.Request](p.Limit, nil)
+		if err != nil {
+			return opts, nil, fmt.Errorf("%s controller: kubernetes.operator.rate-limiter: %w", name, err)
+		}
+		r = &throttled{next: r, budget: budget, backoff: backoff, cache: mgr.GetCache(),
+			newObject: func() client.Object { return obj.DeepCopyObject().(client.Object) }}
 	}
-	budget, err := ratelimit.NewBudget[reconcile.Request](p.Limit, nil)
-	if err != nil {
-		return opts, nil, fmt.Errorf("%s controller: kubernetes.operator.rate-limiter: %w", name, err)
+	// Outermost: a resource retried while its namespace's share is taken does not spend its
+	// reconcile budget on those retries.
+	return opts, shareNamespaces(r, p.PerNamespace, backoff), nil
+}
+
+// shareNamespaces keeps r's reconciles of one namespace to perNamespace at once (none when
+// below 1), so that one tenant's slow resources cannot take every worker of the controller.
+// A postponed resource keeps its failure count in backoff (when set).
+func shareNamespaces(r reconcile.Reconciler, perNamespace int, backoff *ratelimit.Backoff[reconcile.Request]) reconcile.Reconciler {
+	if perNamespace < 1 {
+		return r
 	}
-	return opts, &throttled{next: r, budget: budget, backoff: backoff, cache: mgr.GetCache(),
-		newObject: func() client.Object { return obj.DeepCopyObject().(client.Object) }}, nil
+	shared := &nsshare.Reconciler{Next: r, Limiter: nsshare.NewLimiter(perNamespace)}
+	if backoff != nil {
+		shared.Postponed = backoff.Postpone
+	}
+	return shared
 }
 
 // throttled postpones a resource's reconcile while the resource spent its budget, to when the

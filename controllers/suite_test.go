@@ -48,6 +48,8 @@ type managerOptions struct {
 	logger logr.Logger
 	// setup adds the reconcilers under test, recording events with rec.
 	setup func(mgr ctrl.Manager, rec record.EventRecorder) error
+	// workers is each controller's MaxConcurrentReconciles (zero: controller-runtime's 1).
+	workers int
 }
 
 // startManager starts a manager running o.setup's reconcilers in o.namespaces, and returns the
@@ -66,7 +68,7 @@ func startManager(t *testing.T, o managerOptions) (*recordedEvents, func()) {
 		// The operator's cache scope and client (cmd/main.go), so every test here runs with
 		// the caches holding Flink's objects only.
 		Cache: cachescope.Options(watched), NewClient: cachescope.NewClient,
-		Controller: config.Controller{SkipNameValidation: &skip}}
+		Controller: config.Controller{SkipNameValidation: &skip, MaxConcurrentReconciles: o.workers}}
 	if o.logger.GetSink() != nil {
 		opts.Logger = o.logger
 	}

@@ -12,7 +12,9 @@
 //   - Redirects are followed only to http(s), never from https to http, at most maxRedirects
 //     times, each hop dialled under the same policy; the tenant's headers go only to the host
 //     of the jarURI.
-//   - Connect, TLS handshake, response header and body idle timeouts bound a slow server.
+//   - Connect, TLS handshake, response header and body idle timeouts bound a slow server,
+//     and a minimum average throughput bounds one that trickles (a byte just before each idle
+//     timeout would otherwise hold the reconcile's worker until its deadline).
 //   - file:// and local:// read only below LocalDir, resolved with os.Root so that neither
 //     ".." nor a symlink leaves it; without LocalDir they are refused.
 package artifact
@@ -49,9 +51,15 @@ const (
 	// is sent (a server that accepts and says nothing).
 	DefaultResponseHeaderTimeout = 30 * time.Second
 	// DefaultIdleTimeout bounds one read of the body that receives nothing (a server that
-	// stops sending). A trickling server is bounded by the upload's deadline, which is sized
-	// to the jar (pkg/flink UploadJar).
+	// stops sending). A trickling server is bounded by the minimum throughput below.
 	DefaultIdleTimeout = 30 * time.Second
+	// DefaultMinThroughput is the slowest average, in bytes per second, a download may keep
+	// once it has waited DefaultThroughputGrace for the server: 16 KiB/s, far below any
+	// artifact repository's, and far above a server that trickles to hold the worker.
+	DefaultMinThroughput = 16 << 10
+	// DefaultThroughputGrace is the time waited on the server before the minimum throughput
+	// applies (a slow start, a TCP window growing, a repository warming up).
+	DefaultThroughputGrace = 10 * time.Second
 	// maxRedirects a download follows (artifact stores redirect to blob storage once or twice).
 	maxRedirects = 5
 )
@@ -74,6 +82,13 @@ type Fetcher struct {
 	TLS *tls.Config
 	// ConnectTimeout, ResponseHeaderTimeout and IdleTimeout default to the Default* constants.
 	ConnectTimeout, ResponseHeaderTimeout, IdleTimeout time.Duration
+	// MinThroughput is the slowest average a download's body may come at, in bytes per second
+	// of waiting for the server (the time the consumer spends on what it read is not counted),
+	// once ThroughputGrace of waiting has passed. DefaultMinThroughput when 0; negative is no
+	// minimum.
+	MinThroughput int64
+	// ThroughputGrace defaults to DefaultThroughputGrace.
+	ThroughputGrace time.Duration
 
 	once   sync.Once
 	client *http.Client
@@ -81,6 +96,9 @@ type Fetcher struct {
 
 // ErrTooLarge is returned (wrapped) by reads past the size limit.
 var ErrTooLarge = errors.New("artifact exceeds the size limit")
+
+// ErrTooSlow is returned (wrapped) by reads of a download slower than the minimum throughput.
+var ErrTooSlow = errors.New("download slower than the minimum throughput")
 
 // errStalled is the cause of a download cancelled because a read received nothing.
 var errStalled = errors.New("download stalled")
@@ -189,10 +207,16 @@ func (f *Fetcher) download(ctx context.Context, uri, shown, name string, headers
 	if size < 0 {
 		size = limit
 	}
-	body := &idleReader{body: resp.Body, ctx: ctx, cancel: cancel, timeout: orDefault(f.IdleTimeout, DefaultIdleTimeout)}
-	// Created stopped: Read arms it only while it waits.
+	body := &idleReader{body: resp.Body, ctx: ctx, cancel: cancel, timeout: orDefault(f.IdleTimeout, DefaultIdleTimeout),
+		minRate: f.MinThroughput, grace: orDefault(f.ThroughputGrace, DefaultThroughputGrace)}
+	if body.minRate == 0 {
+		body.minRate = DefaultMinThroughput
+	}
+	// Created stopped: Read arms them only while it waits.
 	body.timer = time.AfterFunc(time.Hour, func() { cancel(errStalled) })
 	body.timer.Stop()
+	body.slowTimer = time.AfterFunc(time.Hour, func() { cancel(ErrTooSlow) })
+	body.slowTimer.Stop()
 	return &limited{r: body, c: body, left: limit, uri: shown, max: limit, size: size}, name, nil
 }
 
@@ -251,28 +275,69 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// idleReader fails a read that receives nothing for timeout, by cancelling the request. The
-// clock runs only while a read waits, not while the consumer (the upload) is busy.
+// idleReader fails a read that receives nothing for timeout, and a download whose average
+// rate falls below minRate once grace has passed, by cancelling the request. Both clocks run
+// only while a read waits, not while the consumer (the upload) is busy: a slow session
+// cluster does not make its jar's server look slow.
 type idleReader struct {
 	body    io.ReadCloser
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	timeout time.Duration
 	timer   *time.Timer
+	// minRate in bytes per second of waiting (<= 0: none), enforced after grace of waiting.
+	minRate   int64
+	grace     time.Duration
+	slowTimer *time.Timer
+	// waited is the time reads have waited for the server; received the bytes they got.
+	waited   time.Duration
+	received int64
 }
 
 func (r *idleReader) Read(p []byte) (int, error) {
+	if r.minRate > 0 {
+		left := r.allowedWait() - r.waited
+		if left <= 0 {
+			return 0, r.tooSlow()
+		}
+		r.slowTimer.Reset(left)
+	}
 	r.timer.Reset(r.timeout)
+	start := time.Now()
 	n, err := r.body.Read(p)
 	r.timer.Stop()
-	if err != nil && errors.Is(context.Cause(r.ctx), errStalled) {
+	r.slowTimer.Stop()
+	r.waited += time.Since(start)
+	r.received += int64(n)
+	switch cause := context.Cause(r.ctx); {
+	case err == nil:
+	case errors.Is(cause, errStalled):
 		return n, fmt.Errorf("no data for %s: %w", r.timeout, err)
+	case errors.Is(cause, ErrTooSlow):
+		return n, r.tooSlow()
+	}
+	if err == nil && r.minRate > 0 && r.waited > r.allowedWait() {
+		return n, r.tooSlow()
 	}
 	return n, err
 }
 
+// allowedWait is how long reads may have waited in all for what was received: the grace, or
+// the time received takes at the minimum rate when longer.
+func (r *idleReader) allowedWait() time.Duration {
+	atMinRate := time.Duration(float64(r.received) / float64(r.minRate) * float64(time.Second))
+	return max(r.grace, atMinRate)
+}
+
+func (r *idleReader) tooSlow() error {
+	rate := float64(r.received) / max(r.waited.Seconds(), 1e-9)
+	return fmt.Errorf("%d bytes in %s (%.0f bytes/s), below the minimum of %d bytes/s: %w",
+		r.received, r.waited.Round(time.Millisecond), rate, r.minRate, ErrTooSlow)
+}
+
 func (r *idleReader) Close() error {
 	r.timer.Stop()
+	r.slowTimer.Stop()
 	err := r.body.Close()
 	r.cancel(nil)
 	return err

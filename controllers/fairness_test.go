@@ -1,0 +1,248 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/nsshare"
+	"github.com/flink-operator/flink-operator/pkg/ratelimit"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+)
+
+// tarpit is a jar server that answers at once and then sends one byte every interval, each
+// within the download's idle timeout, counting the downloads it holds.
+type tarpit struct {
+	url               string
+	active, maxActive atomic.Int32
+	// hangUp closes the connections it holds.
+	hangUp func()
+}
+
+func newTarpit(t *testing.T, interval time.Duration) *tarpit {
+	t.Helper()
+	tp := &tarpit{}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := tp.active.Add(1)
+		defer tp.active.Add(-1)
+		for m := tp.maxActive.Load(); n > m && !tp.maxActive.CompareAndSwap(m, n); m = tp.maxActive.Load() {
+		}
+		for {
+			if _, err := w.Write([]byte("P")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(interval):
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}))
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	tp.url, tp.hangUp = srv.URL, srv.CloseClientConnections
+	return tp
+}
+
+// TestTarpitJarsInOneNamespaceDoNotStarveAnother: 25 session jobs in one namespace whose jars
+// come from a server that trickles a byte every 3 s hold as many workers as the namespace's
+// share, no more; a session job in another namespace is still submitted to its JobManager in
+// the time it takes without them (measured first, in the same test), not after the tarpits.
+func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
+	env := testEnv(t)
+	c := env.Client
+	ctx := context.Background()
+	nsA, nsB := env.NewNamespace(t, "tarpit"), env.NewNamespace(t, "neighbour")
+	flink := fakeflink.New(t)
+	// A byte every 3 s: within the download's idle timeout (30 s) and the upload's stall
+	// watchdog (the REST timeout, 10 s as the operator's default).
+	pit := newTarpit(t, 3*time.Second)
+	jar := filepath.Join(t.TempDir(), "job.jar")
+	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
+	for _, ns := range []string{nsA, nsB} {
+		session := newDeployment(t, ns, "session")
+		session.Spec.Job = nil
+		require.NoError(t, c.Create(ctx, session))
+		require.Eventually(t, func() bool {
+			s := get(t, c, ns, "session")
+			s.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+			return c.Status().Update(ctx, s) == nil
+		}, 10*time.Second, 50*time.Millisecond)
+	}
+
+	// As the operator runs by default: 25 workers, a namespace's share of a quarter of them.
+	workers := DefaultReconcileParallelism
+	share := nsshare.Default(workers)
+	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+	startManager(t, managerOptions{namespaces: []string{nsA, nsB}, workers: workers,
+		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
+			return (&FlinkSessionJobReconciler{
+				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+				Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 10 * time.Second},
+				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
+				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
+				Intervals: fastIntervals(), RateLimits: RateLimits{PerNamespace: share},
+			}).SetupWithManager(mgr)
+		}})
+	// Before the manager stops (cleanups run last first): the reconciles in the tarpit end.
+	t.Cleanup(pit.hangUp)
+
+	create := func(ns, name, jarURI string) client.ObjectKey {
+		t.Helper()
+		job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{
+				JarURI: jarURI, Parallelism: 1, UpgradeMode: flinkv1beta1.UpgradeModeStateless, State: flinkv1beta1.JobStateRunning}}}
+		require.NoError(t, c.Create(ctx, job))
+		return client.ObjectKeyFromObject(job)
+	}
+	// submittedWithin creates a session job in namespace B and says how long until the fake
+	// JobManager received its run request (under the job id its status records), failing
+	// the test once bound has passed.
+	submittedWithin := func(name string, bound time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		key := create(nsB, name, "file://"+jar)
+		for time.Since(start) < bound {
+			j := &flinkv1beta1.FlinkSessionJob{}
+			require.NoError(t, c.Get(ctx, key, j))
+			if id := j.Status.JobStatus.JobID; id != "" {
+				for _, run := range flink.Runs() {
+					if run.JobID == id {
+						return time.Since(start)
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("session job %s was not submitted to its JobManager within %s (the tarpit holds %d downloads; runs %+v)",
+			key, bound, pit.active.Load(), flink.Runs())
+		return 0
+	}
+
+	// The first job also waits for the manager's caches; the baseline is the second's.
+	submittedWithin("warm-up", 30*time.Second)
+	baseline := submittedWithin("baseline", 30*time.Second)
+	t.Logf("baseline: submitted in %s", baseline)
+
+	for i := range 25 {
+		create(nsA, fmt.Sprintf("tarpit-%d", i), fmt.Sprintf("%s/job-%d.jar", pit.url, i))
+	}
+	// Wait until the tarpit jobs hold all the downloads they can get: at least the share, and
+	// no more coming for a while.
+	held, since := int32(0), time.Now()
+	require.Eventually(t, func() bool {
+		if n := pit.active.Load(); n != held {
+			held, since = n, time.Now()
+		}
+		return held >= int32(share) && time.Since(since) > 2*time.Second
+	}, 30*time.Second, 10*time.Millisecond, "the tarpit holds the namespace's share of downloads")
+	t.Logf("the tarpit holds %d downloads", held)
+
+	bound := baseline + 5*time.Second
+	took := submittedWithin("neighbour", bound)
+	t.Logf("with 25 tarpit jobs in %s: submitted in %s (bound %s); tarpit downloads at once: at most %d", nsA, took, bound, pit.maxActive.Load())
+	require.LessOrEqual(t, pit.maxActive.Load(), int32(share), "one namespace's reconciles stay within its share")
+}
+
+// TestPaceSharesNamespaces: the controllers paced by RateLimits run their reconciles within
+// their namespace's share, keeping a postponed resource's failure count.
+func TestPaceSharesNamespaces(t *testing.T) {
+	inner := &noopReconciler{}
+	_, r, err := RateLimits{PerNamespace: 3}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	require.NoError(t, err)
+	shared, ok := r.(*nsshare.Reconciler)
+	require.True(t, ok, "got %T", r)
+	require.Nil(t, shared.Postponed, "no retry back-off configured: nothing to keep")
+
+	_, r, err = RateLimits{}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	require.NoError(t, err)
+	_, ok = r.(*nsshare.Reconciler)
+	require.False(t, ok, "no share configured: the reconciler as it is")
+	require.Same(t, inner, r)
+}
+
+type noopReconciler struct{}
+
+func (*noopReconciler) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{}, nil
+}
+
+// existingObjects is a cache in which every object exists and is not being deleted.
+type existingObjects struct{ cache.Cache }
+
+func (existingObjects) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return nil
+}
+
+// cacheOnly is a manager that has nothing but a cache.
+type cacheOnly struct {
+	ctrl.Manager
+	c cache.Cache
+}
+
+func (m cacheOnly) GetCache() cache.Cache { return m.c }
+
+// TestWaitingForTheNamespaceShareSpendsNoBudget: a resource that waits for its namespace's
+// share (retried every second or two) does not spend its reconcile budget
+// (kubernetes.operator.rate-limiter.limit) on those retries: once a place is free it is
+// reconciled, not postponed to the end of the budget's period.
+func TestWaitingForTheNamespaceShareSpendsNoBudget(t *testing.T) {
+	release := make(chan struct{})
+	running := make(chan struct{})
+	var reconciled atomic.Int32
+	inner := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if req.Name == "slow" {
+			close(running)
+			<-release
+		}
+		reconciled.Add(1)
+		return reconcile.Result{}, nil
+	})
+	limits := RateLimits{Limit: ratelimit.Limit{Max: 2, Period: time.Hour}, PerNamespace: 1}
+	_, r, err := limits.pace(cacheOnly{c: existingObjects{}}, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	require.NoError(t, err)
+	slow := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "slow"}}
+	waiting := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "waiting"}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = r.Reconcile(context.Background(), slow)
+	}()
+	<-running
+	for range 5 { // the retries while the namespace's place is taken
+		res, err := r.Reconcile(context.Background(), waiting)
+		require.NoError(t, err)
+		require.Less(t, res.RequeueAfter, 2*time.Second, "retried within the share's wait, not the budget's period")
+	}
+	require.Zero(t, reconciled.Load())
+	close(release)
+	<-done
+	res, err := r.Reconcile(context.Background(), waiting)
+	require.NoError(t, err)
+	require.Zero(t, res.RequeueAfter)
+	require.EqualValues(t, 2, reconciled.Load(), "the waiting resource is reconciled once its namespace has a place")
+}

@@ -1,0 +1,123 @@
+// Package nsshare gives each namespace a share of a controller's workers: at most a fixed
+// number of one namespace's reconciles run at once, so that one tenant's slow resources (a
+// jar server that trickles, a JobManager that answers just under its timeout) cannot occupy
+// every worker and starve the other namespaces.
+//
+// It wraps the reconciler rather than replacing the workqueue. A reconcile over its
+// namespace's share returns at once, asking to be retried shortly, and so holds a worker for
+// microseconds. Wrapping keeps whichever queue a controller uses (controller-runtime's
+// priority queue, which orders user changes first, or the plain rate-limited queue), with its
+// rate limiter and the workqueue metrics the liveness check reads; a queue of its own that
+// held requests back would report them as processing for as long as they waited.
+package nsshare
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// DefaultRetry is how long a reconcile over its namespace's share waits before it is tried
+// again (plus up to as much again of jitter, so that the waiting requests do not come back
+// all at once).
+const DefaultRetry = time.Second
+
+// Default is each namespace's share when none is configured: a quarter of the workers, at
+// least one. Four tenants with slow resources at once are needed to occupy every worker.
+func Default(workers int) int {
+	return max(1, workers/4)
+}
+
+// Resolve is the share the option value configured asks for: configured itself when
+// positive, Default(workers) when 0. A negative value is refused, naming the option.
+func Resolve(option string, configured, workers int) (int, error) {
+	switch {
+	case configured < 0:
+		return 0, fmt.Errorf("%s must be 0 (a quarter of the workers) or a positive number of reconciles, not %d", option, configured)
+	case configured == 0:
+		return Default(workers), nil
+	}
+	return configured, nil
+}
+
+// Limiter counts the reconciles of each namespace that run. It is safe for concurrent use.
+type Limiter struct {
+	share   int
+	mu      sync.Mutex
+	running map[string]int
+}
+
+// NewLimiter lets share reconciles of one namespace run at once; share < 1 is no limit.
+func NewLimiter(share int) *Limiter {
+	return &Limiter{share: share, running: map[string]int{}}
+}
+
+// Acquire takes a place for a reconcile of namespace ns. It says false when the namespace's
+// share is taken; else release gives the place back (once).
+func (l *Limiter) Acquire(ns string) (release func(), ok bool) {
+	if l.share < 1 {
+		return func() {}, true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.running[ns] >= l.share {
+		return nil, false
+	}
+	l.running[ns]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.running[ns]--; l.running[ns] <= 0 {
+				delete(l.running, ns) // namespaces come and go: the map keeps only running ones
+			}
+		})
+	}, true
+}
+
+// Running is the number of namespace ns's reconciles that run.
+func (l *Limiter) Running(ns string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.running[ns]
+}
+
+// Reconciler runs Next within its namespace's share of Limiter.
+type Reconciler struct {
+	Next    reconcile.Reconciler
+	Limiter *Limiter
+	// Retry is the wait of a postponed reconcile before jitter; DefaultRetry when 0.
+	Retry time.Duration
+	// Postponed, when set, is told of every postponed request (e.g. to keep its failure count
+	// through the postponement: controller-runtime forgets it on a requeue).
+	Postponed func(reconcile.Request)
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// Reconcile runs the request's reconcile if its namespace has a place left, else asks for it
+// to be retried shortly.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	release, ok := r.Limiter.Acquire(req.Namespace)
+	if !ok {
+		retry := r.Retry
+		if retry <= 0 {
+			retry = DefaultRetry
+		}
+		retry += rand.N(retry) //nolint:gosec // G404: jitter, not a secret
+		if r.Postponed != nil {
+			r.Postponed(req)
+		}
+		log.FromContext(ctx).V(1).Info("reconcile postponed: the namespace's share of the workers is in use",
+			"share", r.Limiter.share, "retryAfter", retry.String(), "option", "--max-concurrent-reconciles-per-namespace")
+		return reconcile.Result{RequeueAfter: retry}, nil
+	}
+	defer release()
+	return r.Next.Reconcile(ctx, req)
+}
