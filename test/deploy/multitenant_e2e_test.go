@@ -100,7 +100,7 @@ func TestMultiTenantProfileOnCluster(t *testing.T) {
 	require.Len(t, quota, 1)
 	require.NoError(t, unstructured.SetNestedField(quota[0].Object, "1", "spec", "hard", "count/flinkdeployments.flink.apache.org"))
 	kubectlApply(tenant, quota)
-	waitFor(t, ctx, "the quota's usage computed", time.Minute, func() (bool, error) {
+	waitFor(t, ctx, "the quota's usage computed", 3*time.Minute, func() (bool, error) {
 		var q corev1.ResourceQuota
 		if err := c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: quota[0].GetName()}, &q); err != nil {
 			return false, err

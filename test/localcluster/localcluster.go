@@ -160,8 +160,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--authorization-kubeconfig="+c.Kubeconfig, "--bind-address=127.0.0.1", "--secure-port=0",
 		"--leader-elect=false", "--use-service-account-credentials=false",
 		"--service-account-private-key-file="+saKey, "--root-ca-file="+filepath.Join(certDir, "apiserver.crt"),
-		// Quick garbage collection and endpoint updates keep tests short.
-		"--concurrent-gc-syncs=5", "--endpointslice-updates-batch-period=0s"); err != nil {
+		// Quick garbage collection and endpoint updates keep tests short. Quotas are recomputed
+		// every 10 s (5 min by default), so a quota on a kind whose CRD was just installed gets
+		// its usage without waiting for an object of that kind to change.
+		"--concurrent-gc-syncs=5", "--endpointslice-updates-batch-period=0s", "--resource-quota-sync-period=10s"); err != nil {
 		return err
 	}
 	if err := c.run("kube-scheduler", k, "--authentication-kubeconfig="+c.Kubeconfig,
