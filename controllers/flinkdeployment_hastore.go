@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -12,7 +15,7 @@ import (
 // and deletion of HA metadata goes through it, so a ZooKeeper HA job is upgraded, recovered
 // and deleted from its real metadata (upstream's isHaMetadataAvailable / deleteHAData).
 func (r *FlinkDeploymentReconciler) haStore(s *scope, conf native.Config) (hastore.Store, error) {
-	return hastore.For(conf, r.Client, s.dep.Namespace, s.dep.Name, r.ZooKeeper)
+	return hastore.For(conf, r.Client, s.dep.Namespace, s.dep.Name, recordedJobIDs(s), r.ZooKeeper)
 }
 
 // deleteHAMetadata deletes the HA metadata of a cluster that is gone, where native.DeleteCluster
@@ -27,5 +30,31 @@ func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *sco
 	if err != nil {
 		return err
 	}
-	return store.Delete(ctx)
+	err = store.Delete(ctx)
+	var refusal *hastore.Refusal
+	if !errors.As(err, &refusal) {
+		return err
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonHAMetadataKept, "%s", err.Error())
+	if !s.dep.DeletionTimestamp.IsZero() {
+		// The resource goes: what is left is someone else's (or this JobManager's, whose
+		// session had not expired) and stays, rather than holding the resource forever.
+		return nil
+	}
+	// An upgrade would start the new JobManager on metadata that is not its cluster's.
+	return err
+}
+
+// ReasonHAMetadataKept: the operator did not delete a cluster's ZooKeeper HA metadata because
+// the node is not recognisably the cluster's (hastore.Refusal).
+const ReasonHAMetadataKept = "HAMetadataKept"
+
+// recordedJobIDs are the jobs the operator recorded for the cluster: in ZooKeeper only their
+// metadata is deleted, since another namespace's cluster of the same name has the same node.
+func recordedJobIDs(s *scope) []string {
+	ids := []string{s.status().JobStatus.JobID, native.UserJobID(&s.dep.Spec)}
+	if s.deployed != nil {
+		ids = append(ids, native.UserJobID(s.deployed))
+	}
+	return ids
 }
