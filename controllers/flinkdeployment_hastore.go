@@ -3,6 +3,9 @@ package controllers
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,6 +38,12 @@ func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *sco
 	if !errors.As(err, &refusal) {
 		return err
 	}
+	if deleting := s.dep.DeletionTimestamp; deleting != nil && refusal.Reason == hastore.RefusedLiveJobManager &&
+		time.Since(deleting.Time) < zooKeeperSessionTimeout(conf)+sessionExpiryMargin {
+		// Most likely this cluster's own JobManager, killed rather than stopped: ZooKeeper
+		// ends its session, and the ephemeral nodes, after the session timeout.
+		return err
+	}
 	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonHAMetadataKept, "%s", err.Error())
 	if !s.dep.DeletionTimestamp.IsZero() {
 		// The resource goes: what is left is someone else's (or this JobManager's, whose
@@ -43,6 +52,21 @@ func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *sco
 	}
 	// An upgrade would start the new JobManager on metadata that is not its cluster's.
 	return err
+}
+
+// sessionExpiryMargin is how long after a JobManager's ZooKeeper session timeout the operator
+// still takes a live session in the cluster's node for that JobManager's.
+const sessionExpiryMargin = 30 * time.Second
+
+// zooKeeperSessionTimeout is the session timeout of the cluster's JobManagers
+// (high-availability.zookeeper.client.session-timeout, milliseconds; Flink's default 60 s).
+func zooKeeperSessionTimeout(conf native.Config) time.Duration {
+	ms, err := strconv.Atoi(strings.TrimSpace(conf.Get("high-availability.zookeeper.client.session-timeout", "60000")))
+	if err != nil || ms <= 0 {
+		return time.Minute
+	}
+	// Bounded: a resource being deleted waits no longer than this for the session to end.
+	return min(time.Duration(ms)*time.Millisecond, 10*time.Minute)
 }
 
 // ReasonHAMetadataKept: the operator did not delete a cluster's ZooKeeper HA metadata because

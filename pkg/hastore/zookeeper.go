@@ -418,21 +418,39 @@ func (z *ZooKeeper) inspect(c *zkConn) ([]string, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			if err := z.ownJob(p, id); err != nil {
-				return nil, err
+			if !isJobID(id) {
+				return nil, &Refusal{Reason: RefusedNotFlink, Path: z.base,
+					Detail: fmt.Sprintf("%s holds %q, which is not a Flink job id", p, id)}
 			}
+			if z.jobIDs[strings.ToLower(id)] {
+				continue
+			}
+			// A job graph is data in itself; a job's node under jobs/ is only the parent of
+			// its checkpoint pointers and counter, which Flink leaves empty once the job
+			// is cleaned up.
+			if p == zkPath(z.base, jobsNode) {
+				held, err := c.children(zkPath(p, id))
+				if err != nil {
+					return nil, err
+				}
+				if len(held) == 0 {
+					continue
+				}
+			}
+			return nil, &Refusal{Reason: RefusedForeignJob, Path: z.base,
+				Detail: fmt.Sprintf("%s holds job %s, which is not this cluster's job; another cluster (another namespace's of the same name?) uses the same high-availability.cluster-id", zkPath(p, id), id)}
 		}
 	}
+	// Leader nodes hold only ephemeral connection information (the live-session check below)
+	// under persistent parents named by component or job id.
 	leaders, err := c.children(zkPath(z.base, leaderNode))
 	if err != nil {
 		return nil, err
 	}
 	for _, l := range leaders {
-		if leaderComponents[l] {
-			continue
-		}
-		if err := z.ownJob(zkPath(z.base, leaderNode), l); err != nil {
-			return nil, err
+		if !leaderComponents[l] && !isJobID(l) {
+			return nil, &Refusal{Reason: RefusedNotFlink, Path: z.base,
+				Detail: fmt.Sprintf("%s holds %q, which is neither a Flink component nor a job id", zkPath(z.base, leaderNode), l)}
 		}
 	}
 	for _, n := range latchNodes {
@@ -445,19 +463,6 @@ func (z *ZooKeeper) inspect(c *zkConn) ([]string, error) {
 		}
 	}
 	return children, nil
-}
-
-// ownJob checks that child of the job-keyed node p is a job id the operator recorded.
-func (z *ZooKeeper) ownJob(p, child string) error {
-	if !isJobID(child) {
-		return &Refusal{Reason: RefusedNotFlink, Path: z.base,
-			Detail: fmt.Sprintf("%s holds %q, which is not a Flink job id", p, child)}
-	}
-	if !z.jobIDs[strings.ToLower(child)] {
-		return &Refusal{Reason: RefusedForeignJob, Path: z.base,
-			Detail: fmt.Sprintf("%s holds job %s, which is not this cluster's job; another cluster (another namespace's of the same name?) uses the same high-availability.cluster-id", p, child)}
-	}
-	return nil
 }
 
 // session connects to the quorum, runs f and closes the connection, all within the policy's

@@ -278,6 +278,35 @@ func TestZooKeeperDeletionIsConfined(t *testing.T) {
 		assert.True(t, exists(t, c, "/flink/session/latch/_c_0a6e9a44-latch-0000000000"))
 	})
 
+	t.Run("the cluster's own metadata and empty parents Flink leaves are deleted", func(t *testing.T) {
+		base := "/flink/tidy"
+		for _, p := range []string{
+			base + "/jobgraphs/00000000000000000000000000000002",
+			base + "/jobs/00000000000000000000000000000002/checkpoints/0000000000000000001",
+			base + "/jobs/00000000000000000000000000000009", // a cleaned-up job's empty parent
+			base + "/leader/00000000000000000000000000000009",
+			base + "/leader/dispatcher",
+			base + "/latch",
+		} {
+			createAll(t, c, p)
+		}
+		require.NoError(t, deleteAll(zkConf(srv.Addr, "high-availability.cluster-id", "tidy"), "tidy"))
+		assert.False(t, exists(t, c, base))
+		assert.True(t, exists(t, c, "/flink"))
+	})
+
+	t.Run("a node someone else added below the cluster's keeps everything", func(t *testing.T) {
+		base := "/flink/mixed"
+		createAll(t, c, base+"/jobgraphs/00000000000000000000000000000002")
+		createAll(t, c, base+"/brokers/ids/0")
+		err := deleteAll(zkConf(srv.Addr, "high-availability.cluster-id", "mixed"), "mixed")
+		var refusal *hastore.Refusal
+		require.ErrorAs(t, err, &refusal)
+		assert.Equal(t, hastore.RefusedNotFlink, refusal.Reason)
+		assert.True(t, exists(t, c, base+"/brokers/ids/0"))
+		assert.True(t, exists(t, c, base+"/jobgraphs/00000000000000000000000000000002"))
+	})
+
 	t.Run("dot-dot segments", func(t *testing.T) {
 		foreignTree(t, c, "/kafka/brokers")
 		for _, conf := range []native.Config{
