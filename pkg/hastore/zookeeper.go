@@ -43,9 +43,11 @@ const (
 )
 
 // flinkNodes are the nodes Flink's ZooKeeper HA services create below a cluster's node, in
-// every version the operator runs (ZooKeeperUtils and HighAvailabilityOptions): since 1.15
-// leader/<component>/connection_info, the latch, jobs/<job id>/{checkpoints,
-// checkpoint_id_counter} and jobgraphs (2.x: execution-plans); before 1.15 also leaderlatch,
+// every version the operator runs (ZooKeeperUtils and HighAvailabilityOptions; Flink 1.20
+// writes leader/{dispatcher,resource_manager,rest_server,job-<job id>}/connection_info,
+// leader/latch, jobs/<job id>/{checkpoints,checkpoint_id_counter} and
+// jobgraphs/<job id>/locks; 2.x execution-plans instead of jobgraphs); a top-level latch
+// node in some 1.15+ releases; before 1.15 also leaderlatch,
 // running_job_registry, checkpoints/<job id> and checkpoint-counter/<job id>.
 var flinkNodes = []string{"leader", "latch", "leaderlatch", "jobs", "jobgraphs", "execution-plans",
 	"checkpoints", "checkpoint-counter", "running_job_registry", "mesos-workers"}
@@ -54,9 +56,14 @@ var flinkNodes = []string{"leader", "latch", "leaderlatch", "jobs", "jobgraphs",
 // and the components below.
 var jobKeyed = []string{"jobs", "running_job_registry", "checkpoint-counter"}
 
-// leaderComponents are the leader nodes that are not a job's (before 1.15 with a _lock suffix).
-var leaderComponents = map[string]bool{"dispatcher": true, "resource_manager": true, "rest_server": true,
+// leaderComponents are the leader nodes that are not a job's: the components' and, since the
+// leader election became one per JobManager process, its latch (leader/latch). Before 1.15 the
+// components' nodes had a _lock suffix. A job's is named by its id, since that change prefixed
+// with "job-" (leader/job-<job id>).
+var leaderComponents = map[string]bool{"dispatcher": true, "resource_manager": true, "rest_server": true, "latch": true,
 	"dispatcher_lock": true, "resource_manager_lock": true, "rest_server_lock": true}
+
+const leaderJobPrefix = "job-"
 
 // latchNodes hold the leader latch: a JobManager alive holds an ephemeral node below.
 var latchNodes = []string{"latch", "leaderlatch", "leader"}
@@ -448,7 +455,7 @@ func (z *ZooKeeper) inspect(c *zkConn) ([]string, error) {
 		return nil, err
 	}
 	for _, l := range leaders {
-		if !leaderComponents[l] && !isJobID(l) {
+		if !leaderComponents[l] && !isJobID(strings.TrimPrefix(l, leaderJobPrefix)) {
 			return nil, &Refusal{Reason: RefusedNotFlink, Path: z.base,
 				Detail: fmt.Sprintf("%s holds %q, which is neither a Flink component nor a job id", zkPath(z.base, leaderNode), l)}
 		}

@@ -28,7 +28,13 @@ func flinkLayout(t *testing.T, c *zk.Conn, base string) {
 		base + "/execution-plans/00000000000000000000000000000001",
 		base + "/jobs/00000000000000000000000000000001/checkpoints/0000000000000000007",
 		base + "/jobs/00000000000000000000000000000001/checkpoint_id_counter",
-		base + "/leader/dispatcher/connection_info",
+		// As Flink 1.20 leaves them once its JobManager stopped (the connection information
+		// and latch entries are ephemeral).
+		base + "/leader/dispatcher",
+		base + "/leader/resource_manager",
+		base + "/leader/rest_server",
+		base + "/leader/job-00000000000000000000000000000001",
+		base + "/leader/latch",
 	} {
 		createAll(t, c, p)
 	}
