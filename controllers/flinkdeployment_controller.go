@@ -384,7 +384,11 @@ func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconc
 	}
 	if reconcileErr != nil {
 		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
+		reason := ReasonError
+		if _, refused := IsRESTServiceRefused(reconcileErr); refused {
+			reason = ReasonRESTServiceRefused
+		}
+		r.Recorder.Event(s.dep, corev1.EventTypeWarning, reason, reconcileErr.Error())
 	}
 	r.computeStatus(s)
 	if err := r.persist(ctx, s); err != nil {

@@ -2,6 +2,12 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -15,7 +21,7 @@ import (
 // checkpoint pointers dropped by a replica that no longer leads could be those the new
 // leader's JobManager is recovering from.
 func (r *FlinkDeploymentReconciler) haStore(s *scope, conf native.Config) (hastore.Store, error) {
-	store, err := hastore.For(conf, r.Client, s.dep.Namespace, s.dep.Name, r.ZooKeeper)
+	store, err := hastore.For(conf, r.Client, s.dep.Namespace, s.dep.Name, recordedJobIDs(s), r.ZooKeeper)
 	if err != nil {
 		return nil, err
 	}
@@ -55,5 +61,52 @@ func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *sco
 	if err != nil {
 		return err
 	}
-	return store.Delete(ctx)
+	err = store.Delete(ctx)
+	var refusal *hastore.Refusal
+	if !errors.As(err, &refusal) {
+		return err
+	}
+	if deleting := s.dep.DeletionTimestamp; deleting != nil && refusal.Reason == hastore.RefusedLiveJobManager &&
+		time.Since(deleting.Time) < zooKeeperSessionTimeout(conf)+sessionExpiryMargin {
+		// Most likely this cluster's own JobManager, killed rather than stopped: ZooKeeper
+		// ends its session, and the ephemeral nodes, after the session timeout.
+		return err
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonHAMetadataKept, "%s", err.Error())
+	if !s.dep.DeletionTimestamp.IsZero() {
+		// The resource goes: what is left is someone else's (or this JobManager's, whose
+		// session had not expired) and stays, rather than holding the resource forever.
+		return nil
+	}
+	// An upgrade would start the new JobManager on metadata that is not its cluster's.
+	return err
+}
+
+// sessionExpiryMargin is how long after a JobManager's ZooKeeper session timeout the operator
+// still takes a live session in the cluster's node for that JobManager's.
+const sessionExpiryMargin = 30 * time.Second
+
+// zooKeeperSessionTimeout is the session timeout of the cluster's JobManagers
+// (high-availability.zookeeper.client.session-timeout, milliseconds; Flink's default 60 s).
+func zooKeeperSessionTimeout(conf native.Config) time.Duration {
+	ms, err := strconv.Atoi(strings.TrimSpace(conf.Get("high-availability.zookeeper.client.session-timeout", "60000")))
+	if err != nil || ms <= 0 {
+		return time.Minute
+	}
+	// Bounded: a resource being deleted waits no longer than this for the session to end.
+	return min(time.Duration(ms)*time.Millisecond, 10*time.Minute)
+}
+
+// ReasonHAMetadataKept: the operator did not delete a cluster's ZooKeeper HA metadata because
+// the node is not recognisably the cluster's (hastore.Refusal).
+const ReasonHAMetadataKept = "HAMetadataKept"
+
+// recordedJobIDs are the jobs the operator recorded for the cluster: in ZooKeeper only their
+// metadata is deleted, since another namespace's cluster of the same name has the same node.
+func recordedJobIDs(s *scope) []string {
+	ids := []string{s.status().JobStatus.JobID, native.UserJobID(&s.dep.Spec)}
+	if s.deployed != nil {
+		ids = append(ids, native.UserJobID(s.deployed))
+	}
+	return ids
 }

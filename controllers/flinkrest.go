@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -44,9 +45,12 @@ const (
 type FlinkClients struct {
 	URLTemplate string
 	Address     string
-	Endpoints   client.Reader
-	Timeout     time.Duration
-	OnCall      func(flink.Call)
+	// Endpoints reads the cluster's REST Service, which is checked before every client is made
+	// (RESTServiceError), and in pod-ip mode its pods. Without it (tests of the reconcilers
+	// alone, with no cluster objects) the Service is not checked.
+	Endpoints client.Reader
+	Timeout   time.Duration
+	OnCall    func(flink.Call)
 	// TLS is the operator's trust and client certificate for clusters with REST SSL.
 	TLS resttls.Settings
 	// Fence is this replica's leader lease (nil with leader election off). Every REST call
@@ -81,6 +85,12 @@ func (f *FlinkClients) For(ctx context.Context, namespace, name string, version 
 	if err != nil {
 		return nil, err
 	}
+	var svc *corev1.Service
+	if f.Endpoints != nil {
+		if svc, err = f.restService(ctx, namespace, name); err != nil {
+			return nil, err
+		}
+	}
 	var url string
 	switch f.Address {
 	case "", RESTAddressService:
@@ -90,7 +100,7 @@ func (f *FlinkClients) For(ctx context.Context, namespace, name string, version 
 		}
 		url = strings.NewReplacer("{{name}}", name, "{{namespace}}", namespace, "{{port}}", strconv.Itoa(port)).Replace(tmpl)
 	case RESTAddressPodIP:
-		ip, err := f.readyAddress(ctx, namespace, native.RESTServiceName(name))
+		ip, err := f.readyAddress(ctx, svc)
 		if err != nil {
 			return nil, err
 		}
@@ -143,20 +153,56 @@ func hostOf(raw string) (string, error) {
 	return u.Hostname(), nil
 }
 
-// readyAddress is the address of a ready pod behind a Service (the lowest, so stable). Pods
-// are read rather than EndpointSlices because an EndpointSlice cannot hold every routable
-// address (loopback and link-local ones are rejected), while a pod's status always has it.
-func (f *FlinkClients) readyAddress(ctx context.Context, namespace, service string) (string, error) {
-	if f.Endpoints == nil {
+// ReasonRESTServiceRefused: the operator made no REST call to a cluster because its REST
+// Service is not the one the operator renders (RESTServiceError).
+const ReasonRESTServiceRefused = "RESTServiceRefused"
+
+// RESTServiceError reports that a cluster's REST Service is not as the operator renders it, so
+// the operator makes no REST call through it: the Service is editable in the tenant's
+// namespace, and an ExternalName or a foreign selector would send the operator's calls (a
+// savepoint disposal, a cancellation) to another JobManager. The next deployment of the
+// cluster applies the Service again.
+type RESTServiceError struct {
+	Namespace, Service string
+	// Problem says what is wrong (native.RESTServiceProblem).
+	Problem string
+}
+
+func (e *RESTServiceError) Error() string {
+	return fmt.Sprintf("REST Service %s/%s: %s; no REST call is made to the cluster until the Service is the one the operator renders",
+		e.Namespace, e.Service, e.Problem)
+}
+
+// IsRESTServiceRefused reports whether err is (or wraps) a RESTServiceError, and returns it.
+func IsRESTServiceRefused(err error) (*RESTServiceError, bool) {
+	var e *RESTServiceError
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// restService reads the cluster's REST Service and checks it is the one the operator renders.
+func (f *FlinkClients) restService(ctx context.Context, namespace, cluster string) (*corev1.Service, error) {
+	name := native.RESTServiceName(cluster)
+	var svc corev1.Service
+	if err := f.Endpoints.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &svc); err != nil {
+		return nil, fmt.Errorf("REST Service %s/%s: %w", namespace, name, err)
+	}
+	if problem := native.RESTServiceProblem(&svc, cluster); problem != "" {
+		return nil, &RESTServiceError{Namespace: namespace, Service: name, Problem: problem}
+	}
+	return &svc, nil
+}
+
+// readyAddress is the address of a ready pod behind the cluster's REST Service (the lowest, so
+// stable), selected by the Service's selector, which restService checked is the cluster's
+// JobManager's. Pods are read rather than EndpointSlices because an EndpointSlice cannot hold
+// every routable address (loopback and link-local ones are rejected), while a pod's status
+// always has it; and anyone may write an EndpointSlice for the Service.
+func (f *FlinkClients) readyAddress(ctx context.Context, svc *corev1.Service) (string, error) {
+	if svc == nil {
 		return "", fmt.Errorf("REST address mode %s needs a reader for services and pods", RESTAddressPodIP)
 	}
-	var svc corev1.Service
-	if err := f.Endpoints.Get(ctx, client.ObjectKey{Namespace: namespace, Name: service}, &svc); err != nil {
-		return "", fmt.Errorf("service %s/%s: %w", namespace, service, err)
-	}
-	if len(svc.Spec.Selector) == 0 {
-		return "", fmt.Errorf("service %s/%s has no selector", namespace, service)
-	}
+	namespace, service := svc.Namespace, svc.Name
 	var pods corev1.PodList
 	if err := f.Endpoints.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(svc.Spec.Selector)); err != nil {
 		return "", fmt.Errorf("pods of service %s/%s: %w", namespace, service, err)

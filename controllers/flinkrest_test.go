@@ -28,10 +28,10 @@ import (
 func TestRESTURLScheme(t *testing.T) {
 	ca := pki.NewCA(t, "FlinkCA")
 	trust := resttls.Settings{CAFile: pki.Write(t, filepath.Join(t.TempDir(), "ca.crt"), pki.CertPEM(ca.Cert))}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "jm", Namespace: "flink", Labels: map[string]string{"app": "basic"}},
+	jmLabels := native.SelectorLabels("basic", native.ComponentJobManager, native.TypeNative)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "jm", Namespace: "flink", Labels: jmLabels},
 		Status: corev1.PodStatus{PodIP: "10.0.0.7", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "basic-rest", Namespace: "flink"},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "basic"}}}
+	svc := restServiceOf("flink", "basic")
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pod, svc).WithStatusSubresource(pod).Build()
@@ -105,4 +105,55 @@ func TestRESTOverTLS(t *testing.T) {
 	require.NoError(t, err)
 	_, err = other.Config(context.Background())
 	assert.ErrorIs(t, err, resttls.ErrName)
+}
+
+// restServiceOf is a cluster's REST Service as the operator renders it.
+func restServiceOf(namespace, cluster string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: native.RESTServiceName(cluster), Namespace: namespace,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: native.JobManagerDeploymentName(cluster), UID: "jm-uid"}}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP,
+			Selector: native.SelectorLabels(cluster, native.ComponentJobManager, native.TypeNative),
+			Ports:    []corev1.ServicePort{{Name: "rest", Port: 8081}}},
+	}
+}
+
+// TestRESTServiceChecked: the cluster's REST Service is in the tenant's namespace; before a
+// REST client is made it must be the one the operator renders. In pod-ip mode a selector the
+// tenant pointed at other pods (here a "victim" pod of the same namespace) is refused rather
+// than followed to that pod's address; in service mode an ExternalName is refused.
+func TestRESTServiceChecked(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	victim := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: "flink", Labels: map[string]string{"app": "victim"}},
+		Status: corev1.PodStatus{PodIP: "10.0.0.66", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+	for name, tc := range map[string]struct {
+		address string
+		mutate  func(*corev1.Service)
+		want    string
+	}{
+		"pod-ip: selector of other pods": {RESTAddressPodIP, func(s *corev1.Service) { s.Spec.Selector = map[string]string{"app": "victim"} },
+			"REST Service flink/basic-rest: its selector is {app=victim}"},
+		"service: ExternalName": {RESTAddressService, func(s *corev1.Service) {
+			s.Spec.Type, s.Spec.ExternalName, s.Spec.Selector = corev1.ServiceTypeExternalName, "victim-rest.victim.svc.cluster.local", nil
+		}, "type ExternalName"},
+		"service: no selector": {RESTAddressService, func(s *corev1.Service) { s.Spec.Selector = nil }, "its selector is {}"},
+		"service: someone else's": {RESTAddressService, func(s *corev1.Service) {
+			s.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "victim", UID: "x"}}
+		}, "owned by Deployment victim"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			svc := restServiceOf("flink", "basic")
+			tc.mutate(svc)
+			reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(victim, svc).WithStatusSubresource(victim).Build()
+			c, err := (&FlinkClients{Address: tc.address, Endpoints: reader}).For(context.Background(), "flink", "basic", flinkv1beta1.FlinkVersion1_20, native.Config{})
+			if c != nil {
+				t.Errorf("a client of %s was made", c.URL())
+			}
+			require.Error(t, err)
+			assert.ErrorContains(t, err, tc.want)
+			_, typed := IsRESTServiceRefused(err)
+			assert.True(t, typed, "typed error: %v", err)
+		})
+	}
 }

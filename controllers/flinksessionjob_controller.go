@@ -241,6 +241,9 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	}
 	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, session.Spec.FlinkVersion, conf)
 	if err != nil {
+		if _, refused := IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		}
 		s.unreachable = fmt.Errorf("REST endpoint of session %s: %w", name, err)
 		return nil // not reachable yet; observed as not ready
 	}

@@ -240,6 +240,9 @@ func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *
 	}
 	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
 	if err != nil {
+		if _, refused := IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		}
 		return target{}, "", err
 	}
 	return target{flink: cl, jobID: jobID}, "", nil

@@ -117,6 +117,27 @@ func TestZooKeeperHAMetadata(t *testing.T) {
 		})
 		assert.False(t, zkExists(t, zkc, base))
 	})
+
+	t.Run("another namespace's cluster of the same name keeps its metadata when this one is deleted", func(t *testing.T) {
+		// ZooKeeper paths are not namespaced and Flink's cluster id is the resource's name:
+		// a cluster "job" of another namespace, suspended for a last-state resume, keeps its
+		// job's metadata at the same node.
+		ns, _, k, d, base := scenario(t, "zk-collide", "/zk-collide", flinkv1beta1.UpgradeModeLastState)
+		const foreign = "00000000000000000000000000f0e1f0"
+		zkCreate(t, zkc, base+"/jobgraphs/"+foreign)
+		zkCreate(t, zkc, base+"/jobs/"+foreign+"/checkpoints/0000000000000000042")
+		require.NoError(t, c.Delete(ctx, d))
+		wait.For(t, 30*time.Second, "the FlinkDeployment to be deleted", func() bool {
+			if jm := k.jobManager(ns, "job"); jm != nil && !jm.DeletionTimestamp.IsZero() {
+				jm.Finalizers = nil // the garbage collector's part
+				_ = c.Update(ctx, jm)
+			}
+			err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "job"}, &flinkv1beta1.FlinkDeployment{})
+			return apierrors.IsNotFound(err)
+		})
+		assert.True(t, zkExists(t, zkc, base+"/jobgraphs/"+foreign), "another cluster's job graph was deleted")
+		assert.True(t, zkExists(t, zkc, base+"/jobs/"+foreign+"/checkpoints/0000000000000000042"), "another cluster's checkpoint pointer was deleted")
+	})
 }
 
 // zooKeeperController is deploymentController with ZooKeeper quorums on loopback allowed.

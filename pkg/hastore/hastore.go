@@ -59,9 +59,11 @@ func KindOf(conf native.Config) Kind {
 // For returns the Store of a cluster with configuration conf (its effective Flink
 // configuration: high-availability.cluster-id is set there). c reads and writes the HA
 // ConfigMaps; zk is the operator's policy for ZooKeeper quorums, which the tenant names.
-func For(conf native.Config, c client.Client, namespace, cluster string, zk ZooKeeperPolicy) (Store, error) {
+// jobIDs are the jobs the operator recorded for the cluster: in ZooKeeper, whose paths are not
+// namespaced, only their metadata is deleted (Kubernetes HA ConfigMaps are the namespace's).
+func For(conf native.Config, c client.Client, namespace, cluster string, jobIDs []string, zk ZooKeeperPolicy) (Store, error) {
 	if KindOf(conf) == KindZooKeeper {
-		return newZooKeeper(conf, cluster, zk)
+		return newZooKeeper(conf, cluster, jobIDs, zk)
 	}
 	return &ConfigMaps{Client: c, Namespace: namespace, Cluster: cluster}, nil
 }
