@@ -545,8 +545,11 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 		return nil, fmt.Errorf("flink REST TLS: %w", err)
 	}
 	// One REST client factory for all reconcilers: same addressing, timeout, TLS and metrics.
+	// The REST Service checked before every client (and the JobManager pods in pod-ip mode) is
+	// read from the cache, which holds the cluster's labelled objects and asks the API server
+	// only for a name it cannot see: a reconcile of a running cluster costs no request.
 	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
-		Endpoints: mgr.GetAPIReader(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS, Fence: fence}
+		Endpoints: mgr.GetClient(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS, Fence: fence}
 	// core/v1 Events, as upstream records them. GetEventRecorder (events.k8s.io) takes another
 	// recorder interface throughout the controllers: a change of its own, not part of the
 	// controller-runtime upgrade.
