@@ -95,4 +95,10 @@ var cases = []Case{
 	{Bypass, "the hardened profile's policy", "./test/deploy", []string{"TestMultiTenantProfile"}, false},
 	{Starvation, "one namespace's events evicting the others'", "./pkg/extension/listener", []string{"TestListenerQueueFairAcrossNamespaces"}, false},
 	{TwoLeaders, "a leader paused past its lease", "./controllers", []string{"TestPausedLeaderDoesNotActAfterTakeover"}, true},
+	{Deputy, "ZooKeeper paths of other tenants and other applications", "./pkg/hastore", []string{"TestZooKeeperDeletionIsConfined", "TestZooKeeperConfigErrors"}, false},
+	{Deputy, "a REST Service pointed at another JobManager", "./controllers", []string{"TestRESTServiceDecidesNothing", "TestRESTServiceChecked"}, true},
+	{Deputy, "REST Services that are not the one the operator renders", "./pkg/native", []string{"TestRESTServiceProblem"}, false},
+	{Starvation, "25 tarpit jar servers in one namespace", "./controllers", []string{"TestTarpitJarsInOneNamespaceDoNotStarveAnother"}, true},
+	{Starvation, "trickling jar servers", "./pkg/artifact", []string{"TestTricklingDownloadIsCut", "TestTricklingDownloadIsCutWithinTheIdleTimeout"}, false},
+	{Starvation, "one namespace's reconciles", "./pkg/nsshare", []string{"TestReconcilerKeepsOneNamespaceToItsShare"}, false},
 }
