@@ -23,6 +23,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/nsshare"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -69,8 +70,8 @@ func newTarpit(t *testing.T, interval time.Duration) *tarpit {
 }
 
 // TestTarpitJarsInOneNamespaceDoNotStarveAnother: 25 session jobs in one namespace whose jars
-// come from a server that trickles a byte every 3 s hold as many workers as the namespace's
-// share, no more; a session job in another namespace is still submitted to its JobManager in
+// come from a server that trickles a byte every 3 s hold no reconcile worker for their
+// downloads, which run in the jar stage, as many at once as its per-namespace cap; a session job in another namespace is still submitted to its JobManager in
 // the time it takes without them (measured first, in the same test), not after the tarpits.
 func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 	env := testEnv(t)
@@ -151,21 +152,21 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 	for i := range 25 {
 		create(nsA, fmt.Sprintf("tarpit-%d", i), fmt.Sprintf("%s/job-%d.jar", pit.url, i))
 	}
-	// Wait until the tarpit jobs hold all the downloads they can get: at least the share, and
-	// no more coming for a while.
+	// Wait until the tarpit jobs hold all the downloads they can get: the jar stage's cap of
+	// a namespace, and no more coming for a while.
 	held, since := int32(0), time.Now()
 	require.Eventually(t, func() bool {
 		if n := pit.active.Load(); n != held {
 			held, since = n, time.Now()
 		}
-		return held >= int32(share) && time.Since(since) > 2*time.Second
-	}, 30*time.Second, 10*time.Millisecond, "the tarpit holds the namespace's share of downloads")
+		return held >= int32(jarstage.DefaultPerNamespace) && time.Since(since) > 2*time.Second
+	}, 30*time.Second, 10*time.Millisecond, "the tarpit holds the jar stage's cap of downloads of a namespace")
 	t.Logf("the tarpit holds %d downloads", held)
 
 	bound := baseline + 5*time.Second
 	took := submittedWithin("neighbour", bound)
 	t.Logf("with 25 tarpit jobs in %s: submitted in %s (bound %s); tarpit downloads at once: at most %d", nsA, took, bound, pit.maxActive.Load())
-	require.LessOrEqual(t, pit.maxActive.Load(), int32(share), "one namespace's reconciles stay within its share")
+	require.LessOrEqual(t, pit.maxActive.Load(), int32(jarstage.DefaultPerNamespace), "one namespace's downloads stay within the jar stage's cap")
 }
 
 // TestPaceSharesNamespaces: the controllers paced by RateLimits run their reconciles within

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -62,6 +64,9 @@ type FlinkSessionJobReconciler struct {
 	APIReader client.Reader
 	// Autoscaling serves the job autoscaler of session jobs that enable it (nil: its defaults).
 	Autoscaling *Autoscaling
+	// JarStage fetches and uploads the jars of submissions outside the reconcile workers
+	// (nil: one with jarstage's defaults, stopped with the manager).
+	JarStage *jarstage.Stage
 
 	// options reports the Apache operator options a spec sets that have no effect here.
 	options *optionWarnings
@@ -86,6 +91,10 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.options = newOptionWarnings()
 	r.Recorder = withListener(r.Recorder, r.Listener)
+	// The stage's transfers end, and the jars nobody picked up are deleted, when the manager stops.
+	if err := mgr.Add(r.jarStage()); err != nil {
+		return fmt.Errorf("jar stage: %w", err)
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flinkv1beta1.FlinkSessionJob{}, sessionJobDeploymentField,
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
@@ -100,6 +109,23 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession)).
 		Named("flinksessionjob").WithOptions(opts).
 		Complete(paced)
+}
+
+// jarStagePoll is how soon a reconcile waiting for its jar to be staged asks again.
+const jarStagePoll = time.Second
+
+// jarStageMu guards the first use of a reconciler's stage (a reconciler is copied per
+// reconcile, so it holds no lock of its own).
+var jarStageMu sync.Mutex
+
+// jarStage returns the reconciler's stage, made on first use.
+func (r *FlinkSessionJobReconciler) jarStage() *jarstage.Stage {
+	jarStageMu.Lock()
+	defer jarStageMu.Unlock()
+	if r.JarStage == nil {
+		r.JarStage = jarstage.New(jarstage.Options{Log: ctrl.Log.WithName("jarstage")})
+	}
+	return r.JarStage
 }
 
 // sessionJobDeploymentField indexes session jobs by spec.deploymentName.
@@ -147,6 +173,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 	}
 	conf, _ := job.Spec.FlinkConfiguration.Flatten()
 	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns), jarURIPasswords(job.Spec.Job)...)...)
+	r.jarStage() // made before the copy below, which shares it
 	rr := *r
 	rr.Recorder = red.Recorder(r.Recorder)
 	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)

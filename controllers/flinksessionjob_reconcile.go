@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -335,17 +337,32 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	jar, name, err := r.Artifacts.Open(ctx, job.JarURI, headers)
-	if err != nil {
-		st.Error = errorJSON("ArtifactException", err.Error())
-		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, err.Error())
+	// The jar is fetched and uploaded in the background (pkg/jarstage): a slow jar server
+	// never holds this reconcile's worker. The upload goes through this reconcile's client
+	// (its endpoint, TLS and leader fence).
+	cl := s.flink
+	res := r.jarStage().Get(jarstage.Request{
+		Key: jarstage.Key{Owner: string(s.job.UID), JobID: st.JobStatus.JobID, JarURI: job.JarURI,
+			Cluster: s.session.Namespace + "/" + s.session.Name + "/" + string(s.session.UID) + "@" + cl.URL()},
+		Namespace: s.job.Namespace,
+		Fetch: func(ctx context.Context) (io.ReadCloser, string, error) {
+			return r.Artifacts.Open(ctx, job.JarURI, headers)
+		},
+		Upload: cl.UploadJar,
+		Delete: cl.DeleteJar,
+	})
+	var fetchErr *jarstage.FetchError
+	switch {
+	case res.State == jarstage.Busy || res.State == jarstage.Running:
+		return ctrl.Result{RequeueAfter: jarStagePoll}, nil
+	case res.State == jarstage.Failed && errors.As(res.Err, &fetchErr):
+		st.Error = errorJSON("ArtifactException", fetchErr.Error())
+		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, fetchErr.Error())
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
+	case res.State == jarstage.Failed:
+		return ctrl.Result{}, fmt.Errorf("upload %s: %w", redact.URLUserInfo(job.JarURI), res.Err)
 	}
-	jarID, err := s.flink.UploadJar(ctx, name, jar)
-	jar.Close()
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("upload %s: %w", redact.URLUserInfo(job.JarURI), err)
-	}
+	jarID := res.JarID
 	defer func() {
 		if err := s.flink.DeleteJar(ctx, jarID); err != nil {
 			log.FromContext(ctx).Info("could not delete the uploaded jar", "jar", jarID, "error", err.Error())
