@@ -101,4 +101,5 @@ var cases = []Case{
 	{Starvation, "25 tarpit jar servers in one namespace", "./controllers", []string{"TestTarpitJarsInOneNamespaceDoNotStarveAnother"}, true},
 	{Starvation, "trickling jar servers", "./pkg/artifact", []string{"TestTricklingDownloadIsCut", "TestTricklingDownloadIsCutWithinTheIdleTimeout"}, false},
 	{Starvation, "one namespace's reconciles", "./pkg/nsshare", []string{"TestReconcilerKeepsOneNamespaceToItsShare"}, false},
+	{Starvation, "a slow jar server and one worker", "./controllers", []string{"TestSessionJobSlowJarDoesNotHoldTheWorker"}, true},
 }
