@@ -43,6 +43,7 @@ var unexercised = map[auditcheck.Permission]string{
 	// 1.28, they fall back to list: the grant must stay.
 	{Group: "", Resource: "configmaps", Verb: "list"}:                                "informer fallback to list (WatchList)",
 	{Group: "", Resource: "services", Verb: "list"}:                                  "informer fallback to list (WatchList)",
+	{Group: "", Resource: "pods", Verb: "list"}:                                      "informer fallback to list (WatchList)",
 	{Group: "apps", Resource: "deployments", Verb: "list"}:                           "informer fallback to list (WatchList)",
 	{Group: "flink.apache.org", Resource: "flinkdeployments", Verb: "list"}:          "informer fallback to list (WatchList)",
 	{Group: "flink.apache.org", Resource: "flinksessionjobs", Verb: "list"}:          "informer fallback to list (WatchList)",

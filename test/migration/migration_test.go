@@ -95,7 +95,10 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 	require.NoError(t, err)
 	s := &suite{t: t, dir: dir}
 	hosts := filepath.Join(dir, "hosts")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// The setup context also covers building and starting this operator after the Apache
+	// operator's part, which waits up to 10 minutes on its own: under CI's parallel lanes 3
+	// minutes ran out in the middle of the build.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	start := time.Now()
 	s.env, err = localenv.Start(ctx, localenv.Options{Dir: dir, Pods: podnet.Current(), MachineHostsFile: hosts})
