@@ -262,7 +262,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 
 	t.Run("CRDs updated by OLM", func(t *testing.T) {
 		// The v0.2.0 InstallPlan carries the v0.2.0 CRD ...
-		require.False(t, planCRDRequiresContainers(t, ctx, c, currentCSV), "the v0.2.0 InstallPlan's FlinkDeployment CRD")
+		require.False(t, planCRDRequiresContainers(t, ctx, c, currentCSV), "the v0.2.0 InstallPlan's FlinkDeployment CRD; plans: %s", installPlanSteps(ctx, c))
 		// ... and OLM applies it. OLM v0.33 skips the update when two CSVs own the CRD at that
 		// moment, which happens when its step creating the new CSV is indexed before the CRD
 		// step runs (seen about once in six runs here); the CRD then keeps the old schema until
@@ -631,24 +631,33 @@ func podTemplateRequiresContainers(t *testing.T, ctx context.Context, c client.C
 // installs csv requires podTemplate.spec.containers (v0.1.0's schema did).
 func planCRDRequiresContainers(t *testing.T, ctx context.Context, c client.Client, csv string) bool {
 	t.Helper()
-	var plans operatorsv1alpha1.InstallPlanList
-	require.NoError(t, c.List(ctx, &plans, client.InNamespace(operatorNS)))
-	for _, p := range plans.Items {
-		if !slices.Contains(p.Spec.ClusterServiceVersionNames, csv) || p.Status.Phase != operatorsv1alpha1.InstallPlanPhaseComplete {
-			continue
+	// The CSV can succeed before the catalog operator records the plan as Complete: its status
+	// write conflicts with OLM's other writers and is retried (seen in CI), so wait for it.
+	var manifest string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		var plans operatorsv1alpha1.InstallPlanList
+		if err := c.List(ctx, &plans, client.InNamespace(operatorNS)); err != nil {
+			return false, err
 		}
-		for _, step := range p.Status.Plan {
-			if step.Resource.Kind != "CustomResourceDefinition" || step.Resource.Name != "flinkdeployments.flink.apache.org" {
+		for _, p := range plans.Items {
+			if !slices.Contains(p.Spec.ClusterServiceVersionNames, csv) || p.Status.Phase != operatorsv1alpha1.InstallPlanPhaseComplete {
 				continue
 			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			require.NoError(t, json.Unmarshal([]byte(step.Resource.Manifest), &crd), "step manifest")
-			podSpec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["podTemplate"].Properties["spec"]
-			return slices.Contains(podSpec.Required, "containers")
+			for _, step := range p.Status.Plan {
+				if step.Resource.Kind == "CustomResourceDefinition" && step.Resource.Name == "flinkdeployments.flink.apache.org" {
+					manifest = step.Resource.Manifest
+					return true, nil
+				}
+			}
 		}
-	}
-	t.Fatalf("no completed InstallPlan for %s with the FlinkDeployment CRD", csv)
-	return false
+		return false, nil
+	})
+	require.NoError(t, err, "no completed InstallPlan for %s with the FlinkDeployment CRD; plans: %s", csv, installPlanSteps(ctx, c))
+	var crd apiextensionsv1.CustomResourceDefinition
+	require.NoError(t, json.Unmarshal([]byte(manifest), &crd), "step manifest")
+	require.NotEmpty(t, crd.Spec.Versions, "the CRD step's manifest has no versions: %.300s", manifest)
+	podSpec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties["podTemplate"].Properties["spec"]
+	return slices.Contains(podSpec.Required, "containers")
 }
 
 // installPlanSteps summarizes the InstallPlans' steps, for failure messages.
