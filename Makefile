@@ -89,8 +89,11 @@ MIGRATION_FLINK_VERSION ?= 1.18.1
 # E2E_TIMEOUT bounds `make e2e`; raise it for longer chaos runs (CHAOS_ROUNDS=20 E2E_TIMEOUT=90m make e2e).
 E2E_TIMEOUT ?= 40m
 # E2E_PARALLEL is how many e2e tests share the local cluster at once. Each test has namespaces of its own;
-# the two that stop, pause or restart the operator (TestChaos, TestWebhookOutage) run alone, before the others.
+# the two that stop, pause or restart the operator (E2E_FAULT_TESTS) run alone, before the others, or in
+# a process and local cluster of their own (make e2e-faults, a lane of make test).
 E2E_PARALLEL ?= 4
+# Keep in step with operatorFaultTests in test/e2e/rbac_test.go.
+E2E_FAULT_TESTS = ^(TestChaos|TestWebhookOutage)$$
 
 CRD_OPTIONS ?= crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true
 
@@ -138,26 +141,41 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml);
 	$(GOLANGCI_LINT) run --timeout 10m ./...
 
 .PHONY: test
-test: test-deps ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Three lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
-	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters
+test: ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Everything they run is built first (test-deps), then four lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
+	$(MAKE) --no-print-directory test-deps
+	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters test-lane-faults
 
 # The lanes share nothing but the machine: envtest API servers on loopback ports of their own, and
 # local clusters in network namespaces of their own. Everything they build is built first, once.
-TEST_LANES ?= 3
+TEST_LANES ?= 4
 # GENERATE is what every test target regenerates first; the lanes run after test-deps did it once,
 # with GENERATE empty, so that no lane rewrites sources another lane is compiling.
 GENERATE ?= manifests generate
+# DEPS_JOBS: how many builds and downloads test-deps runs at once.
+DEPS_JOBS ?= 4
 
-.PHONY: test-deps
-test-deps: manifests generate envtest-assets envtest-oldest-assets cluster-assets flink-dist loadgen promtool zookeeper examples olm-tools image migration-deps ## Build and install everything the tests run, once, before the lanes start.
+.PHONY: test-deps test-deps-go test-deps-jvm
+test-deps: ## Build and install everything the tests run, once, before the lanes start: sources are generated first, then the Go builds and the downloads run side by side.
+	$(if $(GENERATE),$(MAKE) --no-print-directory $(GENERATE))
+	$(MAKE) --no-print-directory -j$(DEPS_JOBS) --output-sync=target GENERATE= test-deps-go test-deps-jvm
+test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter verify runs).
+test-deps-jvm: ## The downloads and Maven builds test-deps runs, one at a time: Maven's local repository is not safe for concurrent writers.
+	$(MAKE) --no-print-directory -j1 flink-dist migration-deps loadgen zookeeper examples
 
-.PHONY: test-lane-unit test-lane-e2e test-lane-clusters
+.PHONY: test-lane-unit test-lane-e2e test-lane-clusters test-lane-faults
 test-lane-unit: ## Lane 1: unit, envtest and real-Flink tests of every package.
 	$(MAKE) --no-print-directory unit-latest
-test-lane-e2e: ## Lane 2: the e2e suite on the local cluster.
-	$(MAKE) --no-print-directory e2e
+test-lane-e2e: ## Lane 2: the e2e suite on the local cluster, but the operator-fault tests.
+	$(MAKE) --no-print-directory e2e-main
 test-lane-clusters: ## Lane 3: the controllers' suite on the oldest API server, then the install, OLM and migration tests, each on a local cluster of its own.
 	$(MAKE) --no-print-directory unit-oldest deploy-test olm-test migration-test
+test-lane-faults: ## Lane 4: the e2e tests that kill or pause the operator, on a local cluster of their own.
+	$(MAKE) --no-print-directory e2e-faults
+
+.PHONY: test-short
+test-short: $(GENERATE) envtest-assets ## The inner loop: every package's unit and envtest tests with -short, which leaves out real Flink, ZooKeeper, the load generator, the scale bench and the local-cluster suites (all run by make test).
+	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
+		go test ./... -short -count=1 -timeout 15m
 
 .PHONY: unit
 unit: unit-latest unit-oldest ## Unit, envtest and real-Flink tests (everything but e2e); the controllers' envtest suite also against the oldest supported API server.
@@ -173,9 +191,13 @@ unit-oldest: $(GENERATE) envtest-oldest-assets ## The controllers' envtest suite
 	@echo "unit: the controllers' envtest suite against the oldest supported API server, v$(K8S_OLDEST_VERSION)"
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -timeout 20m
 
-.PHONY: e2e
-e2e: $(GENERATE) cluster-assets flink-dist loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e).
+.PHONY: e2e e2e-main e2e-faults
+e2e: $(GENERATE) cluster-assets flink-dist loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e), in one process.
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v
+e2e-main: $(GENERATE) cluster-assets flink-dist loadgen zookeeper examples ## The e2e suite but the operator-fault tests (E2E_FAULT_TESTS); the RBAC check stays complete.
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -skip '$(E2E_FAULT_TESTS)' -v
+e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pause or restart the operator (chaos, webhook outage), on a local cluster of their own.
+	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_FAULT_TESTS)' -v
 
 .PHONY: deploy-test
 deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy).

@@ -15,6 +15,7 @@ import (
 // the spec change made half-way, both limit runs complete, the memory comparison is made, and
 // the table and JSON come out. It checks the bench works, not how fast anything is.
 func TestBenchSmoke(t *testing.T) {
+	skipInShort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := Run(ctx, Options{N: 20, Concurrency: 5, Steady: 2 * time.Second, Settle: 20 * time.Second,
@@ -65,6 +66,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // savepoint. It checks the mode works and that no measurement is missing, not how fast
 // anything is.
 func TestBenchRunningSmoke(t *testing.T) {
+	skipInShort(t)
 	ctrllog.SetLogger(logr.Discard()) // the bench's FlinkDeployment cache logs through controller-runtime
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -102,4 +104,13 @@ func TestBenchRunningSmoke(t *testing.T) {
 		}
 	}
 	t.Log("\n" + table)
+}
+
+// skipInShort leaves the bench's smoke runs (two API servers and the operator, minutes) out of
+// the inner loop (make test-short); make test runs them.
+func skipInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("the bench's smoke run: left out by -short (make test-short); make test runs it")
+	}
 }
