@@ -71,7 +71,7 @@ func (w *jksWalker) certificate(version uint32, what string) error {
 // entry walks one store entry (named entry in errors) of a store of the given version, and
 // returns certs plus the certificates it holds, refusing a store that would hold more than
 // maxJKSEntries certificates.
-func (w *jksWalker) entry(entry string, version uint32, certs int) (int, error) {
+func (w *jksWalker) entry(entry string, version uint32, certs uint64) (uint64, error) {
 	tag, err := w.uint32(entry + " tag")
 	if err != nil {
 		return 0, err
@@ -95,7 +95,7 @@ func (w *jksWalker) entry(entry string, version uint32, certs int) (int, error) 
 		if err != nil {
 			return 0, err
 		}
-		if uint64(certs)+uint64(chain) > maxJKSEntries {
+		if certs+uint64(chain) > maxJKSEntries {
 			return 0, fmt.Errorf("%s has a chain of %d certificates: at most %d certificates are allowed in a store", entry, chain, maxJKSEntries)
 		}
 		for j := range chain {
@@ -103,7 +103,7 @@ func (w *jksWalker) entry(entry string, version uint32, certs int) (int, error) 
 				return 0, err
 			}
 		}
-		return certs + int(chain), nil
+		return certs + uint64(chain), nil
 	case 2: // trusted certificate entry
 		if err := w.certificate(version, entry+" certificate"); err != nil {
 			return 0, err
@@ -144,7 +144,7 @@ func checkJKS(data []byte) error {
 	if count > maxJKSEntries {
 		return fmt.Errorf("%d entries: at most %d are allowed", count, maxJKSEntries)
 	}
-	certs := 0
+	certs := uint64(0)
 	for i := range count {
 		if certs, err = w.entry(fmt.Sprintf("entry %d", i), version, certs); err != nil {
 			return err
