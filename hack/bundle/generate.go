@@ -337,22 +337,8 @@ func permissions(s *manifestStream) (ns, cluster []operatorsv1alpha1.StrategyDep
 		}
 	}
 	for _, b := range s.crBindings {
-		role, ok := s.clusterRoles[b.RoleRef.Name]
-		if !ok {
-			return nil, nil, fmt.Errorf("ClusterRoleBinding %s: ClusterRole %s not in the manifests", b.Name, b.RoleRef.Name)
-		}
-		for _, sa := range serviceAccounts(b.Subjects) {
-			for _, rule := range role.Rules {
-				scoped, err := clusterScoped(rule)
-				if err != nil {
-					return nil, nil, fmt.Errorf("ClusterRole %s: %w", role.Name, err)
-				}
-				if scoped {
-					clusterRules[sa] = append(clusterRules[sa], rule)
-				} else {
-					nsRules[sa] = append(nsRules[sa], rule)
-				}
-			}
+		if err := s.splitClusterRoleBinding(b, nsRules, clusterRules); err != nil {
+			return nil, nil, err
 		}
 	}
 	for _, sa := range sortedKeys(nsRules) {
@@ -362,6 +348,29 @@ func permissions(s *manifestStream) (ns, cluster []operatorsv1alpha1.StrategyDep
 		cluster = append(cluster, operatorsv1alpha1.StrategyDeploymentPermissions{ServiceAccountName: sa, Rules: clusterRules[sa]})
 	}
 	return ns, cluster, nil
+}
+
+// splitClusterRoleBinding adds the rules of the ClusterRole that b binds cluster-wide to each of
+// its ServiceAccounts: cluster-scoped rules to clusterRules, the others to nsRules.
+func (s *manifestStream) splitClusterRoleBinding(b rbacv1.ClusterRoleBinding, nsRules, clusterRules map[string][]rbacv1.PolicyRule) error {
+	role, ok := s.clusterRoles[b.RoleRef.Name]
+	if !ok {
+		return fmt.Errorf("ClusterRoleBinding %s: ClusterRole %s not in the manifests", b.Name, b.RoleRef.Name)
+	}
+	for _, sa := range serviceAccounts(b.Subjects) {
+		for _, rule := range role.Rules {
+			scoped, err := clusterScoped(rule)
+			if err != nil {
+				return fmt.Errorf("ClusterRole %s: %w", role.Name, err)
+			}
+			if scoped {
+				clusterRules[sa] = append(clusterRules[sa], rule)
+			} else {
+				nsRules[sa] = append(nsRules[sa], rule)
+			}
+		}
+	}
+	return nil
 }
 
 func clusterScoped(rule rbacv1.PolicyRule) (bool, error) {

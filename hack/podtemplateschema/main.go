@@ -68,35 +68,49 @@ func walk(n *yaml.Node, trimming bool) {
 			walk(c, trimming)
 		}
 	case yaml.MappingNode:
-		kept := n.Content[:0]
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			key, val := n.Content[i], n.Content[i+1]
-			if trimming && key.Value == "description" && val.Kind == yaml.ScalarNode {
-				continue
-			}
-			if trimming && key.Value == "required" && val.Kind == yaml.SequenceNode {
-				val.Content = withoutScalar(val.Content, "containers")
-				if len(val.Content) == 0 {
-					continue
-				}
-			}
-			kept = append(kept, key, val)
+		if trimming {
+			trimEntries(n)
 		}
-		n.Content = kept
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i], n.Content[i+1]
 			if key.Value == "properties" && val.Kind == yaml.MappingNode {
-				for j := 0; j+1 < len(val.Content); j += 2 {
-					prop, schema := val.Content[j], val.Content[j+1]
-					if trimmedProperties[prop.Value] {
-						trimSubtree(schema)
-					} else {
-						walk(schema, trimming)
-					}
-				}
+				walkProperties(val, trimming)
 				continue
 			}
 			walk(val, trimming)
+		}
+	}
+}
+
+// trimEntries drops a mapping's scalar description and "containers" from its required list
+// (the list too once empty).
+func trimEntries(n *yaml.Node) {
+	kept := n.Content[:0]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		if key.Value == "description" && val.Kind == yaml.ScalarNode {
+			continue
+		}
+		if key.Value == "required" && val.Kind == yaml.SequenceNode {
+			val.Content = withoutScalar(val.Content, "containers")
+			if len(val.Content) == 0 {
+				continue
+			}
+		}
+		kept = append(kept, key, val)
+	}
+	n.Content = kept
+}
+
+// walkProperties visits the schemas of a properties mapping, trimming below the properties
+// listed in trimmedProperties.
+func walkProperties(props *yaml.Node, trimming bool) {
+	for j := 0; j+1 < len(props.Content); j += 2 {
+		prop, schema := props.Content[j], props.Content[j+1]
+		if trimmedProperties[prop.Value] {
+			trimSubtree(schema)
+		} else {
+			walk(schema, trimming)
 		}
 	}
 }

@@ -24,12 +24,15 @@ type cronExpr struct {
 	fields [7]map[int]bool // nil: any
 }
 
-// cronFields are the Quartz fields with their ranges and names.
-var cronFields = [7]struct {
+// cronField is one Quartz field with its range and names.
+type cronField struct {
 	name     string
 	min, max int
 	names    []string
-}{
+}
+
+// cronFields are the Quartz fields with their ranges and names.
+var cronFields = [7]cronField{
 	{"seconds", 0, 59, nil},
 	{"minutes", 0, 59, nil},
 	{"hours", 0, 23, nil},
@@ -141,27 +144,9 @@ func parseCronField(f string, idx int) (map[int]bool, error) {
 			}
 			step = n
 		}
-		lo, hi := spec.min, spec.max
-		switch {
-		case rng == "*":
-		case strings.Contains(rng, "-"):
-			a, b, _ := strings.Cut(rng, "-")
-			var err error
-			if lo, err = cronValue(a, spec.names, spec.min, spec.max); err != nil {
-				return nil, err
-			}
-			if hi, err = cronValue(b, spec.names, spec.min, spec.max); err != nil {
-				return nil, err
-			}
-		default:
-			v, err := cronValue(rng, spec.names, spec.min, spec.max)
-			if err != nil {
-				return nil, err
-			}
-			lo = v
-			if !hasStep {
-				hi = v
-			}
+		lo, hi, err := cronRange(rng, spec, hasStep)
+		if err != nil {
+			return nil, err
 		}
 		if lo > hi {
 			// Quartz wraps ranges such as FRI-MON.
@@ -178,6 +163,33 @@ func parseCronField(f string, idx int) (map[int]bool, error) {
 		}
 	}
 	return set, nil
+}
+
+// cronRange reads the range part of a list item (before any /step): *, a-b or a single value,
+// which with a step runs to the field's maximum.
+func cronRange(rng string, spec cronField, hasStep bool) (lo, hi int, err error) {
+	lo, hi = spec.min, spec.max
+	switch {
+	case rng == "*":
+	case strings.Contains(rng, "-"):
+		a, b, _ := strings.Cut(rng, "-")
+		if lo, err = cronValue(a, spec.names, spec.min, spec.max); err != nil {
+			return 0, 0, err
+		}
+		if hi, err = cronValue(b, spec.names, spec.min, spec.max); err != nil {
+			return 0, 0, err
+		}
+	default:
+		v, err := cronValue(rng, spec.names, spec.min, spec.max)
+		if err != nil {
+			return 0, 0, err
+		}
+		lo = v
+		if !hasStep {
+			hi = v
+		}
+	}
+	return lo, hi, nil
 }
 
 func cronValue(s string, names []string, lo, hi int) (int, error) {

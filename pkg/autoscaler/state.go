@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Keys of the autoscaler-<name> ConfigMap, as upstream's KubernetesAutoScalerStateStore writes
@@ -194,47 +196,10 @@ func DecodeStateWithin(ctx context.Context, data map[string]string, l Limits) (S
 	s := State{History: map[VertexID][]ScalingRecord{}, Overrides: map[VertexID]int{}, DelayedScaleDown: map[VertexID]DelayedScaleDown{}}
 	var errs []string
 	for _, key := range slices.Sorted(maps.Keys(data)) {
-		value := data[key]
 		if err := ctx.Err(); err != nil {
 			return State{}, fmt.Errorf("autoscaler state: %w", err)
 		}
-		var err error
-		switch key {
-		case KeyCollectedMetrics:
-			var v []Sample
-			if v, err = decodeSamples(ctx, value, l); err == nil {
-				s.Samples = v
-			}
-		case KeyScalingHistory:
-			var v map[VertexID][]ScalingRecord
-			if v, err = decodeHistory(ctx, value, l); err == nil {
-				s.History = v
-			}
-		case KeyScalingTracking:
-			var v []RestartRecord
-			if v, err = decodeTracking(ctx, value, l); err == nil {
-				s.RestartTimes = v
-			}
-		case KeyParallelismOverrides:
-			var v map[VertexID]int
-			if _, err = checkSize(value, l); err == nil {
-				v, err = ParseOverrides(value)
-			}
-			if err == nil {
-				s.Overrides = v
-			}
-		case KeyDelayedScaleDown:
-			var v map[VertexID]DelayedScaleDown
-			if v, err = decodeDelayed(ctx, value, l); err == nil {
-				s.DelayedScaleDown = v
-			}
-		default:
-			if s.Extra == nil {
-				s.Extra = map[string]string{}
-			}
-			s.Extra[key] = value
-		}
-		if err != nil {
+		if err := s.decodeEntry(ctx, key, data[key], l); err != nil {
 			if ctxErr := ctx.Err(); ctxErr != nil {
 				return State{}, fmt.Errorf("autoscaler state: %w", ctxErr)
 			}
@@ -250,6 +215,48 @@ func DecodeStateWithin(ctx context.Context, data map[string]string, l Limits) (S
 		return s, fmt.Errorf("autoscaler state: %s", strings.Join(errs, "; "))
 	}
 	return s, nil
+}
+
+// decodeEntry reads one ConfigMap entry into s. A known key that is malformed or over the
+// budget leaves its field of s as it was; an unknown key is kept in s.Extra.
+func (s *State) decodeEntry(ctx context.Context, key, value string, l Limits) error {
+	var err error
+	switch key {
+	case KeyCollectedMetrics:
+		var v []Sample
+		if v, err = decodeSamples(ctx, value, l); err == nil {
+			s.Samples = v
+		}
+	case KeyScalingHistory:
+		var v map[VertexID][]ScalingRecord
+		if v, err = decodeHistory(ctx, value, l); err == nil {
+			s.History = v
+		}
+	case KeyScalingTracking:
+		var v []RestartRecord
+		if v, err = decodeTracking(ctx, value, l); err == nil {
+			s.RestartTimes = v
+		}
+	case KeyParallelismOverrides:
+		var v map[VertexID]int
+		if _, err = checkSize(value, l); err == nil {
+			v, err = ParseOverrides(value)
+		}
+		if err == nil {
+			s.Overrides = v
+		}
+	case KeyDelayedScaleDown:
+		var v map[VertexID]DelayedScaleDown
+		if v, err = decodeDelayed(ctx, value, l); err == nil {
+			s.DelayedScaleDown = v
+		}
+	default:
+		if s.Extra == nil {
+			s.Extra = map[string]string{}
+		}
+		s.Extra[key] = value
+	}
+	return err
 }
 
 func compress(s string) string {
@@ -278,83 +285,118 @@ func decodeSamples(ctx context.Context, value string, l Limits) ([]Sample, error
 	samples := make([]Sample, 0, len(byTime))
 	tk := tick{ctx: ctx}
 	for _, e := range byTime {
-		t, err := instantKey(e, e.val)
+		s, err := decodeSample(e, &tk)
 		if err != nil {
 			return nil, err
-		}
-		f, err := fields(e.val, "collected metrics of "+e.key)
-		if err != nil {
-			return nil, err
-		}
-		s := Sample{Time: t, Vertices: map[VertexID]VertexSample{}, HeapUsedRatio: math.NaN(), GCTimeMsPerSecond: math.NaN()}
-		global, err := mapping(f["globalMetrics"], "globalMetrics")
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range global {
-			v, err := doubleNode(g.val, g.key)
-			if err != nil {
-				return nil, err
-			}
-			switch g.key {
-			case MetricHeapMaxUsageRatio:
-				s.HeapUsedRatio = v
-			case MetricGCPressure:
-				s.GCTimeMsPerSecond = v * 1000
-			}
-		}
-		vertices, err := mapping(f["vertexMetrics"], "vertexMetrics")
-		if err != nil {
-			return nil, err
-		}
-		for _, ve := range vertices {
-			if err := tk.err(); err != nil {
-				return nil, err
-			}
-			metrics, err := mapping(ve.val, "metrics of vertex "+ve.key)
-			if err != nil {
-				return nil, err
-			}
-			m := make(map[string]float64, len(metrics))
-			for _, me := range metrics {
-				v, err := doubleNode(me.val, me.key)
-				if err != nil {
-					return nil, err
-				}
-				m[me.key] = v
-			}
-			get := func(name string) (float64, bool) {
-				v, ok := m[name]
-				return v, ok
-			}
-			vs := VertexSample{BusyTimeMsPerSecond: math.NaN(), BackPressuredTimeMsPerSecond: math.NaN(), RecordsInPerSecond: math.NaN(), RecordsOutPerSecond: math.NaN()}
-			if v, ok := get(MetricLoad); ok {
-				vs.BusyTimeMsPerSecond = v * 1000
-			}
-			if v, ok := get(sampleNumRecordsInPerSecond); ok {
-				vs.RecordsInPerSecond = v
-			}
-			vs.PendingRecords, vs.HasPendingRecords = get(MetricLag)
-			vs.observedTPR, vs.hasObservedTPR = get(sampleObservedTPR)
-			if in, ok := get(sampleNumRecordsIn); ok {
-				vs.HasAccumulated = true
-				vs.NumRecordsIn = in
-				vs.NumRecordsOut = math.NaN()
-				vs.AccumulatedBusyTimeMs = math.NaN()
-				if v, ok := get(sampleNumRecordsOut); ok {
-					vs.NumRecordsOut = v
-				}
-				if v, ok := get(sampleAccumulatedBusyTime); ok {
-					vs.AccumulatedBusyTimeMs = v
-				}
-			}
-			s.Vertices[VertexID(ve.key)] = vs
 		}
 		samples = append(samples, s)
 	}
 	sort.Slice(samples, func(i, j int) bool { return samples[i].Time.Before(samples[j].Time) })
-	// Upstream keeps counters, not gauges, for sources and for output: derive the gauges from
-	// consecutive counters so that both views of a sample agree.
+	deriveGauges(samples)
+	return samples, nil
+}
+
+// decodeSample reads one Instant -> {vertexMetrics, globalMetrics} entry of collectedMetrics,
+// counting each vertex on tk.
+func decodeSample(e entry, tk *tick) (Sample, error) {
+	t, err := instantKey(e, e.val)
+	if err != nil {
+		return Sample{}, err
+	}
+	f, err := fields(e.val, "collected metrics of "+e.key)
+	if err != nil {
+		return Sample{}, err
+	}
+	s := Sample{Time: t, Vertices: map[VertexID]VertexSample{}, HeapUsedRatio: math.NaN(), GCTimeMsPerSecond: math.NaN()}
+	if err := s.decodeGlobalMetrics(f["globalMetrics"]); err != nil {
+		return Sample{}, err
+	}
+	vertices, err := mapping(f["vertexMetrics"], "vertexMetrics")
+	if err != nil {
+		return Sample{}, err
+	}
+	for _, ve := range vertices {
+		if err := tk.err(); err != nil {
+			return Sample{}, err
+		}
+		vs, err := decodeVertexSample(ve)
+		if err != nil {
+			return Sample{}, err
+		}
+		s.Vertices[VertexID(ve.key)] = vs
+	}
+	return s, nil
+}
+
+// decodeGlobalMetrics reads globalMetrics (metric -> double) into s: the heap usage ratio and
+// the GC pressure, the only global metrics the evaluation uses.
+func (s *Sample) decodeGlobalMetrics(n *yaml.Node) error {
+	global, err := mapping(n, "globalMetrics")
+	if err != nil {
+		return err
+	}
+	for _, g := range global {
+		v, err := doubleNode(g.val, g.key)
+		if err != nil {
+			return err
+		}
+		switch g.key {
+		case MetricHeapMaxUsageRatio:
+			s.HeapUsedRatio = v
+		case MetricGCPressure:
+			s.GCTimeMsPerSecond = v * 1000
+		}
+	}
+	return nil
+}
+
+// decodeVertexSample reads one vertex -> metric -> double entry of vertexMetrics. A metric
+// that is absent is NaN (or not Has...), as upstream's map lookup returns null.
+func decodeVertexSample(ve entry) (VertexSample, error) {
+	metrics, err := mapping(ve.val, "metrics of vertex "+ve.key)
+	if err != nil {
+		return VertexSample{}, err
+	}
+	m := make(map[string]float64, len(metrics))
+	for _, me := range metrics {
+		v, err := doubleNode(me.val, me.key)
+		if err != nil {
+			return VertexSample{}, err
+		}
+		m[me.key] = v
+	}
+	get := func(name string) (float64, bool) {
+		v, ok := m[name]
+		return v, ok
+	}
+	vs := VertexSample{BusyTimeMsPerSecond: math.NaN(), BackPressuredTimeMsPerSecond: math.NaN(), RecordsInPerSecond: math.NaN(), RecordsOutPerSecond: math.NaN()}
+	if v, ok := get(MetricLoad); ok {
+		vs.BusyTimeMsPerSecond = v * 1000
+	}
+	if v, ok := get(sampleNumRecordsInPerSecond); ok {
+		vs.RecordsInPerSecond = v
+	}
+	vs.PendingRecords, vs.HasPendingRecords = get(MetricLag)
+	vs.observedTPR, vs.hasObservedTPR = get(sampleObservedTPR)
+	if in, ok := get(sampleNumRecordsIn); ok {
+		vs.HasAccumulated = true
+		vs.NumRecordsIn = in
+		vs.NumRecordsOut = math.NaN()
+		vs.AccumulatedBusyTimeMs = math.NaN()
+		if v, ok := get(sampleNumRecordsOut); ok {
+			vs.NumRecordsOut = v
+		}
+		if v, ok := get(sampleAccumulatedBusyTime); ok {
+			vs.AccumulatedBusyTimeMs = v
+		}
+	}
+	return vs, nil
+}
+
+// deriveGauges fills the rates of samples (sorted oldest first) from consecutive counters:
+// upstream keeps counters, not gauges, for sources and for output, so both views of a sample
+// must agree.
+func deriveGauges(samples []Sample) {
 	for i := 1; i < len(samples); i++ {
 		dt := float64(samples[i].Time.Sub(samples[i-1].Time).Milliseconds()) / 1000
 		for id, vs := range samples[i].Vertices {
@@ -369,7 +411,6 @@ func decodeSamples(ctx context.Context, value string, l Limits) ([]Sample, error
 			samples[i].Vertices[id] = vs
 		}
 	}
-	return samples, nil
 }
 
 // decodeHistory reads scalingHistory: vertex -> Instant -> {currentParallelism, newParallelism,
@@ -399,38 +440,9 @@ func decodeHistory(ctx context.Context, value string, l Limits) (map[VertexID][]
 			if err := tk.err(); err != nil {
 				return nil, err
 			}
-			t, err := instantKey(te, te.val)
+			rec, err := decodeScalingRecord(te)
 			if err != nil {
 				return nil, err
-			}
-			f, err := fields(te.val, "scaling summary")
-			if err != nil {
-				return nil, err
-			}
-			rec := ScalingRecord{Time: t, Metrics: map[string]EvaluatedMetric{}}
-			if rec.CurrentParallelism, err = intNode(f["currentParallelism"], "currentParallelism"); err != nil {
-				return nil, err
-			}
-			if rec.NewParallelism, err = intNode(f["newParallelism"], "newParallelism"); err != nil {
-				return nil, err
-			}
-			metrics, err := mapping(f["metrics"], "metrics")
-			if err != nil {
-				return nil, err
-			}
-			for _, me := range metrics {
-				mf, err := fields(me.val, "metric "+me.key)
-				if err != nil {
-					return nil, err
-				}
-				var m EvaluatedMetric
-				if m.Current, err = optionalDouble(mf["current"], me.key+".current"); err != nil {
-					return nil, err
-				}
-				if m.Average, err = optionalDouble(mf["average"], me.key+".average"); err != nil {
-					return nil, err
-				}
-				rec.Metrics[me.key] = m
 			}
 			recs = append(recs, rec)
 		}
@@ -438,6 +450,55 @@ func decodeHistory(ctx context.Context, value string, l Limits) (map[VertexID][]
 		out[VertexID(ve.key)] = recs
 	}
 	return out, nil
+}
+
+// decodeScalingRecord reads one Instant -> {currentParallelism, newParallelism, metrics} entry
+// of a vertex's scaling history.
+func decodeScalingRecord(te entry) (ScalingRecord, error) {
+	t, err := instantKey(te, te.val)
+	if err != nil {
+		return ScalingRecord{}, err
+	}
+	f, err := fields(te.val, "scaling summary")
+	if err != nil {
+		return ScalingRecord{}, err
+	}
+	rec := ScalingRecord{Time: t, Metrics: map[string]EvaluatedMetric{}}
+	if rec.CurrentParallelism, err = intNode(f["currentParallelism"], "currentParallelism"); err != nil {
+		return ScalingRecord{}, err
+	}
+	if rec.NewParallelism, err = intNode(f["newParallelism"], "newParallelism"); err != nil {
+		return ScalingRecord{}, err
+	}
+	metrics, err := mapping(f["metrics"], "metrics")
+	if err != nil {
+		return ScalingRecord{}, err
+	}
+	for _, me := range metrics {
+		m, err := decodeEvaluatedMetric(me)
+		if err != nil {
+			return ScalingRecord{}, err
+		}
+		rec.Metrics[me.key] = m
+	}
+	return rec, nil
+}
+
+// decodeEvaluatedMetric reads one name -> {current, average} entry of a scaling summary's
+// metrics; either value may be null.
+func decodeEvaluatedMetric(me entry) (EvaluatedMetric, error) {
+	mf, err := fields(me.val, "metric "+me.key)
+	if err != nil {
+		return EvaluatedMetric{}, err
+	}
+	var m EvaluatedMetric
+	if m.Current, err = optionalDouble(mf["current"], me.key+".current"); err != nil {
+		return EvaluatedMetric{}, err
+	}
+	if m.Average, err = optionalDouble(mf["average"], me.key+".average"); err != nil {
+		return EvaluatedMetric{}, err
+	}
+	return m, nil
 }
 
 // decodeTracking reads scalingTracking: {scalingRecords: Instant -> {restartDuration}}
@@ -645,17 +706,7 @@ func decimalSeconds(d time.Duration) string {
 func encodeSamples(samples []Sample) string {
 	var w yamlWriter
 	w.line(0, "---")
-	// Counters upstream expects: the collected ones when every sample of the vertex has them
-	// (as window.accumulated requires), else accumulated from the gauges for all its samples, so
-	// that the rates read back are the rates evaluated now.
-	realCounters := map[VertexID]bool{}
-	for _, s := range samples {
-		for id, vs := range s.Vertices {
-			if prev, seen := realCounters[id]; !seen || prev {
-				realCounters[id] = vs.HasAccumulated
-			}
-		}
-	}
+	realCounters := collectedCounters(samples)
 	acc := map[VertexID][3]float64{}
 	for i, s := range samples {
 		w.line(0, "%s:", javaInstantKey(s.Time))
@@ -666,12 +717,6 @@ func encodeSamples(samples []Sample) string {
 		}
 		for _, id := range sortedIDs(s.Vertices) {
 			vs := s.Vertices[id]
-			w.line(2, "%s:", id)
-			metric := func(name string, v float64) { w.line(3, "%s: %s", name, javaDouble(v)) }
-			metric(MetricLoad, vs.BusyTimeMsPerSecond/1000)
-			if vs.HasPendingRecords {
-				metric(MetricLag, vs.PendingRecords)
-			}
 			c := acc[id]
 			if realCounters[id] {
 				c = [3]float64{vs.NumRecordsIn, vs.NumRecordsOut, vs.AccumulatedBusyTimeMs}
@@ -681,33 +726,67 @@ func encodeSamples(samples []Sample) string {
 				c[2] += finite(vs.BusyTimeMsPerSecond) * dt
 			}
 			acc[id] = c
-			metric(sampleNumRecordsIn, c[0])
-			metric(sampleNumRecordsOut, c[1])
-			metric(sampleAccumulatedBusyTime, c[2])
-			if !math.IsNaN(vs.RecordsInPerSecond) {
-				metric(sampleNumRecordsInPerSecond, vs.RecordsInPerSecond)
-			}
-			if vs.hasObservedTPR {
-				metric(sampleObservedTPR, vs.observedTPR)
-			}
+			w.vertexSample(id, vs, c)
 		}
-		global := map[string]float64{}
-		if !math.IsNaN(s.HeapUsedRatio) {
-			global[MetricHeapMaxUsageRatio] = s.HeapUsedRatio
-		}
-		if !math.IsNaN(s.GCTimeMsPerSecond) {
-			global[MetricGCPressure] = s.GCTimeMsPerSecond / 1000
-		}
-		if len(global) == 0 {
-			w.line(1, "globalMetrics: {}")
-			continue
-		}
-		w.line(1, "globalMetrics:")
-		for _, name := range slices.Sorted(maps.Keys(global)) {
-			w.line(2, "%s: %s", name, javaDouble(global[name]))
-		}
+		w.globalMetrics(s)
 	}
 	return w.b.String()
+}
+
+// collectedCounters tells, per vertex, which counters upstream is to be given: the collected
+// ones when every sample of the vertex has them (as window.accumulated requires), else (false)
+// ones accumulated from the gauges for all its samples, so that the rates read back are the
+// rates evaluated now.
+func collectedCounters(samples []Sample) map[VertexID]bool {
+	realCounters := map[VertexID]bool{}
+	for _, s := range samples {
+		for id, vs := range s.Vertices {
+			if prev, seen := realCounters[id]; !seen || prev {
+				realCounters[id] = vs.HasAccumulated
+			}
+		}
+	}
+	return realCounters
+}
+
+// vertexSample writes one vertex's metrics of a sample, with the counters c (records in, records
+// out, accumulated busy time).
+func (w *yamlWriter) vertexSample(id VertexID, vs VertexSample, c [3]float64) {
+	w.line(2, "%s:", id)
+	metric := func(name string, v float64) { w.line(3, "%s: %s", name, javaDouble(v)) }
+	metric(MetricLoad, vs.BusyTimeMsPerSecond/1000)
+	if vs.HasPendingRecords {
+		metric(MetricLag, vs.PendingRecords)
+	}
+	metric(sampleNumRecordsIn, c[0])
+	metric(sampleNumRecordsOut, c[1])
+	metric(sampleAccumulatedBusyTime, c[2])
+	if !math.IsNaN(vs.RecordsInPerSecond) {
+		metric(sampleNumRecordsInPerSecond, vs.RecordsInPerSecond)
+	}
+	if vs.hasObservedTPR {
+		metric(sampleObservedTPR, vs.observedTPR)
+	}
+}
+
+// globalMetrics writes a sample's globalMetrics: the heap usage ratio and GC pressure it has,
+// or an empty map.
+func (w *yamlWriter) globalMetrics(s Sample) {
+	global := map[string]float64{}
+	if !math.IsNaN(s.HeapUsedRatio) {
+		global[MetricHeapMaxUsageRatio] = s.HeapUsedRatio
+	}
+	if !math.IsNaN(s.GCTimeMsPerSecond) {
+		global[MetricGCPressure] = s.GCTimeMsPerSecond / 1000
+	}
+	if len(global) == 0 {
+		w.line(1, "globalMetrics: {}")
+		return
+	}
+	w.line(1, "globalMetrics:")
+	for _, name := range slices.Sorted(maps.Keys(global)) {
+		w.line(2, "%s: %s", name, javaDouble(global[name]))
+	}
 }
 
 func finite(v float64) float64 {

@@ -401,6 +401,56 @@ func isJobID(s string) bool {
 	return true
 }
 
+// checkJobNode refuses when the job-keyed node p holds a child that is not a job id, or a job
+// other than this cluster's that still has data.
+func (z *ZooKeeper) checkJobNode(c *zkConn, p string) error {
+	ids, err := c.children(p)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !isJobID(id) {
+			return &Refusal{Reason: RefusedNotFlink, Path: z.base,
+				Detail: fmt.Sprintf("%s holds %q, which is not a Flink job id", p, id)}
+		}
+		if z.jobIDs[strings.ToLower(id)] {
+			continue
+		}
+		// A job graph is data in itself; a job's node under jobs/ is only the parent of
+		// its checkpoint pointers and counter, which Flink leaves empty once the job
+		// is cleaned up.
+		if p == zkPath(z.base, jobsNode) {
+			held, err := c.children(zkPath(p, id))
+			if err != nil {
+				return err
+			}
+			if len(held) == 0 {
+				continue
+			}
+		}
+		return &Refusal{Reason: RefusedForeignJob, Path: z.base,
+			Detail: fmt.Sprintf("%s holds job %s, which is not this cluster's job; another cluster (another namespace's of the same name?) uses the same high-availability.cluster-id", zkPath(p, id), id)}
+	}
+	return nil
+}
+
+// checkLeaders refuses when the leader node holds a child that is neither a Flink component
+// nor a job id. Leader nodes hold only ephemeral connection information (the live-session check
+// of inspect) under persistent parents named by component or job id.
+func (z *ZooKeeper) checkLeaders(c *zkConn) error {
+	leaders, err := c.children(zkPath(z.base, leaderNode))
+	if err != nil {
+		return err
+	}
+	for _, l := range leaders {
+		if !leaderComponents[l] && !isJobID(strings.TrimPrefix(l, leaderJobPrefix)) {
+			return &Refusal{Reason: RefusedNotFlink, Path: z.base,
+				Detail: fmt.Sprintf("%s holds %q, which is neither a Flink component nor a job id", zkPath(z.base, leaderNode), l)}
+		}
+	}
+	return nil
+}
+
 // inspect returns the children of the cluster's node, once it has checked the node is its
 // cluster's: every child is one of Flink's nodes, the job-keyed nodes hold only job ids the
 // operator recorded, and no live session holds the leader latch. Otherwise a *Refusal.
@@ -420,45 +470,12 @@ func (z *ZooKeeper) inspect(c *zkConn) ([]string, error) {
 		jobNodes = append(jobNodes, zkPath(z.base, n))
 	}
 	for _, p := range jobNodes {
-		ids, err := c.children(p)
-		if err != nil {
+		if err := z.checkJobNode(c, p); err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			if !isJobID(id) {
-				return nil, &Refusal{Reason: RefusedNotFlink, Path: z.base,
-					Detail: fmt.Sprintf("%s holds %q, which is not a Flink job id", p, id)}
-			}
-			if z.jobIDs[strings.ToLower(id)] {
-				continue
-			}
-			// A job graph is data in itself; a job's node under jobs/ is only the parent of
-			// its checkpoint pointers and counter, which Flink leaves empty once the job
-			// is cleaned up.
-			if p == zkPath(z.base, jobsNode) {
-				held, err := c.children(zkPath(p, id))
-				if err != nil {
-					return nil, err
-				}
-				if len(held) == 0 {
-					continue
-				}
-			}
-			return nil, &Refusal{Reason: RefusedForeignJob, Path: z.base,
-				Detail: fmt.Sprintf("%s holds job %s, which is not this cluster's job; another cluster (another namespace's of the same name?) uses the same high-availability.cluster-id", zkPath(p, id), id)}
-		}
 	}
-	// Leader nodes hold only ephemeral connection information (the live-session check below)
-	// under persistent parents named by component or job id.
-	leaders, err := c.children(zkPath(z.base, leaderNode))
-	if err != nil {
+	if err := z.checkLeaders(c); err != nil {
 		return nil, err
-	}
-	for _, l := range leaders {
-		if !leaderComponents[l] && !isJobID(strings.TrimPrefix(l, leaderJobPrefix)) {
-			return nil, &Refusal{Reason: RefusedNotFlink, Path: z.base,
-				Detail: fmt.Sprintf("%s holds %q, which is neither a Flink component nor a job id", zkPath(z.base, leaderNode), l)}
-		}
 	}
 	for _, n := range latchNodes {
 		if p, err := c.liveNode(zkPath(z.base, n), 3); err != nil || p != "" {

@@ -93,92 +93,136 @@ func (c *ResourceCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 
-	type nsKind struct{ ns, kind string }
-	counts := map[nsKind]int{}
-	lifecycle := map[nsKind]map[flinkv1beta1.LifecycleState]int{}
-	jm := map[string]map[flinkv1beta1.JobManagerDeploymentStatus]int{}
-	versions := map[[2]string]int{}
-	snapshots := map[[3]string]int{}
-	addLifecycle := func(k nsKind, s flinkv1beta1.LifecycleState) {
-		if lifecycle[k] == nil {
-			lifecycle[k] = map[flinkv1beta1.LifecycleState]int{}
-		}
-		if s == "" {
-			s = flinkv1beta1.LifecycleCreated
-		}
-		lifecycle[k][s]++
-	}
-
+	rc := newResourceCounts()
 	var deps flinkv1beta1.FlinkDeploymentList
 	if err := c.Reader.List(ctx, &deps); err == nil {
 		for _, d := range deps.Items {
-			k := nsKind{d.Namespace, KindDeployment}
-			counts[k]++
-			addLifecycle(k, d.Status.LifecycleState)
-			if jm[d.Namespace] == nil {
-				jm[d.Namespace] = map[flinkv1beta1.JobManagerDeploymentStatus]int{}
-			}
-			status := d.Status.JobManagerDeploymentStatus
-			if status == "" {
-				status = flinkv1beta1.JobManagerMissing
-			}
-			jm[d.Namespace][status]++
-			if d.Spec.FlinkVersion != "" {
-				versions[[2]string{d.Namespace, string(d.Spec.FlinkVersion)}]++
-			}
+			rc.addDeployment(d)
 		}
 	}
 	var jobs flinkv1beta1.FlinkSessionJobList
 	if err := c.Reader.List(ctx, &jobs); err == nil {
 		for _, j := range jobs.Items {
-			k := nsKind{j.Namespace, KindSessionJob}
-			counts[k]++
-			addLifecycle(k, j.Status.LifecycleState)
+			rc.addSessionJob(j)
 		}
 	}
 	var snaps flinkv1beta1.FlinkStateSnapshotList
 	if err := c.Reader.List(ctx, &snaps); err == nil {
 		for _, s := range snaps.Items {
-			counts[nsKind{s.Namespace, KindSnapshot}]++
-			kind := "savepoint"
-			if s.Spec.Checkpoint != nil {
-				kind = "checkpoint"
-			}
-			state := s.Status.State
-			if state == "" {
-				state = flinkv1beta1.SnapshotTriggerPending
-			}
-			snapshots[[3]string{s.Namespace, kind, string(state)}]++
+			rc.addSnapshot(s)
 		}
 	}
 
 	collectPerResource(ch, deps.Items, jobs.Items, snaps.Items)
-	for k, n := range counts {
+	rc.collect(ch)
+}
+
+type nsKind struct{ ns, kind string }
+
+// resourceCounts are one scrape's counts of the operator's resources, by namespace and kind,
+// lifecycle state, JobManager deployment status, Flink version and snapshot state.
+type resourceCounts struct {
+	counts    map[nsKind]int
+	lifecycle map[nsKind]map[flinkv1beta1.LifecycleState]int
+	jm        map[string]map[flinkv1beta1.JobManagerDeploymentStatus]int
+	versions  map[[2]string]int
+	snapshots map[[3]string]int
+}
+
+func newResourceCounts() *resourceCounts {
+	return &resourceCounts{
+		counts:    map[nsKind]int{},
+		lifecycle: map[nsKind]map[flinkv1beta1.LifecycleState]int{},
+		jm:        map[string]map[flinkv1beta1.JobManagerDeploymentStatus]int{},
+		versions:  map[[2]string]int{},
+		snapshots: map[[3]string]int{},
+	}
+}
+
+// addLifecycle counts a resource in its lifecycle state; one not yet given a state is CREATED.
+func (rc *resourceCounts) addLifecycle(k nsKind, s flinkv1beta1.LifecycleState) {
+	if rc.lifecycle[k] == nil {
+		rc.lifecycle[k] = map[flinkv1beta1.LifecycleState]int{}
+	}
+	if s == "" {
+		s = flinkv1beta1.LifecycleCreated
+	}
+	rc.lifecycle[k][s]++
+}
+
+// addDeployment counts a FlinkDeployment; one whose JobManager status is not yet set is MISSING.
+func (rc *resourceCounts) addDeployment(d flinkv1beta1.FlinkDeployment) {
+	k := nsKind{d.Namespace, KindDeployment}
+	rc.counts[k]++
+	rc.addLifecycle(k, d.Status.LifecycleState)
+	if rc.jm[d.Namespace] == nil {
+		rc.jm[d.Namespace] = map[flinkv1beta1.JobManagerDeploymentStatus]int{}
+	}
+	status := d.Status.JobManagerDeploymentStatus
+	if status == "" {
+		status = flinkv1beta1.JobManagerMissing
+	}
+	rc.jm[d.Namespace][status]++
+	if d.Spec.FlinkVersion != "" {
+		rc.versions[[2]string{d.Namespace, string(d.Spec.FlinkVersion)}]++
+	}
+}
+
+func (rc *resourceCounts) addSessionJob(j flinkv1beta1.FlinkSessionJob) {
+	k := nsKind{j.Namespace, KindSessionJob}
+	rc.counts[k]++
+	rc.addLifecycle(k, j.Status.LifecycleState)
+}
+
+// addSnapshot counts a FlinkStateSnapshot by kind and state; one without a state is
+// TRIGGER_PENDING.
+func (rc *resourceCounts) addSnapshot(s flinkv1beta1.FlinkStateSnapshot) {
+	rc.counts[nsKind{s.Namespace, KindSnapshot}]++
+	kind := "savepoint"
+	if s.Spec.Checkpoint != nil {
+		kind = "checkpoint"
+	}
+	state := s.Status.State
+	if state == "" {
+		state = flinkv1beta1.SnapshotTriggerPending
+	}
+	rc.snapshots[[3]string{s.Namespace, kind, string(state)}]++
+}
+
+// collect sends the counts as metrics.
+func (rc *resourceCounts) collect(ch chan<- prometheus.Metric) {
+	for k, n := range rc.counts {
 		ch <- prometheus.MustNewConstMetric(resourcesDesc, prometheus.GaugeValue, float64(n), k.ns, k.kind)
 	}
 	// Every state of a namespace and kind that has resources is reported, zeros included, so
 	// a state that empties shows 0 rather than a gap.
-	for k, byState := range lifecycle {
+	for k, byState := range rc.lifecycle {
 		for _, s := range lifecycleStates {
 			ch <- prometheus.MustNewConstMetric(lifecycleDesc, prometheus.GaugeValue, float64(byState[s]), k.ns, k.kind, string(s))
 		}
 	}
-	for ns, byStatus := range jm {
+	for ns, byStatus := range rc.jm {
 		for _, s := range jobManagerStates {
 			ch <- prometheus.MustNewConstMetric(jobManagerDesc, prometheus.GaugeValue, float64(byStatus[s]), ns, string(s))
 		}
 	}
-	for k, n := range versions {
+	for k, n := range rc.versions {
 		ch <- prometheus.MustNewConstMetric(versionDesc, prometheus.GaugeValue, float64(n), k[0], k[1])
 	}
+	rc.collectSnapshots(ch)
+}
+
+// collectSnapshots sends every snapshot kind and state of a namespace that has snapshots, zeros
+// included.
+func (rc *resourceCounts) collectSnapshots(ch chan<- prometheus.Metric) {
 	snapNS := map[string]bool{}
-	for k := range snapshots {
+	for k := range rc.snapshots {
 		snapNS[k[0]] = true
 	}
 	for ns := range snapNS {
 		for _, kind := range []string{"savepoint", "checkpoint"} {
 			for _, s := range snapshotStates {
-				ch <- prometheus.MustNewConstMetric(snapshotDesc, prometheus.GaugeValue, float64(snapshots[[3]string{ns, kind, string(s)}]), ns, kind, string(s))
+				ch <- prometheus.MustNewConstMetric(snapshotDesc, prometheus.GaugeValue, float64(rc.snapshots[[3]string{ns, kind, string(s)}]), ns, kind, string(s))
 			}
 		}
 	}

@@ -54,86 +54,19 @@ type lastTimes struct{ savepoint, checkpoint int64 }
 
 func collectPerResource(ch chan<- prometheus.Metric, deps []flinkv1beta1.FlinkDeployment, jobs []flinkv1beta1.FlinkSessionJob, snaps []flinkv1beta1.FlinkStateSnapshot) {
 	last := map[resourceKey]*lastTimes{}
-	common := func(k resourceKey, st *flinkv1beta1.CommonStatus, hasJob bool) {
-		state := st.LifecycleState
-		if state == "" {
-			state = flinkv1beta1.LifecycleCreated
-		}
-		ch <- prometheus.MustNewConstMetric(resourceLifecycleDesc, prometheus.GaugeValue, 1, k.ns, k.kind, k.name, string(state))
-		if hasJob && st.JobStatus.State != "" {
-			ch <- prometheus.MustNewConstMetric(jobStatusDesc, prometheus.GaugeValue, 1, k.ns, k.kind, k.name, string(st.JobStatus.State))
-		}
-		t := &lastTimes{}
-		if sp := st.JobStatus.SavepointInfo; sp != nil {
-			if sp.LastSavepoint != nil {
-				t.savepoint = sp.LastSavepoint.TimeStamp
-			}
-			if sp.TriggerID != "" && sp.TriggerTimestamp != nil {
-				ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue, seconds(*sp.TriggerTimestamp), k.ns, k.kind, k.name, "savepoint", "")
-			}
-		}
-		if cp := st.JobStatus.CheckpointInfo; cp != nil {
-			if cp.LastCheckpoint != nil {
-				t.checkpoint = cp.LastCheckpoint.TimeStamp
-			}
-			if cp.TriggerID != "" && cp.TriggerTimestamp != nil {
-				ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue, seconds(*cp.TriggerTimestamp), k.ns, k.kind, k.name, "checkpoint", "")
-			}
-		}
-		last[k] = t
-	}
 	for i := range deps {
 		d := &deps[i]
 		k := resourceKey{d.Namespace, KindDeployment, d.Name}
-		common(k, &d.Status.CommonStatus, d.Spec.Job != nil)
-		if raw, ok := d.Status.ClusterInfo[healthInfoKey]; ok {
-			var h healthInfo
-			// A record this version cannot read says nothing; the other series still go out.
-			if err := json.Unmarshal([]byte(raw), &h); err == nil {
-				ch <- prometheus.MustNewConstMetric(jobHealthyDesc, prometheus.GaugeValue, boolValue(h.Healthy), k.ns, k.kind, k.name)
-				if h.CompletedCheckpoints > 0 {
-					last[k].checkpoint = max(last[k].checkpoint, h.CheckpointsIncreasedSince)
-				}
-			}
-		}
+		last[k] = collectCommon(ch, k, &d.Status.CommonStatus, d.Spec.Job != nil)
+		collectHealth(ch, k, d.Status.ClusterInfo, last[k])
 	}
 	for i := range jobs {
 		j := &jobs[i]
-		common(resourceKey{j.Namespace, KindSessionJob, j.Name}, &j.Status.CommonStatus, true)
+		k := resourceKey{j.Namespace, KindSessionJob, j.Name}
+		last[k] = collectCommon(ch, k, &j.Status.CommonStatus, true)
 	}
-
 	for i := range snaps {
-		s := &snaps[i]
-		ref := s.Spec.JobReference
-		if ref == nil || ref.Name == "" {
-			continue
-		}
-		k := resourceKey{s.Namespace, string(ref.Kind), ref.Name}
-		t, ok := last[k]
-		if !ok {
-			continue // the job's resource is gone (or not this instance's): no series for it
-		}
-		typ := "savepoint"
-		if s.Spec.Checkpoint != nil {
-			typ = "checkpoint"
-		}
-		switch s.Status.State {
-		case flinkv1beta1.SnapshotCompleted:
-			completed, err := flinkv1beta1.ParseSnapshotTime(s.Status.ResultTimestamp)
-			if err != nil {
-				continue
-			}
-			at := completed.UnixMilli()
-			if typ == "checkpoint" {
-				t.checkpoint = max(t.checkpoint, at)
-			} else {
-				t.savepoint = max(t.savepoint, at)
-			}
-		case "", flinkv1beta1.SnapshotTriggerPending, flinkv1beta1.SnapshotInProgress:
-			// Asked for when the resource was created: the trigger time is reset by retries.
-			ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue,
-				float64(s.CreationTimestamp.Unix()), k.ns, k.kind, k.name, typ, s.Name)
-		}
+		collectSnapshot(ch, &snaps[i], last)
 	}
 	for k, t := range last {
 		if t.savepoint > 0 {
@@ -142,6 +75,91 @@ func collectPerResource(ch chan<- prometheus.Metric, deps []flinkv1beta1.FlinkDe
 		if t.checkpoint > 0 {
 			ch <- prometheus.MustNewConstMetric(lastCheckpointDesc, prometheus.GaugeValue, seconds(t.checkpoint), k.ns, k.kind, k.name)
 		}
+	}
+}
+
+// collectCommon sends a resource's lifecycle and job state and its legacy pending triggers
+// (status.jobStatus.savepointInfo and checkpointInfo), and returns its legacy last snapshot
+// times.
+func collectCommon(ch chan<- prometheus.Metric, k resourceKey, st *flinkv1beta1.CommonStatus, hasJob bool) *lastTimes {
+	state := st.LifecycleState
+	if state == "" {
+		state = flinkv1beta1.LifecycleCreated
+	}
+	ch <- prometheus.MustNewConstMetric(resourceLifecycleDesc, prometheus.GaugeValue, 1, k.ns, k.kind, k.name, string(state))
+	if hasJob && st.JobStatus.State != "" {
+		ch <- prometheus.MustNewConstMetric(jobStatusDesc, prometheus.GaugeValue, 1, k.ns, k.kind, k.name, string(st.JobStatus.State))
+	}
+	t := &lastTimes{}
+	if sp := st.JobStatus.SavepointInfo; sp != nil {
+		if sp.LastSavepoint != nil {
+			t.savepoint = sp.LastSavepoint.TimeStamp
+		}
+		if sp.TriggerID != "" && sp.TriggerTimestamp != nil {
+			ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue, seconds(*sp.TriggerTimestamp), k.ns, k.kind, k.name, "savepoint", "")
+		}
+	}
+	if cp := st.JobStatus.CheckpointInfo; cp != nil {
+		if cp.LastCheckpoint != nil {
+			t.checkpoint = cp.LastCheckpoint.TimeStamp
+		}
+		if cp.TriggerID != "" && cp.TriggerTimestamp != nil {
+			ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue, seconds(*cp.TriggerTimestamp), k.ns, k.kind, k.name, "checkpoint", "")
+		}
+	}
+	return t
+}
+
+// collectHealth sends a FlinkDeployment's health-check verdict from its status.clusterInfo, and
+// counts the check's last seen checkpoint progress into t.
+func collectHealth(ch chan<- prometheus.Metric, k resourceKey, clusterInfo map[string]string, t *lastTimes) {
+	raw, ok := clusterInfo[healthInfoKey]
+	if !ok {
+		return
+	}
+	var h healthInfo
+	// A record this version cannot read says nothing; the other series still go out.
+	if err := json.Unmarshal([]byte(raw), &h); err != nil {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(jobHealthyDesc, prometheus.GaugeValue, boolValue(h.Healthy), k.ns, k.kind, k.name)
+	if h.CompletedCheckpoints > 0 {
+		t.checkpoint = max(t.checkpoint, h.CheckpointsIncreasedSince)
+	}
+}
+
+// collectSnapshot counts a completed FlinkStateSnapshot into its job resource's last times, or
+// sends a pending one; a snapshot whose resource is not in last is left out.
+func collectSnapshot(ch chan<- prometheus.Metric, s *flinkv1beta1.FlinkStateSnapshot, last map[resourceKey]*lastTimes) {
+	ref := s.Spec.JobReference
+	if ref == nil || ref.Name == "" {
+		return
+	}
+	k := resourceKey{s.Namespace, string(ref.Kind), ref.Name}
+	t, ok := last[k]
+	if !ok {
+		return // the job's resource is gone (or not this instance's): no series for it
+	}
+	typ := "savepoint"
+	if s.Spec.Checkpoint != nil {
+		typ = "checkpoint"
+	}
+	switch s.Status.State {
+	case flinkv1beta1.SnapshotCompleted:
+		completed, err := flinkv1beta1.ParseSnapshotTime(s.Status.ResultTimestamp)
+		if err != nil {
+			return
+		}
+		at := completed.UnixMilli()
+		if typ == "checkpoint" {
+			t.checkpoint = max(t.checkpoint, at)
+		} else {
+			t.savepoint = max(t.savepoint, at)
+		}
+	case "", flinkv1beta1.SnapshotTriggerPending, flinkv1beta1.SnapshotInProgress:
+		// Asked for when the resource was created: the trigger time is reset by retries.
+		ch <- prometheus.MustNewConstMetric(snapshotPendingDesc, prometheus.GaugeValue,
+			float64(s.CreationTimestamp.Unix()), k.ns, k.kind, k.name, typ, s.Name)
 	}
 }
 

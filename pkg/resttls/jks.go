@@ -68,6 +68,56 @@ func (w *jksWalker) certificate(version uint32, what string) error {
 	return w.skip(n, what)
 }
 
+// entry walks one store entry (named entry in errors) of a store of the given version, and
+// returns certs plus the certificates it holds, refusing a store that would hold more than
+// maxJKSEntries certificates.
+func (w *jksWalker) entry(entry string, version uint32, certs uint64) (uint64, error) {
+	tag, err := w.uint32(entry + " tag")
+	if err != nil {
+		return 0, err
+	}
+	if err := w.string(entry + " alias"); err != nil {
+		return 0, err
+	}
+	if err := w.skip(8, entry+" creation time"); err != nil {
+		return 0, err
+	}
+	switch tag {
+	case 1: // private key entry: encrypted key, then its certificate chain
+		n, err := w.uint32(entry + " key length")
+		if err != nil {
+			return 0, err
+		}
+		if err := w.skip(n, entry+" key"); err != nil {
+			return 0, err
+		}
+		chain, err := w.uint32(entry + " chain length")
+		if err != nil {
+			return 0, err
+		}
+		if certs+uint64(chain) > maxJKSEntries {
+			return 0, fmt.Errorf("%s has a chain of %d certificates: at most %d certificates are allowed in a store", entry, chain, maxJKSEntries)
+		}
+		for j := range chain {
+			if err := w.certificate(version, fmt.Sprintf("%s certificate %d", entry, j)); err != nil {
+				return 0, err
+			}
+		}
+		return certs + uint64(chain), nil
+	case 2: // trusted certificate entry
+		if err := w.certificate(version, entry+" certificate"); err != nil {
+			return 0, err
+		}
+		certs++
+		if certs > maxJKSEntries {
+			return 0, fmt.Errorf("more than %d certificates", maxJKSEntries)
+		}
+		return certs, nil
+	default:
+		return 0, fmt.Errorf("%s has tag %d: only 1 (private key) and 2 (trusted certificate) exist", entry, tag)
+	}
+}
+
 // checkJKS walks the structure of a JKS store (as written by Java's JavaKeyStore) and
 // refuses one whose magic, version, entry tags, counts or lengths do not fit in data, so
 // that decoding it allocates no more than data's size.
@@ -94,51 +144,10 @@ func checkJKS(data []byte) error {
 	if count > maxJKSEntries {
 		return fmt.Errorf("%d entries: at most %d are allowed", count, maxJKSEntries)
 	}
-	certs := 0
+	certs := uint64(0)
 	for i := range count {
-		entry := fmt.Sprintf("entry %d", i)
-		tag, err := w.uint32(entry + " tag")
-		if err != nil {
+		if certs, err = w.entry(fmt.Sprintf("entry %d", i), version, certs); err != nil {
 			return err
-		}
-		if err := w.string(entry + " alias"); err != nil {
-			return err
-		}
-		if err := w.skip(8, entry+" creation time"); err != nil {
-			return err
-		}
-		switch tag {
-		case 1: // private key entry: encrypted key, then its certificate chain
-			n, err := w.uint32(entry + " key length")
-			if err != nil {
-				return err
-			}
-			if err := w.skip(n, entry+" key"); err != nil {
-				return err
-			}
-			chain, err := w.uint32(entry + " chain length")
-			if err != nil {
-				return err
-			}
-			if uint64(certs)+uint64(chain) > maxJKSEntries {
-				return fmt.Errorf("%s has a chain of %d certificates: at most %d certificates are allowed in a store", entry, chain, maxJKSEntries)
-			}
-			for j := range chain {
-				if err := w.certificate(version, fmt.Sprintf("%s certificate %d", entry, j)); err != nil {
-					return err
-				}
-			}
-			certs += int(chain)
-		case 2: // trusted certificate entry
-			if err := w.certificate(version, entry+" certificate"); err != nil {
-				return err
-			}
-			certs++
-			if certs > maxJKSEntries {
-				return fmt.Errorf("more than %d certificates", maxJKSEntries)
-			}
-		default:
-			return fmt.Errorf("%s has tag %d: only 1 (private key) and 2 (trusted certificate) exist", entry, tag)
 		}
 	}
 	if w.remaining() < jksDigestLen {

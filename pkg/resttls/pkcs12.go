@@ -102,22 +102,8 @@ func checkPKCS12(data []byte) error {
 		return fmt.Errorf("not a PFX: %w", err)
 	}
 	b := pkcs12Budget{}
-	if len(pfx.MacData.Mac.Algorithm.Algorithm) > 0 {
-		iterations := pfx.MacData.Iterations
-		if pfx.MacData.Mac.Algorithm.Algorithm.Equal(oidPBMAC1) {
-			var p pbmac1Params
-			if _, err := asn1.Unmarshal(pfx.MacData.Mac.Algorithm.Parameters.FullBytes, &p); err != nil {
-				return fmt.Errorf("PBMAC1 parameters: %w", err)
-			}
-			var kdf pbkdf2Params
-			if _, err := asn1.Unmarshal(p.Kdf.Parameters.FullBytes, &kdf); err != nil {
-				return fmt.Errorf("PBMAC1 key derivation parameters: %w", err)
-			}
-			iterations = kdf.Iterations
-		}
-		if err := b.spend("the MAC asks", iterations, 1); err != nil {
-			return err
-		}
+	if err := b.spendMAC(pfx.MacData); err != nil {
+		return err
 	}
 	if !pfx.AuthSafe.ContentType.Equal(oidData) {
 		return nil // not password-integrity mode: go-pkcs12 refuses it without deriving anything
@@ -131,28 +117,54 @@ func checkPKCS12(data []byte) error {
 		return err
 	}
 	for i, raw := range contents {
-		var ci pfxContentInfo
-		if _, err := asn1.Unmarshal(raw, &ci); err != nil {
+		if err := b.checkContents(i, raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spendMAC counts the rounds of the store's integrity MAC (PKCS#12's own or PBMAC1), if it has
+// one.
+func (b *pkcs12Budget) spendMAC(mac pfxMacData) error {
+	if len(mac.Mac.Algorithm.Algorithm) == 0 {
+		return nil
+	}
+	iterations := mac.Iterations
+	if mac.Mac.Algorithm.Algorithm.Equal(oidPBMAC1) {
+		var p pbmac1Params
+		if _, err := asn1.Unmarshal(mac.Mac.Algorithm.Parameters.FullBytes, &p); err != nil {
+			return fmt.Errorf("PBMAC1 parameters: %w", err)
+		}
+		var kdf pbkdf2Params
+		if _, err := asn1.Unmarshal(p.Kdf.Parameters.FullBytes, &kdf); err != nil {
+			return fmt.Errorf("PBMAC1 key derivation parameters: %w", err)
+		}
+		iterations = kdf.Iterations
+	}
+	return b.spend("the MAC asks", iterations, 1)
+}
+
+// checkContents counts the i-th element of the authenticated safe: the rounds of encrypted
+// contents' derivation, or the bags of plain contents.
+func (b *pkcs12Budget) checkContents(i int, raw []byte) error {
+	var ci pfxContentInfo
+	if _, err := asn1.Unmarshal(raw, &ci); err != nil {
+		return fmt.Errorf("contents %d: %w", i, err)
+	}
+	switch {
+	case ci.ContentType.Equal(oidEncryptedData):
+		var ed pfxEncryptedData
+		if _, err := asn1.Unmarshal(ci.Content.Bytes, &ed); err != nil {
+			return fmt.Errorf("encrypted contents %d: %w", i, err)
+		}
+		return b.spendAlgorithm(fmt.Sprintf("the encrypted contents %d ask", i), ed.Info.Algorithm)
+	case ci.ContentType.Equal(oidData):
+		var safe []byte
+		if _, err := asn1.Unmarshal(ci.Content.Bytes, &safe); err != nil {
 			return fmt.Errorf("contents %d: %w", i, err)
 		}
-		switch {
-		case ci.ContentType.Equal(oidEncryptedData):
-			var ed pfxEncryptedData
-			if _, err := asn1.Unmarshal(ci.Content.Bytes, &ed); err != nil {
-				return fmt.Errorf("encrypted contents %d: %w", i, err)
-			}
-			if err := b.spendAlgorithm(fmt.Sprintf("the encrypted contents %d ask", i), ed.Info.Algorithm); err != nil {
-				return err
-			}
-		case ci.ContentType.Equal(oidData):
-			var safe []byte
-			if _, err := asn1.Unmarshal(ci.Content.Bytes, &safe); err != nil {
-				return fmt.Errorf("contents %d: %w", i, err)
-			}
-			if err := b.checkBags(safe, i); err != nil {
-				return err
-			}
-		}
+		return b.checkBags(safe, i)
 	}
 	return nil
 }

@@ -516,6 +516,36 @@ func detectBounded(data []byte) (Format, error) {
 	return format, nil
 }
 
+// jksEntryCertificates returns the certificates of a JKS entry: a trusted certificate entry's
+// certificate, or a private key entry's chain.
+func jksEntryCertificates(ks keystore.KeyStore, alias string) ([]*x509.Certificate, error) {
+	var ders [][]byte
+	if ks.IsTrustedCertificateEntry(alias) {
+		e, err := ks.GetTrustedCertificateEntry(alias)
+		if err != nil {
+			return nil, err
+		}
+		ders = append(ders, e.Certificate.Content)
+	} else {
+		chain, err := ks.GetPrivateKeyEntryCertificateChain(alias)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range chain {
+			ders = append(ders, c.Content)
+		}
+	}
+	certs := make([]*x509.Certificate, 0, len(ders))
+	for _, der := range ders {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, err
+		}
+		certs = append(certs, c)
+	}
+	return certs, nil
+}
+
 // TrustedCertificates are the certificates a truststore trusts: its trusted-certificate
 // entries and, as Java's trust managers take them too, the chains of its key entries.
 //
@@ -536,29 +566,11 @@ func TrustedCertificates(data []byte, password string) ([]*x509.Certificate, err
 			return nil, err
 		}
 		for _, alias := range ks.Aliases() {
-			var ders [][]byte
-			if ks.IsTrustedCertificateEntry(alias) {
-				e, err := ks.GetTrustedCertificateEntry(alias)
-				if err != nil {
-					return nil, fmt.Errorf("JKS entry %q: %w", alias, err)
-				}
-				ders = append(ders, e.Certificate.Content)
-			} else {
-				chain, err := ks.GetPrivateKeyEntryCertificateChain(alias)
-				if err != nil {
-					return nil, fmt.Errorf("JKS entry %q: %w", alias, err)
-				}
-				for _, c := range chain {
-					ders = append(ders, c.Content)
-				}
+			cs, err := jksEntryCertificates(ks, alias)
+			if err != nil {
+				return nil, fmt.Errorf("JKS entry %q: %w", alias, err)
 			}
-			for _, der := range ders {
-				c, err := x509.ParseCertificate(der)
-				if err != nil {
-					return nil, fmt.Errorf("JKS entry %q: %w", alias, err)
-				}
-				certs = append(certs, c)
-			}
+			certs = append(certs, cs...)
 		}
 	case FormatPKCS12:
 		certs, err = pkcs12.DecodeTrustStore(data, password)

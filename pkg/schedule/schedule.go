@@ -85,27 +85,9 @@ func parseField(p string, rng [2]int, index int) (map[int]bool, bool, error) {
 			}
 			step = n
 		}
-		lo, hi := rng[0], rng[1]
-		switch {
-		case base == "*" || base == "?":
-		case strings.Contains(base, "-"):
-			a, b, _ := strings.Cut(base, "-")
-			var err error
-			if lo, err = value(a, index); err != nil {
-				return nil, false, err
-			}
-			if hi, err = value(b, index); err != nil {
-				return nil, false, err
-			}
-		default:
-			v, err := value(base, index)
-			if err != nil {
-				return nil, false, err
-			}
-			lo = v
-			if !hasStep {
-				hi = v
-			}
+		lo, hi, err := fieldRange(base, rng, index, hasStep)
+		if err != nil {
+			return nil, false, err
 		}
 		if lo < rng[0] || hi > rng[1] || lo > hi {
 			return nil, false, fmt.Errorf("%q is outside %d-%d", item, rng[0], rng[1])
@@ -118,6 +100,33 @@ func parseField(p string, rng [2]int, index int) (map[int]bool, bool, error) {
 		}
 	}
 	return set, false, nil
+}
+
+// fieldRange reads the range part of a list item (before any /step): * or ?, a-b or a single
+// value, which with a step runs to the end of rng.
+func fieldRange(base string, rng [2]int, index int, hasStep bool) (lo, hi int, err error) {
+	lo, hi = rng[0], rng[1]
+	switch {
+	case base == "*" || base == "?":
+	case strings.Contains(base, "-"):
+		a, b, _ := strings.Cut(base, "-")
+		if lo, err = value(a, index); err != nil {
+			return 0, 0, err
+		}
+		if hi, err = value(b, index); err != nil {
+			return 0, 0, err
+		}
+	default:
+		v, err := value(base, index)
+		if err != nil {
+			return 0, 0, err
+		}
+		lo = v
+		if !hasStep {
+			hi = v
+		}
+	}
+	return lo, hi, nil
 }
 
 func value(s string, index int) (int, error) {

@@ -45,29 +45,13 @@ func ParseDockerfile(text string) (Dockerfile, error) {
 			}
 			from = true
 		case "LABEL":
-			words, err := splitWords(rest)
-			if err != nil {
-				return df, fmt.Errorf("%s: %w", where, err)
-			}
-			if len(words) == 0 {
-				return df, fmt.Errorf("%s: LABEL needs key=value", where)
-			}
-			for _, w := range words {
-				k, v, ok := strings.Cut(w, "=")
-				if !ok || k == "" {
-					return df, fmt.Errorf("%s: label %q is not key=value", where, w)
-				}
-				df.Labels[k] = v
+			if err := df.addLabels(where, rest); err != nil {
+				return df, err
 			}
 		case "COPY":
-			words, err := splitWords(rest)
-			if err != nil {
-				return df, fmt.Errorf("%s: %w", where, err)
+			if err := df.addCopy(where, rest); err != nil {
+				return df, err
 			}
-			if len(words) != 2 || strings.HasPrefix(words[0], "--") {
-				return df, fmt.Errorf("%s: COPY takes exactly a source and a destination, without flags", where)
-			}
-			df.Copies = append(df.Copies, Copy{Src: words[0], Dst: words[1]})
 		default:
 			return df, fmt.Errorf("%s: instruction %s is not supported (FROM scratch, LABEL and COPY are)", where, instr)
 		}
@@ -79,6 +63,38 @@ func ParseDockerfile(text string) (Dockerfile, error) {
 		return df, fmt.Errorf("no FROM instruction")
 	}
 	return df, nil
+}
+
+// addLabels reads a LABEL instruction's key=value words (where names its line in errors).
+func (df *Dockerfile) addLabels(where, rest string) error {
+	words, err := splitWords(rest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if len(words) == 0 {
+		return fmt.Errorf("%s: LABEL needs key=value", where)
+	}
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%s: label %q is not key=value", where, w)
+		}
+		df.Labels[k] = v
+	}
+	return nil
+}
+
+// addCopy reads a COPY instruction's source and destination (where names its line in errors).
+func (df *Dockerfile) addCopy(where, rest string) error {
+	words, err := splitWords(rest)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	if len(words) != 2 || strings.HasPrefix(words[0], "--") {
+		return fmt.Errorf("%s: COPY takes exactly a source and a destination, without flags", where)
+	}
+	df.Copies = append(df.Copies, Copy{Src: words[0], Dst: words[1]})
+	return nil
 }
 
 // splitWords splits on blanks, honouring double quotes ("a b" is one word, quotes removed).

@@ -214,45 +214,63 @@ func Listeners(conf map[string]string) ([]Listener, error) {
 		}
 		l := Listener{Common: c, MaxAttempts: DefaultMaxAttempts, InitialBackoff: DefaultInitialBackoff,
 			MaxBackoff: DefaultMaxBackoff, QueueSize: DefaultQueueSize, QueueBytes: DefaultQueueBytes}
-		if r.MaxAttempts != nil {
-			if *r.MaxAttempts < 1 || *r.MaxAttempts > 100 {
-				return nil, fmt.Errorf("%s.maxAttempts: %d is not from 1 to 100", at, *r.MaxAttempts)
-			}
-			l.MaxAttempts = *r.MaxAttempts
+		if err := l.setQueue(at, r); err != nil {
+			return nil, err
 		}
-		if r.QueueSize != nil {
-			if *r.QueueSize < 1 || *r.QueueSize > maxQueueSize {
-				return nil, fmt.Errorf("%s.queueSize: %d is not from 1 to %d", at, *r.QueueSize, maxQueueSize)
-			}
-			l.QueueSize = *r.QueueSize
-		}
-		if r.QueueBytes != "" {
-			n, err := parseBytes(string(r.QueueBytes))
-			if err != nil || n < minQueueBytes || n > maxQueueBytes {
-				return nil, fmt.Errorf("%s.queueBytes: %q is not a size from 64 KiB to 4 GiB (e.g. 64 MiB, 512 KiB, 1048576)", at, r.QueueBytes)
-			}
-			l.QueueBytes = n
-		}
-		for _, d := range []struct {
-			name string
-			raw  string
-			dst  *time.Duration
-		}{{"initialBackoff", r.InitialBackoff, &l.InitialBackoff}, {"maxBackoff", r.MaxBackoff, &l.MaxBackoff}} {
-			if d.raw == "" {
-				continue
-			}
-			v, err := options.ParseDuration(d.raw)
-			if err != nil || v <= 0 {
-				return nil, fmt.Errorf("%s.%s: %q is not a positive duration (e.g. 500 ms, 2 s)", at, d.name, d.raw)
-			}
-			*d.dst = v
-		}
-		if l.MaxBackoff < l.InitialBackoff {
-			return nil, fmt.Errorf("%s.maxBackoff: %s is shorter than initialBackoff %s", at, l.MaxBackoff, l.InitialBackoff)
+		if err := l.setBackoff(at, r); err != nil {
+			return nil, err
 		}
 		out = append(out, l)
 	}
 	return out, nil
+}
+
+// setQueue sets the listener's attempts and queue bounds given in r, each checked against its
+// allowed range.
+func (l *Listener) setQueue(at string, r raw) error {
+	if r.MaxAttempts != nil {
+		if *r.MaxAttempts < 1 || *r.MaxAttempts > 100 {
+			return fmt.Errorf("%s.maxAttempts: %d is not from 1 to 100", at, *r.MaxAttempts)
+		}
+		l.MaxAttempts = *r.MaxAttempts
+	}
+	if r.QueueSize != nil {
+		if *r.QueueSize < 1 || *r.QueueSize > maxQueueSize {
+			return fmt.Errorf("%s.queueSize: %d is not from 1 to %d", at, *r.QueueSize, maxQueueSize)
+		}
+		l.QueueSize = *r.QueueSize
+	}
+	if r.QueueBytes != "" {
+		n, err := parseBytes(string(r.QueueBytes))
+		if err != nil || n < minQueueBytes || n > maxQueueBytes {
+			return fmt.Errorf("%s.queueBytes: %q is not a size from 64 KiB to 4 GiB (e.g. 64 MiB, 512 KiB, 1048576)", at, r.QueueBytes)
+		}
+		l.QueueBytes = n
+	}
+	return nil
+}
+
+// setBackoff sets the listener's retry backoffs given in r: positive durations, the maximum not
+// shorter than the initial one.
+func (l *Listener) setBackoff(at string, r raw) error {
+	for _, d := range []struct {
+		name string
+		raw  string
+		dst  *time.Duration
+	}{{"initialBackoff", r.InitialBackoff, &l.InitialBackoff}, {"maxBackoff", r.MaxBackoff, &l.MaxBackoff}} {
+		if d.raw == "" {
+			continue
+		}
+		v, err := options.ParseDuration(d.raw)
+		if err != nil || v <= 0 {
+			return fmt.Errorf("%s.%s: %q is not a positive duration (e.g. 500 ms, 2 s)", at, d.name, d.raw)
+		}
+		*d.dst = v
+	}
+	if l.MaxBackoff < l.InitialBackoff {
+		return fmt.Errorf("%s.maxBackoff: %s is shorter than initialBackoff %s", at, l.MaxBackoff, l.InitialBackoff)
+	}
+	return nil
 }
 
 // Check reports the first error of the extension options in conf (nil when they are valid or
