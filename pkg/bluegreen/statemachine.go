@@ -79,11 +79,12 @@ func States() []flinkv1beta1.FlinkBlueGreenDeploymentState {
 	}
 }
 
-// UnknownStateError is status.blueGreenState holding a value that is not one of States(): written
-// by hand, by another operator's version with states this one lacks, or under a CRD without the
-// enum. The state says which child serves and which step of a switch is under way; guessing
-// (say, starting over from INITIALIZING_BLUE) could deploy blue over a serving green or delete
-// the child that serves, so nothing is decided until the state is corrected.
+// UnknownStateError is status.blueGreenState holding a value that is not one of States(). The
+// CRD's enum keeps other values out, so this is a state written by an operator version with
+// states this one lacks (rolling the operator back keeps the newer CRD), or a CRD edited by hand.
+// The state says which child serves and which step of a switch is under way; guessing (say,
+// starting over from INITIALIZING_BLUE) could deploy blue over a serving green, so nothing is
+// decided or touched until the state is corrected (or the operator that wrote it runs again).
 type UnknownStateError struct {
 	State flinkv1beta1.FlinkBlueGreenDeploymentState
 }
