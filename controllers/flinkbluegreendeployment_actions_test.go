@@ -812,3 +812,45 @@ func TestBlueGreenUnknownStateIsRefused(t *testing.T) {
 	assert.Equal(t, int64(3), stored.Status.ObservedGeneration, "the new spec is not recorded")
 	assert.Len(t, f.drainEvents(), 1, "reported once")
 }
+
+// TestBlueGreenRefusalIsWrittenOnce: a refusal that comes from the Ingress (one of another owner
+// under the resource's Ingress name, a template that cannot be built) is written once. A reconcile
+// that finds it again writes nothing: each status write is a watch event and another reconcile,
+// so writing it anew every time would reconcile in a loop.
+func TestBlueGreenRefusalIsWrittenOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(bg *flinkv1beta1.FlinkBlueGreenDeployment) []client.Object
+		want  string
+	}{
+		{"an Ingress of another owner", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) []client.Object {
+			return []client.Object{&networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: bg.Namespace, Name: native.IngressName(bg.Name)}}}
+		}, "Ingress " + native.IngressName("app") + " exists and does not belong to this FlinkBlueGreenDeployment"},
+		{"an Ingress template that cannot be built", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) []client.Object {
+			bg.Spec.Ingress.Template = "{{job}}.example.com"
+			return nil
+		}, `spec.ingress.template: "{{job}}.example.com" has placeholders other than {{name}} and {{namespace}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bg := fakeBlueGreenResource(t)
+			bg.Status.BlueGreenState = flinkv1beta1.BlueGreenActiveBlue
+			blue := childOf(t, bg, bluegreen.Blue, "", true)
+			objs := append(tc.setup(bg), blue)
+			recordSpecOf(t, bg)
+			f := newBGFake(t, bg, objs...)
+			reconcile := func() *flinkv1beta1.FlinkBlueGreenDeployment {
+				_, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bg)})
+				require.NoError(t, err)
+				return getBlueGreen(t, f.c, bg.Namespace, bg.Name)
+			}
+			first := reconcile()
+			assert.Equal(t, tc.want, first.Status.Error)
+			assert.Equal(t, reasonInvalid, condition(first, ConditionBlueGreenReady).Reason)
+			for i := 0; i < 3; i++ {
+				again := reconcile()
+				assert.Equal(t, first.ResourceVersion, again.ResourceVersion, "reconcile %d wrote the status again", i+2)
+			}
+			assert.Len(t, f.drainEvents(), 1, "reported once")
+		})
+	}
+}

@@ -178,6 +178,15 @@ func (r *FlinkBlueGreenDeploymentReconciler) observe(ctx context.Context, bg *fl
 	if err := bluegreen.CheckState(bg.Status.BlueGreenState); err != nil {
 		return nil, r.recordInvalid(ctx, bg, err.Error())
 	}
+	// The Ingress is checked here too, for the same reason: refused while acting, after the
+	// step's status write cleared the refusal, it would be written anew on every reconcile, each
+	// write a watch event and another reconcile.
+	if refusal, err := r.ingressRefusal(ctx, bg); err != nil || refusal != "" {
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.recordInvalid(ctx, bg, refusal)
+	}
 	obs.stored = *bg.Status.DeepCopy()
 	if c := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady); c != nil && c.Reason == reasonInvalid {
 		bg.Status.Error = "" // fixed since: the conditions are set anew below
@@ -565,20 +574,12 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		}
 		return nil
 	}
-	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
-	shape.Spec.Ingress = bg.Spec.Ingress
-	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	want, err := buildIngress(bg, active)
 	if err != nil {
 		return r.recordInvalid(ctx, bg, err.Error())
 	}
-	want.OwnerReferences = nil
 	if err := controllerutil.SetControllerReference(bg, want, r.Scheme); err != nil {
 		return fmt.Errorf("own ingress %s: %w", name, err)
-	}
-	for i := range want.Spec.Rules {
-		for j := range want.Spec.Rules[i].HTTP.Paths {
-			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
-		}
 	}
 	if !exists {
 		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -587,7 +588,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		return nil
 	}
 	if !ownedBy(current, bg) {
-		return r.recordInvalid(ctx, bg, fmt.Sprintf("Ingress %s exists and does not belong to this FlinkBlueGreenDeployment", name))
+		return r.recordInvalid(ctx, bg, foreignIngress(name))
 	}
 	if equality.Semantic.DeepEqual(current.Spec, want.Spec) && equality.Semantic.DeepEqual(current.Labels, want.Labels) &&
 		equality.Semantic.DeepEqual(current.Annotations, want.Annotations) {
@@ -599,4 +600,50 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		return fmt.Errorf("switch ingress %s to %s: %w", name, childName(bg, active), err)
 	}
 	return nil
+}
+
+// buildIngress is the resource's Ingress (spec.ingress) in front of the REST service of child
+// active, without its owner.
+func buildIngress(bg *flinkv1beta1.FlinkBlueGreenDeployment, active bluegreen.Color) (*networkingv1.Ingress, error) {
+	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
+	shape.Spec.Ingress = bg.Spec.Ingress
+	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	if err != nil {
+		return nil, err
+	}
+	want.OwnerReferences = nil
+	for i := range want.Spec.Rules {
+		for j := range want.Spec.Rules[i].HTTP.Paths {
+			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
+		}
+	}
+	return want, nil
+}
+
+// ingressRefusal is why the resource's Ingress cannot be made ("" when it can): its template
+// cannot be built, or an Ingress of its name belongs to someone else. Without spec.ingress there
+// is nothing to make (a foreign Ingress is left alone).
+func (r *FlinkBlueGreenDeploymentReconciler) ingressRefusal(ctx context.Context, bg *flinkv1beta1.FlinkBlueGreenDeployment) (string, error) {
+	if bg.Spec.Ingress == nil {
+		return "", nil
+	}
+	if _, err := buildIngress(bg, bluegreen.Blue); err != nil {
+		return err.Error(), nil
+	}
+	name := native.IngressName(bg.Name)
+	current := &networkingv1.Ingress{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: bg.Namespace, Name: name}, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get ingress %s: %w", name, err)
+	case !ownedBy(current, bg):
+		return foreignIngress(name), nil
+	}
+	return "", nil
+}
+
+func foreignIngress(name string) string {
+	return fmt.Sprintf("Ingress %s exists and does not belong to this FlinkBlueGreenDeployment", name)
 }
