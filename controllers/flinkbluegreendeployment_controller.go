@@ -142,7 +142,10 @@ func (r *FlinkBlueGreenDeploymentReconciler) Reconcile(ctx context.Context, req 
 	}
 
 	in := r.inputs(bg, obs)
-	step := bluegreen.Next(bg.Status.BlueGreenState, in)
+	step, err := bluegreen.Next(bg.Status.BlueGreenState, in)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("decide the blue/green step: %w", err) // observe refused an unknown state already
+	}
 	log.FromContext(ctx).V(1).Info("blue/green step", "state", bg.Status.BlueGreenState, "next", step.Next, "action", step.Action, "target", step.Target)
 	res, err := r.act(ctx, bg, obs, step)
 	if apierrors.IsConflict(err) {
@@ -168,6 +171,21 @@ func (r *FlinkBlueGreenDeploymentReconciler) observe(ctx context.Context, bg *fl
 		if errs := r.Validator.ValidateBlueGreenPolicy(bg); len(errs) > 0 {
 			return nil, r.recordInvalid(ctx, bg, errs.ToAggregate().Error())
 		}
+	}
+	// A state this operator does not know says nothing of which child serves: refused, nothing
+	// is decided or touched until it is corrected (see bluegreen.UnknownStateError). Checked
+	// before a former refusal is cleared below, so that the same refusal is not written again.
+	if err := bluegreen.CheckState(bg.Status.BlueGreenState); err != nil {
+		return nil, r.recordInvalid(ctx, bg, err.Error())
+	}
+	// The Ingress is checked here too, for the same reason: refused while acting, after the
+	// step's status write cleared the refusal, it would be written anew on every reconcile, each
+	// write a watch event and another reconcile.
+	if refusal, err := r.ingressRefusal(ctx, bg); err != nil || refusal != "" {
+		if err != nil {
+			return nil, err
+		}
+		return nil, r.recordInvalid(ctx, bg, refusal)
 	}
 	obs.stored = *bg.Status.DeepCopy()
 	if c := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady); c != nil && c.Reason == reasonInvalid {
@@ -254,250 +272,6 @@ func (r *FlinkBlueGreenDeploymentReconciler) inputs(bg *flinkv1beta1.FlinkBlueGr
 		in.DeletionDelayElapsed = !now.Before(readyAt.Add(obs.opts.DeletionDelay))
 	}
 	return in
-}
-
-// act records step in the status, then carries out its action.
-func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv1beta1.FlinkBlueGreenDeployment, obs *observed, step bluegreen.Step) (ctrl.Result, error) {
-	now := r.now()
-	opts := obs.opts
-	base := bg.DeepCopy()
-	base.Status = *obs.stored.DeepCopy()
-	st := &bg.Status
-	st.BlueGreenState = step.Next
-	target := obs.children[step.Target]
-	recordSpec := func() error {
-		spec, err := bluegreen.MarshalSpec(&bg.Spec)
-		if err != nil {
-			return err
-		}
-		st.LastReconciledSpec = spec
-		st.ObservedGeneration = bg.Generation
-		return nil
-	}
-	resetMarkers := func() {
-		st.AbortTimestamp, st.DeploymentReadyTimestamp, st.SavepointTriggerID = "", "", ""
-	}
-	wait := func() ctrl.Result { return ctrl.Result{RequeueAfter: r.nextLook(bg, opts)} }
-
-	switch step.Action {
-	case bluegreen.ActionNone:
-		r.mirrorJobStatus(bg, obs.children[step.Target])
-		if obs.wasInvalid {
-			r.setConditions(bg, obs) // the refusal's condition goes with it
-		}
-		if step.Next == flinkv1beta1.BlueGreenInitializingBlue && bluegreen.IsSuspended(&bg.Spec) {
-			st.JobStatus.State = flinkv1beta1.JobStatusSuspended
-		}
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		if _, resting := bluegreen.Active(step.Next); resting {
-			if err := r.retireOthers(ctx, bg, obs, step.Target); err != nil {
-				return ctrl.Result{}, err
-			}
-			// At rest and without a failed switch, the active child runs the recorded template:
-			// re-apply it in case the operator stopped between recording and applying it.
-			if active := obs.children[step.Target]; st.Error == "" && active != nil {
-				if _, err := r.ensureChild(ctx, bg, &bg.Spec.Template, step.Target, restorePathOf(active), active); err != nil {
-					return ctrl.Result{}, err
-				}
-			}
-			if err := r.reconcileIngress(ctx, bg, step.Target); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		return ctrl.Result{}, nil
-
-	case bluegreen.ActionWait:
-		if obs.savepoint == nil && st.SavepointTriggerID != "" && isSavepointing(step.Next) {
-			// Recorded, not created: the operator stopped in between.
-			if err := r.createSavepoint(ctx, bg, step.Target); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		return wait(), nil
-
-	case bluegreen.ActionDeploy, bluegreen.ActionDeployRecorded:
-		// The recorded template, when the current one asks for a suspend that waits for the
-		// switch to end: neither applied to the new child nor recorded.
-		spec := &bg.Spec
-		if step.Action == bluegreen.ActionDeployRecorded && obs.last != nil {
-			spec = obs.last
-		}
-		diff := bluegreen.Compare(obs.last, spec)
-		if diff == bluegreen.DiffSavepointRedeploy {
-			// The user chose the state to start from (upstream's startSavepointRedeployTransition):
-			// the new child starts from initialSavepointPath, never from a savepoint of the switch.
-			st.SavepointTriggerID = ""
-		}
-		// A new spec (or a new switch) gets a grace period of its own; the same spec redeployed
-		// (its child was missing or being replaced) keeps the one running.
-		_, graceRunning := parseTimestamp(st.AbortTimestamp)
-		sameSwitch := isTransitioning(base.Status.BlueGreenState) && graceRunning && diff == bluegreen.DiffNone
-		if !sameSwitch {
-			st.AbortTimestamp = now.Add(opts.AbortGracePeriod).UTC().Format(time.RFC3339Nano)
-		}
-		st.DeploymentReadyTimestamp = ""
-		st.JobStatus.State = flinkv1beta1.JobStatusReconciling
-		st.Error = ""
-		if spec == &bg.Spec {
-			if err := recordSpec(); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		path, err := r.restorePath(bg, spec, obs)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		done, err := r.ensureChild(ctx, bg, &spec.Template, step.Target, path, target)
-		if err != nil || !done {
-			return requeueSoon(), err
-		}
-		return wait(), nil
-
-	case bluegreen.ActionPatchActive:
-		if isSavepointing(base.Status.BlueGreenState) {
-			// A suspend asked for during the switch's savepoint: the switch is given up.
-			if err := r.dropSavepoint(ctx, obs); err != nil {
-				return ctrl.Result{}, err
-			}
-			resetMarkers()
-		}
-		if bluegreen.IsSuspended(&bg.Spec) {
-			st.JobStatus.State = flinkv1beta1.JobStatusSuspended
-		} else {
-			st.JobStatus.State = flinkv1beta1.JobStatusReconciling
-		}
-		st.Error = ""
-		if err := recordSpec(); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		done, err := r.ensureChild(ctx, bg, &bg.Spec.Template, step.Target, restorePathOf(target), target)
-		if err != nil || !done {
-			return requeueSoon(), err
-		}
-		r.Recorder.Eventf(bg, "Normal", ReasonBlueGreenPatched, "Applied the template to the active child %s in place", childName(bg, step.Target))
-		return wait(), nil
-
-	case bluegreen.ActionTriggerSavepoint:
-		st.SavepointTriggerID = savepointName(bg, step.Target)
-		st.AbortTimestamp = now.Add(opts.AbortGracePeriod).UTC().Format(time.RFC3339Nano)
-		st.DeploymentReadyTimestamp = ""
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.createSavepoint(ctx, bg, step.Target); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Eventf(bg, "Normal", ReasonBlueGreenSavepoint, "Savepoint %s of %s for the switch to %s",
-			st.SavepointTriggerID, childName(bg, step.Target), childName(bg, step.Target.Other()))
-		return wait(), nil
-
-	case bluegreen.ActionRecordReady:
-		st.DeploymentReadyTimestamp = now.UTC().Format(time.RFC3339Nano)
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		if opts.DeletionDelay <= 0 {
-			return requeueSoon(), nil
-		}
-		return ctrl.Result{RequeueAfter: opts.DeletionDelay}, nil
-
-	case bluegreen.ActionFinalize:
-		old := obs.children[step.Target.Other()]
-		if old != nil {
-			// Marked before the switch is recorded: a restart after the record still deletes it.
-			if err := r.markRetired(ctx, old); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-		resetMarkers()
-		st.Error = ""
-		r.mirrorJobStatus(bg, target)
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.reconcileIngress(ctx, bg, step.Target); err != nil {
-			return ctrl.Result{}, err
-		}
-		if old != nil {
-			if err := r.Client.Delete(ctx, old); client.IgnoreNotFound(err) != nil {
-				return ctrl.Result{}, fmt.Errorf("delete replaced child %s: %w", old.Name, err)
-			}
-		}
-		r.Recorder.Eventf(bg, "Normal", ReasonBlueGreenSwitched, "%s is active (%s)", childName(bg, step.Target), step.Next)
-		return requeueSoon(), nil
-
-	case bluegreen.ActionAbort:
-		resetMarkers()
-		st.JobStatus.State = flinkv1beta1.JobStatusFailing
-		st.Error = fmt.Sprintf("Aborting deployment '%s', rolling B/G deployment back to %s: not ready within %s (%s)",
-			childName(bg, step.Target), step.Next, opts.AbortGracePeriod, bluegreen.KeyAbortGracePeriod)
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.suspendChild(ctx, target); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Event(bg, "Warning", ReasonBlueGreenAborted, st.Error)
-		return ctrl.Result{}, nil
-
-	case bluegreen.ActionFail:
-		reason := "the savepoint did not complete within " + opts.AbortGracePeriod.String()
-		if obs.savepoint != nil && obs.savepoint.Status.Error != "" {
-			reason = obs.savepoint.Status.Error
-		}
-		// Deleted before the failure is recorded (a restart in between only retries the savepoint).
-		if err := r.dropSavepoint(ctx, obs); err != nil {
-			return ctrl.Result{}, err
-		}
-		resetMarkers()
-		st.JobStatus.State = flinkv1beta1.JobStatusFailing
-		st.Error = fmt.Sprintf("Savepoint of '%s' failed, %s stays active: %s", childName(bg, step.Target), childName(bg, step.Target), reason)
-		// Recorded so that the same spec is not retried in a loop; the next change retries.
-		if err := recordSpec(); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Event(bg, "Warning", ReasonBlueGreenFailed, st.Error)
-		return ctrl.Result{}, nil
-
-	case bluegreen.ActionFailNotReady:
-		// Upstream's checkAndInitiateDeployment: reported, recorded (the same spec is not
-		// retried), and no child is touched; the next change tries again.
-		st.JobStatus.State = flinkv1beta1.JobStatusFailing
-		st.Error = fmt.Sprintf("Transition to %s not possible, current Flink Deployment '%s' is not READY. FAILING '%s'",
-			step.Target.Other(), childName(bg, step.Target), bg.Name)
-		if err := recordSpec(); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.setConditions(bg, obs)
-		if err := r.writeStatus(ctx, base, bg); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.Recorder.Event(bg, "Warning", ReasonBlueGreenNotReady, st.Error)
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, fmt.Errorf("unknown blue/green action %q", step.Action)
 }
 
 // dropSavepoint deletes the switch's snapshot unless it completed: one still retrying would
@@ -800,20 +574,12 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		}
 		return nil
 	}
-	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
-	shape.Spec.Ingress = bg.Spec.Ingress
-	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	want, err := buildIngress(bg, active)
 	if err != nil {
 		return r.recordInvalid(ctx, bg, err.Error())
 	}
-	want.OwnerReferences = nil
 	if err := controllerutil.SetControllerReference(bg, want, r.Scheme); err != nil {
 		return fmt.Errorf("own ingress %s: %w", name, err)
-	}
-	for i := range want.Spec.Rules {
-		for j := range want.Spec.Rules[i].HTTP.Paths {
-			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
-		}
 	}
 	if !exists {
 		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -822,7 +588,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		return nil
 	}
 	if !ownedBy(current, bg) {
-		return r.recordInvalid(ctx, bg, fmt.Sprintf("Ingress %s exists and does not belong to this FlinkBlueGreenDeployment", name))
+		return r.recordInvalid(ctx, bg, foreignIngress(name))
 	}
 	if equality.Semantic.DeepEqual(current.Spec, want.Spec) && equality.Semantic.DeepEqual(current.Labels, want.Labels) &&
 		equality.Semantic.DeepEqual(current.Annotations, want.Annotations) {
@@ -834,4 +600,50 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 		return fmt.Errorf("switch ingress %s to %s: %w", name, childName(bg, active), err)
 	}
 	return nil
+}
+
+// buildIngress is the resource's Ingress (spec.ingress) in front of the REST service of child
+// active, without its owner.
+func buildIngress(bg *flinkv1beta1.FlinkBlueGreenDeployment, active bluegreen.Color) (*networkingv1.Ingress, error) {
+	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
+	shape.Spec.Ingress = bg.Spec.Ingress
+	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	if err != nil {
+		return nil, err
+	}
+	want.OwnerReferences = nil
+	for i := range want.Spec.Rules {
+		for j := range want.Spec.Rules[i].HTTP.Paths {
+			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
+		}
+	}
+	return want, nil
+}
+
+// ingressRefusal is why the resource's Ingress cannot be made ("" when it can): its template
+// cannot be built, or an Ingress of its name belongs to someone else. Without spec.ingress there
+// is nothing to make (a foreign Ingress is left alone).
+func (r *FlinkBlueGreenDeploymentReconciler) ingressRefusal(ctx context.Context, bg *flinkv1beta1.FlinkBlueGreenDeployment) (string, error) {
+	if bg.Spec.Ingress == nil {
+		return "", nil
+	}
+	if _, err := buildIngress(bg, bluegreen.Blue); err != nil {
+		return err.Error(), nil
+	}
+	name := native.IngressName(bg.Name)
+	current := &networkingv1.Ingress{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: bg.Namespace, Name: name}, current)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get ingress %s: %w", name, err)
+	case !ownedBy(current, bg):
+		return foreignIngress(name), nil
+	}
+	return "", nil
+}
+
+func foreignIngress(name string) string {
+	return fmt.Sprintf("Ingress %s exists and does not belong to this FlinkBlueGreenDeployment", name)
 }

@@ -6,6 +6,9 @@
 package bluegreen
 
 import (
+	"fmt"
+	"strings"
+
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
@@ -58,6 +61,55 @@ const (
 	// current one asks for a suspend, which waits until the switch has ended.
 	ActionDeployRecorded Action = "DeployRecorded"
 )
+
+// Actions are every action Next can return, so that a caller that maps actions to handlers
+// can check it has one for each.
+func Actions() []Action {
+	return []Action{ActionNone, ActionWait, ActionDeploy, ActionDeployRecorded, ActionPatchActive,
+		ActionTriggerSavepoint, ActionRecordReady, ActionFinalize, ActionAbort, ActionFail, ActionFailNotReady}
+}
+
+// States are the states Next decides from (besides "", a resource never reconciled), in the
+// order of the CRD's enum of status.blueGreenState.
+func States() []flinkv1beta1.FlinkBlueGreenDeploymentState {
+	return []flinkv1beta1.FlinkBlueGreenDeploymentState{
+		flinkv1beta1.BlueGreenActiveBlue, flinkv1beta1.BlueGreenActiveGreen, flinkv1beta1.BlueGreenInitializingBlue,
+		flinkv1beta1.BlueGreenSavepointingBlue, flinkv1beta1.BlueGreenSavepointingGreen,
+		flinkv1beta1.BlueGreenTransitioningToBlue, flinkv1beta1.BlueGreenTransitioningToGreen,
+	}
+}
+
+// UnknownStateError is status.blueGreenState holding a value that is not one of States(). The
+// CRD's enum keeps other values out, so this is a state written by an operator version with
+// states this one lacks (rolling the operator back keeps the newer CRD), or a CRD edited by hand.
+// The state says which child serves and which step of a switch is under way; guessing (say,
+// starting over from INITIALIZING_BLUE) could deploy blue over a serving green, so nothing is
+// decided or touched until the state is corrected (or the operator that wrote it runs again).
+type UnknownStateError struct {
+	State flinkv1beta1.FlinkBlueGreenDeploymentState
+}
+
+func (e *UnknownStateError) Error() string {
+	names := make([]string, 0, len(States()))
+	for _, s := range States() {
+		names = append(names, string(s))
+	}
+	return fmt.Sprintf("status.blueGreenState: %q is not a blue/green state (allowed: %s); no child is changed until it is corrected",
+		e.State, strings.Join(names, ", "))
+}
+
+// CheckState returns an *UnknownStateError unless s is one of States() or "" (never reconciled).
+func CheckState(s flinkv1beta1.FlinkBlueGreenDeploymentState) error {
+	if s == "" {
+		return nil
+	}
+	for _, known := range States() {
+		if s == known {
+			return nil
+		}
+	}
+	return &UnknownStateError{State: s}
+}
 
 // Diff is how the template differs from the last reconciled one.
 type Diff string
@@ -165,17 +217,22 @@ func Target(s flinkv1beta1.FlinkBlueGreenDeploymentState) Color {
 	return Blue
 }
 
-// Next decides the step from state s given in. An empty state is a new resource.
-func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
-	stay := func(a Action, c Color) Step { return Step{Next: s, Action: a, Target: c} }
+// Next decides the step from state s given in. An empty state is a new resource. A state that
+// is not one of States() is an *UnknownStateError and no step: see UnknownStateError for why it
+// is not treated as a new resource.
+func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) (Step, error) {
+	if err := CheckState(s); err != nil {
+		return Step{}, err
+	}
+	stay := func(a Action, c Color) (Step, error) { return Step{Next: s, Action: a, Target: c}, nil }
 	switch s {
 	case "", flinkv1beta1.BlueGreenInitializingBlue:
 		// The first child is blue; a template that starts suspended waits for running, and a
 		// first deployment that was aborted waits for a new spec.
 		if in.Suspended || (in.Reconciled && in.Diff == DiffNone) {
-			return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}
+			return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}, nil
 		}
-		return Step{Next: flinkv1beta1.BlueGreenTransitioningToBlue, Action: ActionDeploy, Target: Blue}
+		return Step{Next: flinkv1beta1.BlueGreenTransitioningToBlue, Action: ActionDeploy, Target: Blue}, nil
 
 	case flinkv1beta1.BlueGreenActiveBlue, flinkv1beta1.BlueGreenActiveGreen:
 		active, _ := Active(s)
@@ -198,11 +255,11 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 		case in.Diff == DiffSavepointRedeploy:
 			// The user chose the state: the new child starts from initialSavepointPath, so no
 			// savepoint of the active child is taken.
-			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}, nil
 		case in.NeedsSavepoint:
-			return Step{Next: savepointingState(active), Action: ActionTriggerSavepoint, Target: active}
+			return Step{Next: savepointingState(active), Action: ActionTriggerSavepoint, Target: active}, nil
 		default:
-			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}, nil
 		}
 
 	case flinkv1beta1.BlueGreenSavepointingBlue, flinkv1beta1.BlueGreenSavepointingGreen:
@@ -212,12 +269,12 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 		case in.Suspended && ended:
 			// A suspend asked for while the savepoint was taken: no switch, the active child
 			// is suspended in place.
-			return Step{Next: ActiveState(active), Action: ActionPatchActive, Target: active}
+			return Step{Next: ActiveState(active), Action: ActionPatchActive, Target: active}, nil
 		case in.SavepointDone:
-			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}
+			return Step{Next: TransitioningState(active.Other()), Action: ActionDeploy, Target: active.Other()}, nil
 		case in.SavepointFailed || in.AbortGraceElapsed:
 			// The active child keeps running untouched; the error says why no switch happened.
-			return Step{Next: ActiveState(active), Action: ActionFail, Target: active}
+			return Step{Next: ActiveState(active), Action: ActionFail, Target: active}, nil
 		default:
 			return stay(ActionWait, active)
 		}
@@ -236,19 +293,20 @@ func Next(s flinkv1beta1.FlinkBlueGreenDeploymentState, in Inputs) Step {
 			// template changed again: (re)apply the template to the new child.
 			return stay(ActionDeploy, target)
 		case in.TargetReady && (!in.ActiveExists || (in.ReadyRecorded && in.DeletionDelayElapsed)):
-			return Step{Next: ActiveState(target), Action: ActionFinalize, Target: target}
+			return Step{Next: ActiveState(target), Action: ActionFinalize, Target: target}, nil
 		case in.TargetReady && !in.ReadyRecorded:
 			return stay(ActionRecordReady, target)
 		case in.TargetReady:
 			return stay(ActionWait, target)
 		case in.AbortGraceElapsed:
 			if !in.ActiveExists {
-				return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionAbort, Target: target}
+				return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionAbort, Target: target}, nil
 			}
-			return Step{Next: ActiveState(target.Other()), Action: ActionAbort, Target: target}
+			return Step{Next: ActiveState(target.Other()), Action: ActionAbort, Target: target}, nil
 		default:
 			return stay(ActionWait, target)
 		}
 	}
-	return Step{Next: flinkv1beta1.BlueGreenInitializingBlue, Action: ActionNone, Target: Blue}
+	// In States() but without a case above: a state added to the list and not to the machine.
+	return Step{}, &UnknownStateError{State: s}
 }
