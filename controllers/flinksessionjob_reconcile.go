@@ -422,15 +422,8 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 	if wait, err := r.stopBeforeDeletion(ctx, s); wait || err != nil {
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, errors.Join(err, r.persistJob(ctx, s))
 	}
-	if r.Lifecycle != nil {
-		r.Lifecycle.Forget(s.job.UID)
-	}
 	r.Autoscaling.metrics().Forget(s.job.Namespace, metrics.KindSessionJob, s.job.Name)
-	controllerutil.RemoveFinalizer(s.job, SessionJobFinalizer)
-	if err := r.Client.Update(ctx, s.job); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.release(ctx, r.Client, s.job, SessionJobFinalizer)
 }
 
 // stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
