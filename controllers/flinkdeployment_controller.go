@@ -344,9 +344,3 @@ func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
 	return s.record(&s.dep.Status.CommonStatus, s.dep.Generation, spec, state)
 }
-
-// writeReconciled writes spec, as it is, as the last reconciled spec in the given state; first
-// says it is still the first spec deployed (upstream's resource_metadata.firstDeployment).
-func (s *scope) writeReconciled(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState, first bool) error {
-	return s.write(&s.dep.Status.CommonStatus, s.dep.Generation, spec, state, first)
-}

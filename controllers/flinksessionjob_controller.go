@@ -378,9 +378,3 @@ func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope)
 func (s *jobScope) recordJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState) error {
 	return s.record(&s.job.Status.CommonStatus, s.job.Generation, spec, state)
 }
-
-// writeJobSpec writes spec as the last reconciled spec in the given state; first says it is
-// still the first spec deployed (upstream's resource_metadata.firstDeployment).
-func (s *jobScope) writeJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState, first bool) error {
-	return s.write(&s.job.Status.CommonStatus, s.job.Generation, spec, state, first)
-}

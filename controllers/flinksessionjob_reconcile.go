@@ -551,29 +551,9 @@ func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv
 		persist:      func(ctx context.Context) error { return r.persistJob(ctx, s) }}
 }
 
-// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
-// nonce never triggers twice (the rest of the reconciled spec, and its timestamp, are kept).
+// recordNonces stores the trigger nonces of desired in the last reconciled spec (jobRecord.recordNonces).
 func (s *jobScope) recordNonces(desired *flinkv1beta1.FlinkSessionJobSpec) error {
-	spec := s.deployed.DeepCopy()
-	if spec.Job == nil || desired.Job == nil {
-		return nil
-	}
-	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
-	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
-	rs := &s.status().ReconciliationStatus
-	ts := rs.ReconciliationTimestamp
-	// Taking a nonce deploys nothing: the first deployment stays the first until an upgrade,
-	// as upstream records it.
-	var recorded flinkv1beta1.FlinkSessionJobSpec
-	_, first, err := flinkv1beta1.DecodeReconciledSpec(rs.LastReconciledSpec, &recorded)
-	if err != nil {
-		return fmt.Errorf("decode the last reconciled spec: %w", err)
-	}
-	if err := s.writeJobSpec(*spec, rs.State, first); err != nil {
-		return err
-	}
-	rs.ReconciliationTimestamp = ts
-	return nil
+	return s.jobRecord.recordNonces(&s.job.Status.CommonStatus, s.job.Generation, desired)
 }
 
 // jobSnapshots describes the session job for snapshot resources; its options are the

@@ -204,3 +204,28 @@ func clusterConfig(dep *flinkv1beta1.FlinkDeployment, defaults native.Defaults) 
 	}
 	return native.WithOptions(effective, user), nil
 }
+
+// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
+// nonce never triggers twice; the rest of the reconciled spec, its state and its timestamp (the
+// job id derives from it) are kept. Taking a nonce deploys nothing: the first deployment stays
+// the first until an upgrade, as upstream records it.
+func (r *jobRecord[S]) recordNonces(st *flinkv1beta1.CommonStatus, generation int64, desired *S) error {
+	if r.deployed == nil {
+		return nil
+	}
+	spec := *r.deployed
+	recorded, wanted := r.jobOf(&spec), *r.jobOf(desired)
+	if *recorded == nil || wanted == nil {
+		return nil
+	}
+	job := (*recorded).DeepCopy()
+	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = wanted.SavepointTriggerNonce, wanted.CheckpointTriggerNonce
+	*recorded = job
+	rs := &st.ReconciliationStatus
+	ts := rs.ReconciliationTimestamp
+	if err := r.write(st, generation, spec, rs.State, r.firstDeployment); err != nil {
+		return err
+	}
+	rs.ReconciliationTimestamp = ts
+	return nil
+}

@@ -68,7 +68,7 @@ func (o *ReconcilerOptions) ownWrites() *ownWrites {
 	return o.writes
 }
 
-// controller is what SetupWithManager hands to the shared wiring: the controller's name, the
+// controllerSpec is what SetupWithManager hands to the shared wiring: the controller's name, the
 // kind it reconciles, its deadline and reconcile interval and how it is built.
 type controllerSpec struct {
 	name      string
@@ -135,11 +135,6 @@ func (o *ReconcilerOptions) run(ctx context.Context, c client.Client, req ctrl.R
 		return requeueSoon(), nil // read again: someone wrote the object meanwhile
 	}
 	return result, red.Error(err)
-}
-
-// configSecrets are the values of conf's secret keys and of the pods' secret environment.
-func (o *ReconcilerOptions) configSecrets(conf map[string]string) []string {
-	return redact.Values(conf, o.SecretKeyPatterns)
 }
 
 // liveCopy is the reconciler's settings for one reconcile: the events go through red, and the
