@@ -513,13 +513,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if election != nil {
 		election.SetRecorders(mgr)
 	}
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("add health check: %w", err)
-	}
-	if o.reconcileDeadline > 0 {
-		if err := mgr.AddHealthzCheck(stuckReconcilesCheck, stuckReconciles(ctrlmetrics.Registry, 2*o.reconcileDeadline)); err != nil {
-			return nil, fmt.Errorf("add health check: %w", err)
-		}
+	if err := o.addHealthChecks(mgr); err != nil {
+		return nil, err
 	}
 	validator := o.validator()
 	// Metrics go to controller-runtime's registry, served on the metrics endpoint with its own
@@ -554,85 +549,62 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// recorder interface throughout the controllers: a change of its own, not part of the
 	// controller-runtime upgrade.
 	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
-	autoscaling := &controllers.Autoscaling{Metrics: opMetrics.Autoscaler}
-	if err := (&controllers.FlinkDeploymentReconciler{
-		CustomValidator:   custom,
-		Listener:          listeners,
-		PriorityQueue:     o.priorityQueue,
-		Client:            mgr.GetClient(),
-		Scheme:            mgr.GetScheme(),
-		Recorder:          recorder,
-		Flink:             flinkClients,
-		Lifecycle:         opMetrics.Lifecycle,
-		Autoscaling:       autoscaling,
-		SecretKeyPatterns: o.keyPatterns(),
-		Live:              o.live,
-		Validator:         validator,
-		Intervals:         o.intervals(),
-		RateLimits:        o.rateLimits,
-		Shard:             selector,
-		ZooKeeper:         zooKeeper,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up FlinkDeployment controller: %w", err)
-	}
-	if err := (&controllers.FlinkSessionJobReconciler{
-		CustomValidator:   custom,
-		Listener:          listeners,
-		Client:            mgr.GetClient(),
-		Scheme:            mgr.GetScheme(),
-		Recorder:          recorder,
-		Flink:             flinkClients,
-		Lifecycle:         opMetrics.Lifecycle,
-		Autoscaling:       autoscaling,
-		SecretKeyPatterns: o.keyPatterns(),
-		Live:              o.live,
-		Artifacts:         artifacts,
-		Validator:         validator,
-		Intervals:         o.intervals(),
-		RateLimits:        o.rateLimits,
-		Shard:             selector,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up FlinkSessionJob controller: %w", err)
-	}
-	if err := (&controllers.FlinkStateSnapshotReconciler{
+	if err := controllers.SetupReconcilers(mgr, controllers.Setup{
+		ReconcilerOptions: controllers.ReconcilerOptions{CustomValidator: custom, Listener: listeners, PriorityQueue: o.priorityQueue,
+			Lifecycle: opMetrics.Lifecycle, SecretKeyPatterns: o.keyPatterns(), Live: o.live, RateLimits: o.rateLimits},
+		Client: mgr.GetClient(),
 		// A snapshot's job (and a session job's cluster) may be in another shard: followed
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
-		Client:     shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
-		Scheme:     mgr.GetScheme(),
-		Recorder:   recorder,
-		Flink:      flinkClients,
-		Intervals:  o.intervals(),
-		RateLimits: o.rateLimits,
-		Listener:   listeners,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up FlinkStateSnapshot controller: %w", err)
+		SnapshotClient: shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
+		Recorder:       recorder, Flink: flinkClients, Validator: validator, Intervals: o.intervals(),
+		Autoscaling: &controllers.Autoscaling{Metrics: opMetrics.Autoscaler}, Artifacts: artifacts, Shard: selector, ZooKeeper: zooKeeper,
+	}); err != nil {
+		return nil, err
 	}
-	if err := (&controllers.FlinkBlueGreenDeploymentReconciler{
-		Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: recorder, Validator: validator,
-		PerNamespace: o.rateLimits.PerNamespace,
-	}).SetupWithManager(mgr); err != nil {
-		return nil, fmt.Errorf("set up FlinkBlueGreenDeployment controller: %w", err)
-	}
-	if o.enableWebhooks {
-		if err := flinkwebhook.Setup(mgr, validator, custom); err != nil {
-			return nil, err
-		}
-		if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-			return nil, fmt.Errorf("add webhook readiness check: %w", err)
-		}
-		if rotator != nil {
-			if err := mgr.Add(rotator); err != nil {
-				return nil, fmt.Errorf("add webhook certificate rotator: %w", err)
-			}
-			if err := mgr.AddReadyzCheck("webhook-cert", rotator.ReadyCheck()); err != nil {
-				return nil, fmt.Errorf("add webhook certificate readiness check: %w", err)
-			}
-		}
+	if err := o.addWebhooks(mgr, validator, custom, rotator); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("informers", cacheSynced(mgr.GetCache())); err != nil {
 		return nil, fmt.Errorf("add readiness check: %w", err)
 	}
 	return mgr, nil
+}
+
+// addHealthChecks adds the liveness checks: the manager answers, and no reconcile has run for
+// longer than twice the reconcile deadline.
+func (o *options) addHealthChecks(mgr ctrl.Manager) error {
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+	if o.reconcileDeadline > 0 {
+		if err := mgr.AddHealthzCheck(stuckReconcilesCheck, stuckReconciles(ctrlmetrics.Registry, 2*o.reconcileDeadline)); err != nil {
+			return fmt.Errorf("add health check: %w", err)
+		}
+	}
+	return nil
+}
+
+// addWebhooks serves the admission webhooks, when enabled, with their readiness checks and the
+// certificate rotator when the operator issues its own certificate.
+func (o *options) addWebhooks(mgr ctrl.Manager, validator *validation.Validator, custom *extvalidator.Chain, rotator *webhookcert.Rotator) error {
+	if !o.enableWebhooks {
+		return nil
+	}
+	if err := flinkwebhook.Setup(mgr, validator, custom); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return fmt.Errorf("add webhook readiness check: %w", err)
+	}
+	if rotator != nil {
+		if err := mgr.Add(rotator); err != nil {
+			return fmt.Errorf("add webhook certificate rotator: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhook-cert", rotator.ReadyCheck()); err != nil {
+			return fmt.Errorf("add webhook certificate readiness check: %w", err)
+		}
+	}
+	return nil
 }
 
 // cacheSynced fails readiness until the informer caches have synced, so that a replica that

@@ -115,7 +115,7 @@ func autoscalingController(fl *fakeflink.Server, source autoscaler.MetricsSource
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: fl.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
+			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
 			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock},
 		}).SetupWithManager(mgr)
 	}

@@ -108,7 +108,7 @@ func extensionOperator(t *testing.T, flink *fakeflink.Server, ns string, conf ma
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(),
-			CustomValidator: &validator.Chain{OperatorConfig: current}, Listener: listeners,
+			ReconcilerOptions: ReconcilerOptions{CustomValidator: &validator.Chain{OperatorConfig: current}, Listener: listeners},
 		}).SetupWithManager(mgr)
 	}})
 	return events

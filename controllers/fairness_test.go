@@ -106,7 +106,7 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 				Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 10 * time.Second},
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
-				Intervals: fastIntervals(), RateLimits: RateLimits{PerNamespace: share},
+				Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{RateLimits: RateLimits{PerNamespace: share}},
 			}).SetupWithManager(mgr)
 		}})
 	// Before the manager stops (cleanups run last first): the reconciles in the tarpit end.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -57,6 +58,11 @@ const AnnotationBlueGreenRetired = "flink.apache.org/bluegreen-retired"
 // the savepoint, records the next state in the status (write-ahead, with an optimistic lock so
 // a stale copy never records anything) and only then acts, so a restart resumes the step.
 type FlinkBlueGreenDeploymentReconciler struct {
+	// ReconcilerOptions and Intervals are the wiring all reconcilers share (wiring.go): the
+	// reconcile deadline, rate limits, listener and secret patterns.
+	ReconcilerOptions
+	Intervals Intervals
+
 	Client   client.Client
 	Scheme   *runtime.Scheme
 	Recorder record.EventRecorder
@@ -84,13 +90,12 @@ type FlinkBlueGreenDeploymentReconciler struct {
 // savepoint snapshots and the ingress.
 func (r *FlinkBlueGreenDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	owner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &flinkv1beta1.FlinkBlueGreenDeployment{})
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&flinkv1beta1.FlinkBlueGreenDeployment{}).
-		Watches(&flinkv1beta1.FlinkDeployment{}, owner).
-		Watches(&flinkv1beta1.FlinkStateSnapshot{}, owner).
-		Watches(&networkingv1.Ingress{}, owner).
-		Named("flinkbluegreendeployment").
-		Complete(shareNamespaces(r, r.PerNamespace, nil))
+	return r.setUpBlueGreen(mgr, func(b *builder.Builder) *builder.Builder {
+		return b.For(&flinkv1beta1.FlinkBlueGreenDeployment{}).
+			Watches(&flinkv1beta1.FlinkDeployment{}, owner).
+			Watches(&flinkv1beta1.FlinkStateSnapshot{}, owner).
+			Watches(&networkingv1.Ingress{}, owner)
+	})
 }
 
 func (r *FlinkBlueGreenDeploymentReconciler) now() time.Time {

@@ -7,27 +7,22 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/extension/listener"
-	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
-	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -99,6 +94,7 @@ func withDeadline(r reconcile.Reconciler, deadline time.Duration) reconcile.Reco
 
 // FlinkDeploymentReconciler runs Flink clusters for FlinkDeployments.
 type FlinkDeploymentReconciler struct {
+	ReconcilerOptions
 	Client client.Client
 	// APIReader reads from the API server, not the cache: whether an object of a cluster's
 	// names already exists, and whose it is, must be known even when the cache only holds
@@ -110,16 +106,6 @@ type FlinkDeploymentReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
-	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
-	RateLimits RateLimits
-	// Lifecycle, when set, records lifecycle transition durations.
-	Lifecycle *metrics.LifecycleTracker
-	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
-	// default Flink configuration replace the fields above from the next reconcile on.
-	Live *operatorconfig.Store
-	// SecretKeyPatterns mark configuration keys whose values never reach logs, events or
-	// status messages; redact.DefaultKeyPatterns when nil.
-	SecretKeyPatterns []string
 	// Autoscaling serves the job autoscaler of resources that enable it (nil: its defaults).
 	Autoscaling *Autoscaling
 	// Shard is the label selector of the resources this operator instance serves (nil: all;
@@ -131,17 +117,8 @@ type FlinkDeploymentReconciler struct {
 	ZooKeeper hastore.ZooKeeperPolicy
 
 	exceptions *exceptionReporter
-	// writes recognises cached copies older than this reconciler's own writes.
-	writes *ownWrites
 	// options reports the Apache operator options a spec sets that have no effect here.
 	options *optionWarnings
-	// PriorityQueue queues reconciles by priority (priority.go): a user's change before new
-	// resources and routine work, the initial list after a start last.
-	PriorityQueue bool
-	// CustomValidator, when set, judges each spec beyond Validator's rules (extension.go).
-	CustomValidator validator.Validator
-	// Listener, when set, hears of every status written and event recorded (extension.go).
-	Listener listener.Listener
 }
 
 // Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -172,57 +149,36 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Intervals = DefaultIntervals
 	}
 	r.exceptions = newExceptionReporter()
-	r.writes = newOwnWrites()
 	r.options = newOptionWarnings()
 	r.Recorder = withListener(r.Recorder, r.Listener)
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	opts, paced, err := r.RateLimits.pace(mgr, "flinkdeployment", r.Intervals.Reconcile, &flinkv1beta1.FlinkDeployment{},
-		withDeadline(r, r.Intervals.Deadline))
-	if err != nil {
-		return err
-	}
-	if r.PriorityQueue {
-		opts.NewQueue = newPriorityQueue
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("flinkdeployment").WithOptions(opts).
-		// The resource with what users change before routine work (priority.go), rather than
-		// For's handler; the JobManager Deployments as Owns would watch them.
-		Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
-		Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
-			&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
-		Complete(paced)
+	return r.setUp(mgr, controllerSpec{name: "flinkdeployment", object: &flinkv1beta1.FlinkDeployment{}, intervals: r.Intervals, priority: true,
+		build: func(b *builder.Builder) *builder.Builder {
+			// The resource with what users change before routine work (priority.go), rather
+			// than For's handler; the JobManager Deployments as Owns would watch them.
+			return b.Watches(&flinkv1beta1.FlinkDeployment{}, byIntent{}).
+				Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
+					&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner()))
+		}}, r)
 }
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
 // writes the status (lifecycle state and conditions computed once, at the end).
 func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	dep := &flinkv1beta1.FlinkDeployment{}
-	if err := r.Client.Get(ctx, req.NamespacedName, dep); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if canary, err := skipCanary(ctx, r.Client, dep, DeploymentFinalizer); canary {
-		return ctrl.Result{}, err
-	}
-	if r.writes.stale(dep) {
-		// The cache has not seen this reconciler's last write yet; its watch event brings the
-		// object back. The requeue is a safety net only.
-		return ctrl.Result{RequeueAfter: staleCopyRetry}, nil
-	}
-	// Secrets of this resource are masked in everything this reconcile logs, records or returns.
-	conf, _ := dep.Spec.FlinkConfiguration.Flatten()
-	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(dep.Spec.Job)...)...)
-	rr := *r
-	rr.Recorder = red.Recorder(r.Recorder)
-	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
-	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinkdeployment", req.NamespacedName))
-	result, err := rr.reconcileDeployment(ctx, dep, red)
-	if apierrors.IsConflict(err) {
-		return requeueSoon(), nil // read again: someone wrote the object meanwhile
-	}
-	return result, red.Error(err)
+	return r.run(ctx, r.Client, req, dep, preamble{finalizer: DeploymentFinalizer, logKey: "flinkdeployment",
+		secrets: func(client.Object) []string {
+			// Secrets of this resource are masked in everything this reconcile logs, records or returns.
+			conf, _ := dep.Spec.FlinkConfiguration.Flatten()
+			return append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(dep.Spec.Job)...)
+		}},
+		func(ctx context.Context, red *redact.Redactor) (ctrl.Result, error) {
+			rr := *r
+			r.apply(liveCopy{&rr.Recorder, &rr.Intervals, &rr.Defaults, &rr.Flink}, red)
+			return rr.reconcileDeployment(ctx, dep, red)
+		})
 }
 
 // deploymentPods are the pod templates of a FlinkDeployment.
@@ -244,14 +200,8 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 	if !dep.DeletionTimestamp.IsZero() {
 		return r.cleanup(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(dep, DeploymentFinalizer) {
-		controllerutil.AddFinalizer(dep, DeploymentFinalizer)
-		before := dep.ResourceVersion
-		if err := r.Client.Update(ctx, dep); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		r.writes.wrote(dep.UID, before, dep.ResourceVersion)
-		s.original = dep.DeepCopy() // the status is patched against the updated object
+	if err := r.addFinalizer(ctx, r.Client, s, DeploymentFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.options.report(r.Recorder, dep, dep.Spec.FlinkConfiguration, dep.Status.ObservedGeneration)
 
@@ -270,15 +220,12 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 type scope struct {
 	dep      *flinkv1beta1.FlinkDeployment
 	original *flinkv1beta1.FlinkDeployment
-	// deployed is the last reconciled spec (nil before the first deployment): the target the
-	// spec is compared with.
-	deployed *flinkv1beta1.FlinkDeploymentSpec
+	// jobRecord is the last reconciled spec (deployed, firstDeployment).
+	jobRecord[flinkv1beta1.FlinkDeploymentSpec]
 	// rolledBackTo is the last stable spec when a rollback put it back in place
 	// (ROLLED_BACK): what the cluster runs while deployed still names the failed spec
 	// (upstream's getDeployedSpec).
 	rolledBackTo *flinkv1beta1.FlinkDeploymentSpec
-	// firstDeployment: deployed is the very first spec recorded (nothing ran before it).
-	firstDeployment bool
 	// redact masks the resource's secrets in status messages.
 	redact *redact.Redactor
 
@@ -295,12 +242,9 @@ type scope struct {
 }
 
 func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
-	s := &scope{dep: dep, original: dep.DeepCopy()}
-	var spec flinkv1beta1.FlinkDeploymentSpec
-	if found, first, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
-		s.deployed, s.firstDeployment = &spec, first
-		adoptObservedGeneration(&dep.Status.CommonStatus)
-	}
+	s := &scope{dep: dep, original: dep.DeepCopy(),
+		jobRecord: jobRecord[flinkv1beta1.FlinkDeploymentSpec]{jobOf: func(s *flinkv1beta1.FlinkDeploymentSpec) **flinkv1beta1.JobSpec { return &s.Job }}}
+	s.read(&dep.Status.CommonStatus)
 	if dep.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack {
 		var stable flinkv1beta1.FlinkDeploymentSpec
 		if found, _, err := flinkv1beta1.DecodeReconciledSpec(dep.Status.ReconciliationStatus.LastStableSpec, &stable); err == nil && found {
@@ -331,9 +275,15 @@ func (s *scope) running() *flinkv1beta1.FlinkDeploymentSpec {
 
 func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Status }
 
-// validate runs the shared rules. On violations the error is recorded and reported; the
-// reconcile goes on with the last deployed spec if there is one (so the cluster keeps being
-// observed), else stops.
+// The scope as the job-resource skeleton sees it (jobresource.go).
+func (s *scope) object() client.Object              { return s.dep }
+func (s *scope) stored() client.Object              { return s.original }
+func (s *scope) statuses() (current, stored any)    { return &s.dep.Status, &s.original.Status }
+func (s *scope) common() *flinkv1beta1.CommonStatus { return &s.dep.Status.CommonStatus }
+func (s *scope) markStored()                        { s.original = s.dep.DeepCopy() }
+func (s *scope) redactor() *redact.Redactor         { return s.redact }
+
+// validate runs the shared rules and the custom validators (judge).
 func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
 	// Update rules compare with the status's last reconciled spec, which s.dep carries.
 	errs := r.validator().ValidateDeployment(s.dep, s.dep)
@@ -343,61 +293,17 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 		old.Spec = *s.deployed
 	}
 	errs = append(errs, customValidation(ctx, r.CustomValidator, "FlinkDeployment", s.dep, old)...)
-	if len(errs) == 0 {
-		if s.status().Error != "" && isValidationError(s.status().Error) {
-			s.status().Error = ""
-		}
-		return &s.dep.Spec, true
-	}
-	msg := errs.ToAggregate().Error()
-	s.status().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionValidation, flinkv1beta1.ErrorReasonInvalidSpec, msg)
-	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonValidationError, msg)
-	log.FromContext(ctx).Info("invalid spec", "errors", msg)
-	if s.deployed == nil {
-		return nil, false
-	}
-	return s.deployed, true
+	return judge(ctx, r.Recorder, s, errs, &s.dep.Spec, s.deployed)
 }
 
-// validator is the Validator with the operator configuration in force now, from which the
-// operator-wide policy (pod security level, Ingress annotations) is read: the live one when the
-// operator configuration is dynamic, else the fixed defaults.
+// validator is the Validator with the operator configuration in force now (validatorNow).
 func (r *FlinkDeploymentReconciler) validator() *validation.Validator {
-	if r.Validator.OperatorConfig != nil {
-		return r.Validator
-	}
-	v := *r.Validator
-	if r.Live != nil {
-		live := r.Live
-		v.OperatorConfig = func() map[string]string { return live.Get().Defaults.Operator }
-	} else if v.Defaults.Operator == nil {
-		v.Defaults.Operator = r.Defaults.Operator
-	}
-	return &v
+	return r.validatorNow(r.Validator, r.Defaults)
 }
 
-// finish computes the lifecycle state and conditions and writes the status if it changed.
+// finish records the reconcile's error and writes the status if it changed (the skeleton's).
 func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconcileErr error) error {
-	st := s.status()
-	if apierrors.IsConflict(reconcileErr) {
-		return reconcileErr
-	}
-	if reconcileErr != nil {
-		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
-		reason := ReasonError
-		if _, refused := IsRESTServiceRefused(reconcileErr); refused {
-			reason = ReasonRESTServiceRefused
-		}
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, reason, reconcileErr.Error())
-	}
-	r.computeStatus(s)
-	if err := r.persist(ctx, s); err != nil {
-		if reconcileErr != nil {
-			return fmt.Errorf("%w (and writing status failed: %v)", reconcileErr, err)
-		}
-		return err
-	}
-	return reconcileErr
+	return finish(r.Recorder, s, reconcileErr, func() error { return r.persist(ctx, s) })
 }
 
 func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
@@ -419,21 +325,10 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 	st.TaskManager.LabelSelector = fmt.Sprintf("%s=%s,%s=%s", native.LabelComponent, native.ComponentTaskManager, native.LabelApp, s.dep.Name)
 }
 
-// persist writes the status: the write-ahead log entry must be stored before the action it
-// describes. A merge patch of the status subresource: the operator is its only writer.
+// persist computes the status and writes it when it changed (the skeleton's write-ahead log
+// entry, stored before the action it describes).
 func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error {
-	r.computeStatus(s)
-	s.status().Error = s.redact.String(s.status().Error)
-	if equalStatus(s.original.Status, s.dep.Status) {
-		return nil
-	}
-	if err := patchStatus(ctx, r.Client, s.dep, s.original); err != nil {
-		return err
-	}
-	statusWritten(ctx, r.Listener, s.dep, &s.original.Status, &s.dep.Status, r.SecretKeyPatterns)
-	r.writes.wrote(s.dep.UID, s.original.ResourceVersion, s.dep.ResourceVersion)
-	s.original = s.dep.DeepCopy()
-	return nil
+	return r.ReconcilerOptions.persist(ctx, r.Client, s, func() { r.computeStatus(s) })
 }
 
 // recordProgress moves the recorded target (last reconciled spec and the generation it came
@@ -444,30 +339,8 @@ func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 	s.status().ReconciliationStatus.State = state
 }
 
-// recordDeployed writes spec as the last reconciled spec in the given reconciliation state.
-// The trigger nonces of the spec recorded before are kept: a savepoint or checkpoint asked for
-// together with an upgrade is then still asked for once the upgraded job runs (upstream keeps
-// them for the same reason in updateStatusForSpecReconciliation).
+// recordDeployed writes spec as the last reconciled spec in the given reconciliation state,
+// keeping the trigger nonces recorded before (jobRecord.record).
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
-	if s.deployed != nil {
-		spec.Job = withRecordedTriggerNonces(s.deployed.Job, spec.Job)
-	}
-	return s.writeReconciled(spec, state, s.deployed == nil)
-}
-
-// writeReconciled writes spec, as it is, as the last reconciled spec in the given state; first
-// says it is still the first spec deployed (upstream's resource_metadata.firstDeployment).
-func (s *scope) writeReconciled(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState, first bool) error {
-	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
-	if err != nil {
-		return err
-	}
-	s.firstDeployment = first
-	rs := &s.status().ReconciliationStatus
-	rs.LastReconciledSpec, rs.State = raw, state
-	rs.ReconciliationTimestamp = time.Now().UnixMilli()
-	s.status().ObservedGeneration = s.dep.Generation
-	deployed := spec
-	s.deployed = &deployed
-	return nil
+	return s.record(&s.dep.Status.CommonStatus, s.dep.Generation, spec, state)
 }

@@ -421,15 +421,7 @@ func (r *FlinkDeploymentReconciler) restClient(ctx context.Context, s *scope) (*
 func (r *FlinkDeploymentReconciler) computeConfig(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
 	dep := s.dep.DeepCopy()
 	dep.Spec = *spec.DeepCopy()
-	effective, err := native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})
-	if err != nil {
-		return nil, err
-	}
-	user, err := native.UserConfig(dep, r.Defaults)
-	if err != nil {
-		return nil, err
-	}
-	return native.WithOptions(effective, user), nil
+	return clusterConfig(dep, r.Defaults)
 }
 
 func isTerminal(s flinkv1beta1.JobStatusState) bool {

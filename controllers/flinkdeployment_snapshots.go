@@ -85,21 +85,9 @@ func nonceChanged(deployed, desired *int64) bool {
 	return desired != nil && (deployed == nil || *deployed != *desired)
 }
 
-// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
-// nonce never triggers twice (the rest of the deployed spec is kept as it is).
+// recordNonces stores the trigger nonces of desired in the last reconciled spec (jobRecord.recordNonces).
 func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
-	spec := s.deployed.DeepCopy()
-	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
-	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
-	ts := s.status().ReconciliationStatus.ReconciliationTimestamp
-	state := s.status().ReconciliationStatus.State
-	// Taking a nonce deploys nothing: the first deployment stays the first until an upgrade,
-	// as upstream records it.
-	if err := s.writeReconciled(*spec, state, s.firstDeployment); err != nil {
-		return err
-	}
-	s.status().ReconciliationStatus.ReconciliationTimestamp = ts // the job id derives from it
-	return nil
+	return s.jobRecord.recordNonces(&s.dep.Status.CommonStatus, s.dep.Generation, desired)
 }
 
 // awaitPendingSavepoint says whether a spec change waits for a manual or periodic savepoint in

@@ -13,22 +13,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
-	"github.com/flink-operator/flink-operator/pkg/extension/listener"
-	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
-	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -39,6 +36,7 @@ const SessionJobFinalizer = "flinksessionjobs.flink.apache.org/finalizer"
 
 // FlinkSessionJobReconciler runs jobs on session clusters (FlinkDeployments without a job).
 type FlinkSessionJobReconciler struct {
+	ReconcilerOptions
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
@@ -47,15 +45,6 @@ type FlinkSessionJobReconciler struct {
 	Defaults  native.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
-	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
-	RateLimits RateLimits
-	// Lifecycle, when set, records lifecycle transition durations.
-	Lifecycle *metrics.LifecycleTracker
-	// Live, when set, is the dynamic operator configuration: its intervals, REST timeout and
-	// default Flink configuration replace the fields above from the next reconcile on.
-	Live *operatorconfig.Store
-	// SecretKeyPatterns mark configuration keys whose values are masked (see FlinkDeploymentReconciler).
-	SecretKeyPatterns []string
 	// Shard is the label selector of the resources this operator instance serves (see
 	// FlinkDeploymentReconciler).
 	Shard labels.Selector
@@ -70,10 +59,6 @@ type FlinkSessionJobReconciler struct {
 
 	// options reports the Apache operator options a spec sets that have no effect here.
 	options *optionWarnings
-	// CustomValidator, when set, judges each spec beyond Validator's rules (extension.go).
-	CustomValidator validator.Validator
-	// Listener, when set, hears of every status written and event recorded (extension.go).
-	Listener listener.Listener
 }
 
 // Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
@@ -99,16 +84,11 @@ func (r *FlinkSessionJobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		func(o client.Object) []string { return []string{o.(*flinkv1beta1.FlinkSessionJob).Spec.DeploymentName} }); err != nil {
 		return fmt.Errorf("index session jobs by deployment: %w", err)
 	}
-	opts, paced, err := r.RateLimits.pace(mgr, "flinksessionjob", r.Intervals.Reconcile, &flinkv1beta1.FlinkSessionJob{},
-		withDeadline(r, r.Intervals.Deadline))
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&flinkv1beta1.FlinkSessionJob{}).
-		Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession)).
-		Named("flinksessionjob").WithOptions(opts).
-		Complete(paced)
+	return r.setUp(mgr, controllerSpec{name: "flinksessionjob", object: &flinkv1beta1.FlinkSessionJob{}, intervals: r.Intervals,
+		build: func(b *builder.Builder) *builder.Builder {
+			return b.For(&flinkv1beta1.FlinkSessionJob{}).
+				Watches(&flinkv1beta1.FlinkDeployment{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSession))
+		}}, r)
 }
 
 // jarStagePoll is how soon a reconcile waiting for its jar to be staged asks again.
@@ -147,8 +127,8 @@ func (r *FlinkSessionJobReconciler) jobsOfSession(ctx context.Context, o client.
 type jobScope struct {
 	job      *flinkv1beta1.FlinkSessionJob
 	original *flinkv1beta1.FlinkSessionJob
-	// deployed is the last reconciled spec (nil before the first deployment).
-	deployed *flinkv1beta1.FlinkSessionJobSpec
+	// jobRecord is the last reconciled spec (deployed, firstDeployment).
+	jobRecord[flinkv1beta1.FlinkSessionJobSpec]
 	// session is the session cluster (nil when it does not exist).
 	session *flinkv1beta1.FlinkDeployment
 	// flink talks to the session cluster (nil unless its JobManager is ready).
@@ -161,38 +141,36 @@ type jobScope struct {
 
 func (s *jobScope) status() *flinkv1beta1.FlinkSessionJobStatus { return &s.job.Status }
 
+// The scope as the job-resource skeleton sees it (jobresource.go).
+func (s *jobScope) object() client.Object              { return s.job }
+func (s *jobScope) stored() client.Object              { return s.original }
+func (s *jobScope) statuses() (current, stored any)    { return &s.job.Status, &s.original.Status }
+func (s *jobScope) common() *flinkv1beta1.CommonStatus { return &s.job.Status.CommonStatus }
+func (s *jobScope) markStored()                        { s.original = s.job.DeepCopy() }
+func (s *jobScope) redactor() *redact.Redactor         { return s.redact }
+
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then
 // writes the status once.
 func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := &flinkv1beta1.FlinkSessionJob{}
-	if err := r.Client.Get(ctx, req.NamespacedName, job); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if canary, err := skipCanary(ctx, r.Client, job, SessionJobFinalizer); canary {
-		return ctrl.Result{}, err
-	}
-	conf, _ := job.Spec.FlinkConfiguration.Flatten()
-	red := redact.New(append(redact.Values(conf, r.SecretKeyPatterns), jarURIPasswords(job.Spec.Job)...)...)
-	r.jarStage() // made before the copy below, which shares it
-	rr := *r
-	rr.Recorder = red.Recorder(r.Recorder)
-	rr.Intervals, rr.Defaults, rr.Flink = liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
-	ctx = log.IntoContext(ctx, red.Logger(log.FromContext(ctx)).WithValues("flinksessionjob", req.NamespacedName))
-	result, err := rr.reconcileSessionJob(ctx, job, red)
-	if apierrors.IsConflict(err) {
-		return requeueSoon(), nil // read again: someone wrote the object meanwhile
-	}
-	return result, red.Error(err)
+	return r.run(ctx, r.Client, req, job, preamble{finalizer: SessionJobFinalizer, logKey: "flinksessionjob",
+		secrets: func(client.Object) []string {
+			conf, _ := job.Spec.FlinkConfiguration.Flatten()
+			return append(redact.Values(conf, r.SecretKeyPatterns), jarURIPasswords(job.Spec.Job)...)
+		}},
+		func(ctx context.Context, red *redact.Redactor) (ctrl.Result, error) {
+			r.jarStage() // made before the copy below, which shares it
+			rr := *r
+			r.apply(liveCopy{&rr.Recorder, &rr.Intervals, &rr.Defaults, &rr.Flink}, red)
+			return rr.reconcileSessionJob(ctx, job, red)
+		})
 }
 
 // newJobScope starts a reconcile of job: what was deployed last, read from its status.
 func newJobScope(job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) *jobScope {
-	s := &jobScope{job: job, original: job.DeepCopy(), redact: red}
-	var spec flinkv1beta1.FlinkSessionJobSpec
-	if found, _, err := flinkv1beta1.DecodeReconciledSpec(job.Status.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
-		s.deployed = &spec
-		adoptObservedGeneration(&job.Status.CommonStatus)
-	}
+	s := &jobScope{job: job, original: job.DeepCopy(), redact: red,
+		jobRecord: jobRecord[flinkv1beta1.FlinkSessionJobSpec]{jobOf: func(s *flinkv1beta1.FlinkSessionJobSpec) **flinkv1beta1.JobSpec { return &s.Job }}}
+	s.read(&job.Status.CommonStatus)
 	return s
 }
 
@@ -205,12 +183,8 @@ func (r *FlinkSessionJobReconciler) reconcileSessionJob(ctx context.Context, job
 	if !job.DeletionTimestamp.IsZero() {
 		return r.cleanupJob(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(job, SessionJobFinalizer) {
-		controllerutil.AddFinalizer(job, SessionJobFinalizer)
-		if err := r.Client.Update(ctx, job); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer: %w", err)
-		}
-		s.original = job.DeepCopy()
+	if err := r.addFinalizer(ctx, r.Client, s, SessionJobFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	r.options.report(r.Recorder, job, job.Spec.FlinkConfiguration, job.Status.ObservedGeneration)
 	r.observeJob(ctx, s)
@@ -251,17 +225,11 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	ready := session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady
 	// The session's own reconciler reports its configuration errors; here they only mean its
 	// REST endpoint cannot be addressed, which a ready session's jobs must not be taken as gone for.
-	conf, err := native.EffectiveConfig(session, r.Defaults, native.BuildOptions{})
+	conf, err := clusterConfig(session, r.Defaults)
 	if err != nil {
 		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
 		return nil
 	}
-	user, err := native.UserConfig(session, r.Defaults)
-	if err != nil {
-		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
-		return nil
-	}
-	conf = native.WithOptions(conf, user)
 	s.conf = conf
 	if !ready {
 		return nil
@@ -365,6 +333,7 @@ func (r *FlinkSessionJobReconciler) recordLastCheckpoint(ctx context.Context, s 
 	log.FromContext(ctx).Info("job ended; its latest checkpoint is what it restores", "state", st.JobStatus.State, "checkpoint", path)
 }
 
+// validateJob runs the shared rules and the custom validators (judge).
 func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {
 	// Update rules compare with what was last reconciled (the webhook compares with the old
 	// object; without it the same rules still hold).
@@ -373,38 +342,14 @@ func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope
 		old = s.job.DeepCopy()
 		old.Spec = *s.deployed
 	}
-	errs := r.Validator.ValidateSessionJob(ctx, s.job, old, s.session)
+	errs := r.validatorNow(r.Validator, r.Defaults).ValidateSessionJob(ctx, s.job, old, s.session)
 	errs = append(errs, customValidation(ctx, r.CustomValidator, "FlinkSessionJob", s.job, old)...)
-	if len(errs) == 0 {
-		if isValidationError(s.status().Error) {
-			s.status().Error = ""
-		}
-		return &s.job.Spec, true
-	}
-	msg := errs.ToAggregate().Error()
-	s.status().Error = errorJSON("ValidationError", msg)
-	r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonValidationError, msg)
-	if s.deployed == nil {
-		return nil, false
-	}
-	return s.deployed, true
+	return judge(ctx, r.Recorder, s, errs, &s.job.Spec, s.deployed)
 }
 
+// finishJob records the reconcile's error and writes the status if it changed (the skeleton's).
 func (r *FlinkSessionJobReconciler) finishJob(ctx context.Context, s *jobScope, reconcileErr error) error {
-	if apierrors.IsConflict(reconcileErr) {
-		return reconcileErr
-	}
-	if reconcileErr != nil {
-		s.status().Error = errorJSON("ReconcileError", reconcileErr.Error())
-		r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonError, reconcileErr.Error())
-	}
-	if err := r.persistJob(ctx, s); err != nil {
-		if reconcileErr != nil {
-			return fmt.Errorf("%w (and writing status failed: %v)", reconcileErr, err)
-		}
-		return err
-	}
-	return reconcileErr
+	return finish(r.Recorder, s, reconcileErr, func() error { return r.persistJob(ctx, s) })
 }
 
 func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
@@ -422,43 +367,14 @@ func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
 	}
 }
 
-// persistJob writes the status (the write-ahead log) when it changed.
+// persistJob computes the status and writes it when it changed (the skeleton's write-ahead log
+// entry, stored before the action it describes).
 func (r *FlinkSessionJobReconciler) persistJob(ctx context.Context, s *jobScope) error {
-	r.computeJobStatus(s)
-	s.status().Error = s.redact.String(s.status().Error)
-	if equalStatus(s.original.Status, s.job.Status) {
-		return nil
-	}
-	if err := patchStatus(ctx, r.Client, s.job, s.original); err != nil {
-		return err
-	}
-	statusWritten(ctx, r.Listener, s.job, &s.original.Status, &s.job.Status, r.SecretKeyPatterns)
-	s.original = s.job.DeepCopy()
-	return nil
+	return r.persist(ctx, r.Client, s, func() { r.computeJobStatus(s) })
 }
 
-// recordJobSpec writes spec as the last reconciled spec in the given reconciliation state. The
-// trigger nonces recorded before are kept, as for deployments (recordDeployed): a savepoint or
-// checkpoint asked for together with an upgrade is taken of the upgraded job.
+// recordJobSpec writes spec as the last reconciled spec in the given reconciliation state,
+// keeping the trigger nonces recorded before (jobRecord.record).
 func (s *jobScope) recordJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState) error {
-	if s.deployed != nil {
-		spec.Job = withRecordedTriggerNonces(s.deployed.Job, spec.Job)
-	}
-	return s.writeJobSpec(spec, state, s.deployed == nil)
-}
-
-// writeJobSpec writes spec as the last reconciled spec in the given state; first says it is
-// still the first spec deployed (upstream's resource_metadata.firstDeployment).
-func (s *jobScope) writeJobSpec(spec flinkv1beta1.FlinkSessionJobSpec, state flinkv1beta1.ReconciliationState, first bool) error {
-	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
-	if err != nil {
-		return err
-	}
-	rs := &s.status().ReconciliationStatus
-	rs.LastReconciledSpec, rs.State = raw, state
-	rs.ReconciliationTimestamp = time.Now().UnixMilli()
-	s.status().ObservedGeneration = s.job.Generation
-	deployed := spec
-	s.deployed = &deployed
-	return nil
+	return s.record(&s.job.Status.CommonStatus, s.job.Generation, spec, state)
 }

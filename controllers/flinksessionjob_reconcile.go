@@ -422,15 +422,8 @@ func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope)
 	if wait, err := r.stopBeforeDeletion(ctx, s); wait || err != nil {
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, errors.Join(err, r.persistJob(ctx, s))
 	}
-	if r.Lifecycle != nil {
-		r.Lifecycle.Forget(s.job.UID)
-	}
 	r.Autoscaling.metrics().Forget(s.job.Namespace, metrics.KindSessionJob, s.job.Name)
-	controllerutil.RemoveFinalizer(s.job, SessionJobFinalizer)
-	if err := r.Client.Update(ctx, s.job); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, r.release(ctx, r.Client, s.job, SessionJobFinalizer)
 }
 
 // stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
@@ -558,29 +551,9 @@ func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv
 		persist:      func(ctx context.Context) error { return r.persistJob(ctx, s) }}
 }
 
-// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
-// nonce never triggers twice (the rest of the reconciled spec, and its timestamp, are kept).
+// recordNonces stores the trigger nonces of desired in the last reconciled spec (jobRecord.recordNonces).
 func (s *jobScope) recordNonces(desired *flinkv1beta1.FlinkSessionJobSpec) error {
-	spec := s.deployed.DeepCopy()
-	if spec.Job == nil || desired.Job == nil {
-		return nil
-	}
-	spec.Job.SavepointTriggerNonce = desired.Job.SavepointTriggerNonce
-	spec.Job.CheckpointTriggerNonce = desired.Job.CheckpointTriggerNonce
-	rs := &s.status().ReconciliationStatus
-	ts := rs.ReconciliationTimestamp
-	// Taking a nonce deploys nothing: the first deployment stays the first until an upgrade,
-	// as upstream records it.
-	var recorded flinkv1beta1.FlinkSessionJobSpec
-	_, first, err := flinkv1beta1.DecodeReconciledSpec(rs.LastReconciledSpec, &recorded)
-	if err != nil {
-		return fmt.Errorf("decode the last reconciled spec: %w", err)
-	}
-	if err := s.writeJobSpec(*spec, rs.State, first); err != nil {
-		return err
-	}
-	rs.ReconciliationTimestamp = ts
-	return nil
+	return s.jobRecord.recordNonces(&s.job.Status.CommonStatus, s.job.Generation, desired)
 }
 
 // jobSnapshots describes the session job for snapshot resources; its options are the

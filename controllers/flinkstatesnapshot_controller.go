@@ -13,12 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
@@ -45,18 +45,15 @@ const (
 // FlinkStateSnapshotReconciler takes savepoints and checkpoints that FlinkStateSnapshot
 // resources ask for.
 type FlinkStateSnapshotReconciler struct {
+	ReconcilerOptions
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
 	Flink     *FlinkClients
 	Defaults  native.Defaults
 	Intervals Intervals
-	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
-	RateLimits RateLimits
 	// BaseBackoff is the first retry delay after a failure (doubling after each); 10 s when 0.
 	BaseBackoff time.Duration
-	// Listener, when set, hears of every status written and event recorded (extension.go).
-	Listener listener.Listener
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create;update;patch;delete
@@ -69,12 +66,8 @@ func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		r.Intervals = DefaultIntervals
 	}
 	r.Recorder = withListener(r.Recorder, r.Listener)
-	opts, paced, err := r.RateLimits.pace(mgr, "flinkstatesnapshot", r.Intervals.Reconcile, &flinkv1beta1.FlinkStateSnapshot{},
-		withDeadline(r, r.Intervals.Deadline))
-	if err != nil {
-		return err
-	}
-	return ctrl.NewControllerManagedBy(mgr).For(&flinkv1beta1.FlinkStateSnapshot{}).Named("flinkstatesnapshot").WithOptions(opts).Complete(paced)
+	return r.setUp(mgr, controllerSpec{name: "flinkstatesnapshot", object: &flinkv1beta1.FlinkStateSnapshot{}, intervals: r.Intervals,
+		build: func(b *builder.Builder) *builder.Builder { return b.For(&flinkv1beta1.FlinkStateSnapshot{}) }}, r)
 }
 
 // The snapshot state machine:
@@ -234,11 +227,14 @@ func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *
 	default:
 		return target{}, fmt.Sprintf("spec.jobReference.kind %q: allowed: FlinkDeployment, FlinkSessionJob", ref.Kind), nil
 	}
-	conf, err := native.EffectiveConfig(cluster, r.Defaults, native.BuildOptions{})
+	// The cluster is addressed as its own reconciler addresses it: the same configuration, from
+	// the operator's default configuration and REST timeout in force now.
+	_, defaults, clients := liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
+	conf, err := clusterConfig(cluster, defaults)
 	if err != nil {
 		return target{}, "", err
 	}
-	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
+	cl, err := clients.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
 	if err != nil {
 		if _, refused := IsRESTServiceRefused(err); refused {
 			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())

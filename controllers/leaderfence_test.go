@@ -210,7 +210,7 @@ func startReplica(t *testing.T, name, ns string, flink *fakeflink.Server) *repli
 	require.NoError(t, (&FlinkDeploymentReconciler{
 		Client: r.client, Scheme: mgr.GetScheme(), Recorder: rec,
 		Flink:     &FlinkClients{URLTemplate: proxy.URL, Timeout: 2 * time.Second, Fence: fence},
-		Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
+		Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
 	}).SetupWithManager(mgr))
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -104,7 +104,7 @@ func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
 	assert.NotEmpty(t, fixed.validator().ValidateDeployment(dep, nil), "the fixed operator configuration")
 
 	live := operatorconfig.NewStore(operatorconfig.Settings{})
-	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Live: live}
+	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, ReconcilerOptions: ReconcilerOptions{Live: live}}
 	assert.Empty(t, dynamic.validator().ValidateDeployment(dep, nil), "privileged by default")
 	live.Set(operatorconfig.Settings{Defaults: native.Defaults{Operator: baseline}})
 	errs := dynamic.validator().ValidateDeployment(dep, nil)

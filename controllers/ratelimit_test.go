@@ -70,7 +70,7 @@ func startProbedOperator(t *testing.T, ns, name string, err error, limits RateLi
 		return (&FlinkDeploymentReconciler{
 			Client: probe, Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), RateLimits: limits,
+			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{RateLimits: limits},
 		}).SetupWithManager(mgr)
 	}})
 	return probe, func() []string {

@@ -94,7 +94,7 @@ func deploymentController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(),
-			PriorityQueue: true, // as the operator runs (--reconcile-priority-queue)
+			ReconcilerOptions: ReconcilerOptions{PriorityQueue: true}, // as the operator runs (--reconcile-priority-queue)
 		}).SetupWithManager(mgr)
 	}
 }

@@ -146,7 +146,7 @@ func zooKeeperController(flink *fakeflink.Server) func(ctrl.Manager, record.Even
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
+			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
 			ZooKeeper: hastore.ZooKeeperPolicy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		}).SetupWithManager(mgr)
 	}

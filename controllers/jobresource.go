@@ -1,0 +1,231 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/redact"
+)
+
+// The job-resource skeleton: what a reconcile of a FlinkDeployment and of a FlinkSessionJob
+// does alike (upstream's AbstractJobReconciler and ReconciliationUtils), written once. Each
+// kind's scope embeds a jobRecord of its spec type and answers jobResource; the status write,
+// the error and validation reports, the recorded spec and the finalizer are the skeleton's.
+
+// jobResource is one reconcile's scope of a job resource, as the skeleton sees it.
+type jobResource interface {
+	// object is the resource, with the status being built.
+	object() client.Object
+	// stored is the resource as last read or written: status writes are patches against it.
+	stored() client.Object
+	// statuses are the status being built and the stored one, for comparison and listeners.
+	statuses() (current, stored any)
+	// common is the status being built.
+	common() *flinkv1beta1.CommonStatus
+	// markStored records the resource as it is now as the stored one (after a write).
+	markStored()
+	// redactor masks the resource's secrets in status messages.
+	redactor() *redact.Redactor
+}
+
+// jobRecord is the last reconciled spec of a job resource, as one reconcile tracks it.
+type jobRecord[S any] struct {
+	// deployed is the last reconciled spec (nil before the first deployment): the target the
+	// spec is compared with.
+	deployed *S
+	// firstDeployment: deployed is the very first spec recorded (nothing ran before it).
+	firstDeployment bool
+	// jobOf is the job part of a spec (nil for a session cluster).
+	jobOf func(*S) **flinkv1beta1.JobSpec
+}
+
+// read decodes the last reconciled spec of st, and adopts the generation an upstream operator
+// recorded there.
+func (r *jobRecord[S]) read(st *flinkv1beta1.CommonStatus) {
+	var spec S
+	if found, first, err := flinkv1beta1.DecodeReconciledSpec(st.ReconciliationStatus.LastReconciledSpec, &spec); err == nil && found {
+		r.deployed, r.firstDeployment = &spec, first
+		adoptObservedGeneration(st)
+	}
+}
+
+// record writes spec as the last reconciled spec in the given reconciliation state. The trigger
+// nonces of the spec recorded before are kept: a savepoint or checkpoint asked for together
+// with an upgrade is then still asked for once the upgraded job runs (upstream keeps them for
+// the same reason in updateStatusForSpecReconciliation).
+func (r *jobRecord[S]) record(st *flinkv1beta1.CommonStatus, generation int64, spec S, state flinkv1beta1.ReconciliationState) error {
+	if r.deployed != nil {
+		job := r.jobOf(&spec)
+		*job = withRecordedTriggerNonces(*r.jobOf(r.deployed), *job)
+	}
+	return r.write(st, generation, spec, state, r.deployed == nil)
+}
+
+// write writes spec, as it is, as the last reconciled spec in the given state; first says it
+// is still the first spec deployed (upstream's resource_metadata.firstDeployment).
+func (r *jobRecord[S]) write(st *flinkv1beta1.CommonStatus, generation int64, spec S, state flinkv1beta1.ReconciliationState, first bool) error {
+	raw, err := flinkv1beta1.EncodeReconciledSpec(spec, first)
+	if err != nil {
+		return err
+	}
+	r.firstDeployment = first
+	rs := &st.ReconciliationStatus
+	rs.LastReconciledSpec, rs.State = raw, state
+	rs.ReconciliationTimestamp = time.Now().UnixMilli()
+	st.ObservedGeneration = generation
+	deployed := spec
+	r.deployed = &deployed
+	return nil
+}
+
+// persist writes the status of s when it changed: the write-ahead log entry must be stored
+// before the action it describes. A merge patch of the status subresource with an optimistic
+// lock (patchStatus); compute brings the lifecycle state and conditions up to date first.
+func (o *ReconcilerOptions) persist(ctx context.Context, c client.Client, s jobResource, compute func()) error {
+	compute()
+	st := s.common()
+	st.Error = s.redactor().String(st.Error)
+	current, stored := s.statuses()
+	if equalStatus(stored, current) {
+		return nil
+	}
+	obj, before := s.object(), s.stored()
+	if err := patchStatus(ctx, c, obj, before); err != nil {
+		return err
+	}
+	statusWritten(ctx, o.Listener, obj, stored, current, o.SecretKeyPatterns)
+	o.ownWrites().wrote(obj.GetUID(), before.GetResourceVersion(), obj.GetResourceVersion())
+	s.markStored()
+	return nil
+}
+
+// finish records a reconcile's error in the status and as an event, then writes the status
+// (persist computes it, once). A write conflict is returned as it is: the reconcile runs again
+// on a fresh read, and this one's status must not be written.
+func finish(rec record.EventRecorder, s jobResource, reconcileErr error, persist func() error) error {
+	if apierrors.IsConflict(reconcileErr) {
+		return reconcileErr
+	}
+	if reconcileErr != nil {
+		s.common().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
+		reason := ReasonError
+		if _, refused := IsRESTServiceRefused(reconcileErr); refused {
+			reason = ReasonRESTServiceRefused
+		}
+		rec.Event(s.object(), corev1.EventTypeWarning, reason, reconcileErr.Error())
+	}
+	if err := persist(); err != nil {
+		if reconcileErr != nil {
+			return fmt.Errorf("%w (and writing status failed: %v)", reconcileErr, err)
+		}
+		return err
+	}
+	return reconcileErr
+}
+
+// judge applies the result of validation: on violations the error is recorded in the status
+// and reported, and the reconcile goes on with the last deployed spec if there is one (so the
+// resource keeps being observed), else stops; a validation error that no longer holds is
+// cleared.
+func judge[S any](ctx context.Context, rec record.EventRecorder, s jobResource, errs field.ErrorList, current, deployed *S) (*S, bool) {
+	st := s.common()
+	if len(errs) == 0 {
+		if isValidationError(st.Error) {
+			st.Error = ""
+		}
+		return current, true
+	}
+	msg := errs.ToAggregate().Error()
+	st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionValidation, flinkv1beta1.ErrorReasonInvalidSpec, msg)
+	rec.Event(s.object(), corev1.EventTypeWarning, ReasonValidationError, msg)
+	log.FromContext(ctx).Info("invalid spec", "errors", msg)
+	if deployed == nil {
+		return nil, false
+	}
+	return deployed, true
+}
+
+// addFinalizer adds the kind's finalizer to a resource that lacks it, so the resource is not
+// gone before its cleanup ran, and records the write as the reconciler's own. The status is
+// then patched against the updated object.
+func (o *ReconcilerOptions) addFinalizer(ctx context.Context, c client.Client, s jobResource, finalizer string) error {
+	obj := s.object()
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	controllerutil.AddFinalizer(obj, finalizer)
+	before := obj.GetResourceVersion()
+	if err := c.Update(ctx, obj); err != nil {
+		return fmt.Errorf("add finalizer: %w", err)
+	}
+	o.ownWrites().wrote(obj.GetUID(), before, obj.GetResourceVersion())
+	s.markStored()
+	return nil
+}
+
+// release removes the finalizer of a resource whose cleanup is done, forgetting what the
+// reconciler tracked of it.
+func (o *ReconcilerOptions) release(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if o.Lifecycle != nil {
+		o.Lifecycle.Forget(obj.GetUID())
+	}
+	o.ownWrites().forget(obj.GetUID())
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	if err := c.Update(ctx, obj); err != nil {
+		return fmt.Errorf("remove finalizer: %w", err)
+	}
+	return nil
+}
+
+// clusterConfig is the configuration of a cluster as every reconciler reads it: the effective
+// configuration Flink gets (its REST port and SSL settings among them) plus the operator
+// options of the user's configuration, from the operator's default configuration in force.
+// The FlinkDeployment, the session jobs on it and the snapshots of its jobs all address the
+// cluster from this one composition.
+func clusterConfig(dep *flinkv1beta1.FlinkDeployment, defaults native.Defaults) (native.Config, error) {
+	effective, err := native.EffectiveConfig(dep, defaults, native.BuildOptions{})
+	if err != nil {
+		return nil, err
+	}
+	user, err := native.UserConfig(dep, defaults)
+	if err != nil {
+		return nil, err
+	}
+	return native.WithOptions(effective, user), nil
+}
+
+// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
+// nonce never triggers twice; the rest of the reconciled spec, its state and its timestamp (the
+// job id derives from it) are kept. Taking a nonce deploys nothing: the first deployment stays
+// the first until an upgrade, as upstream records it.
+func (r *jobRecord[S]) recordNonces(st *flinkv1beta1.CommonStatus, generation int64, desired *S) error {
+	if r.deployed == nil {
+		return nil
+	}
+	spec := *r.deployed
+	recorded, wanted := r.jobOf(&spec), *r.jobOf(desired)
+	if *recorded == nil || wanted == nil {
+		return nil
+	}
+	job := (*recorded).DeepCopy()
+	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = wanted.SavepointTriggerNonce, wanted.CheckpointTriggerNonce
+	*recorded = job
+	rs := &st.ReconciliationStatus
+	ts := rs.ReconciliationTimestamp
+	if err := r.write(st, generation, spec, rs.State, r.firstDeployment); err != nil {
+		return err
+	}
+	rs.ReconciliationTimestamp = ts
+	return nil
+}
