@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -447,7 +448,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) act(ctx context.Context, bg *flinkv
 		resetMarkers()
 		st.JobStatus.State = flinkv1beta1.JobStatusFailing
 		st.Error = fmt.Sprintf("Aborting deployment '%s', rolling B/G deployment back to %s: not ready within %s (%s)",
-			childName(bg, step.Target), step.Next, opts.AbortGracePeriod, bluegreen.KeyAbortGracePeriod)
+			childName(bg, step.Target), step.Next, opts.AbortGracePeriod, options.BlueGreenAbortGracePeriod.Key)
 		r.setConditions(bg, obs)
 		if err := r.writeStatus(ctx, base, bg); err != nil {
 			return ctrl.Result{}, err

@@ -18,11 +18,8 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
-// Operator options of snapshots, with upstream's names and defaults.
-const (
-	optSavepointHistoryMax = "kubernetes.operator.savepoint.history.max.count"
-	defaultHistoryMax      = 10
-)
+// Upstream's default of kubernetes.operator.savepoint.history.max.count.
+const defaultHistoryMax = 10
 
 // Event reasons of snapshots.
 const (
