@@ -18,9 +18,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
-// Upstream's default of kubernetes.operator.savepoint.history.max.count.
-const defaultHistoryMax = 10
-
 // Event reasons of snapshots.
 const (
 	ReasonSavepoint       = "SavepointTriggered"

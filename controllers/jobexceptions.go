@@ -19,10 +19,6 @@ import (
 // ReasonJobException is the Warning event of a job failure Flink recorded.
 const ReasonJobException = "JobException"
 
-// Upstream's default of kubernetes.operator.events.exceptions.limit-per-reconciliation: events
-// per reconcile.
-const defaultExceptionEventsLimit = 10
-
 // exceptionReporter turns a job's failures into Warning events, each once: it remembers, per
 // job, the newest failure already reported. The memory is the operator's; after a restart a
 // failure may be reported again, which the API server's event aggregation folds into a count.
@@ -46,9 +42,9 @@ func (e *exceptionReporter) report(ctx context.Context, rec record.EventRecorder
 	if e == nil || jobID == "" {
 		return
 	}
-	limit, err := conf.Int(options.ExceptionEventsLimit.Key, defaultExceptionEventsLimit)
-	if err != nil || limit <= 0 {
-		limit = defaultExceptionEventsLimit
+	limit := options.ExceptionEventsLimit.Get(conf)
+	if limit <= 0 {
+		limit = options.ExceptionEventsLimit.Get(nil)
 	}
 	exceptions, err := cl.JobExceptions(ctx, jobID, limit)
 	if err != nil {

@@ -17,9 +17,8 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Options of snapshot history cleanup (upstream's names and defaults).
+// Flink's options that bound the checkpoint history.
 const (
-	defaultHistoryMaxAge = 24 * time.Hour
 	// Flink's number of retained checkpoints; the CHECKPOINT resources are capped at it too.
 	// Flink 1.20 renamed state.checkpoints.num-retained; either spelling is honoured.
 	optCheckpointsRetained       = "execution.checkpointing.num-retained"
@@ -43,18 +42,18 @@ func snapshotHistoryLimitsFrom(conf, operatorConf native.Config) snapshotHistory
 	if operatorConf == nil {
 		operatorConf = conf
 	}
-	limits := snapshotHistoryLimits{savepointMaxCount: defaultHistoryMax, savepointMaxAge: defaultHistoryMaxAge,
+	limits := snapshotHistoryLimits{savepointMaxCount: options.SavepointHistoryMaxCount.Get(nil), savepointMaxAge: options.SavepointHistoryMaxAge.Get(nil),
 		checkpointMaxCount: defaultCheckpointsRetained}
-	if n, err := conf.Int(options.SavepointHistoryMaxCount.Key, defaultHistoryMax); err == nil && n >= 1 {
+	if n := options.SavepointHistoryMaxCount.Get(conf); n >= 1 {
 		limits.savepointMaxCount = n
 	}
-	if capped, err := operatorConf.Int(options.SavepointHistoryMaxCountThreshold.Key, 0); err == nil && capped >= 1 && capped < limits.savepointMaxCount {
+	if capped := options.SavepointHistoryMaxCountThreshold.Get(operatorConf); capped >= 1 && capped < limits.savepointMaxCount {
 		limits.savepointMaxCount = capped
 	}
-	if d, err := conf.Duration(options.SavepointHistoryMaxAge.Key, defaultHistoryMaxAge); err == nil && d > 0 {
+	if d := options.SavepointHistoryMaxAge.Get(conf); d > 0 {
 		limits.savepointMaxAge = d
 	}
-	if capped, err := operatorConf.Duration(options.SavepointHistoryMaxAgeThreshold.Key, 0); err == nil && capped > 0 && capped < limits.savepointMaxAge {
+	if capped := options.SavepointHistoryMaxAgeThreshold.Get(operatorConf); capped > 0 && capped < limits.savepointMaxAge {
 		limits.savepointMaxAge = capped
 	}
 	retained := conf.Get(optCheckpointsRetained, conf.Get(optCheckpointsRetainedLegacy, ""))
