@@ -20,6 +20,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
+	operatoroptions "github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -148,7 +149,7 @@ func TestShardedInstancesSplitResources(t *testing.T) {
 
 	// Instance b, configured by its ConfigMap, with a Lease of its own.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: "flink-operator-config-b"},
-		Data: map[string]string{"config.yaml": operatorconfig.KeyLabelSelector + ": shard=b\n" + operatorconfig.KeyLeaseName + ": flink-operator-shard-b\n"}}
+		Data: map[string]string{"config.yaml": operatoroptions.LabelSelector.Key + ": shard=b\n" + operatoroptions.LeaseName.Key + ": flink-operator-shard-b\n"}}
 	require.NoError(t, env.Client.Create(ctx, cm))
 	ob := shardOptions(t, ns, opNS)
 	ob.configMap, ob.configMapNamespace = cm.Name, opNS
@@ -190,7 +191,7 @@ func TestShardedInstancesSplitResources(t *testing.T) {
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nobodys"}, unlabelled))
 	unlabelled.Labels = map[string]string{"shard": "c"}
 	require.NoError(t, env.Client.Update(ctx, unlabelled))
-	cm.Data["config.yaml"] = operatorconfig.KeyLabelSelector + ": shard in (b,c)\n" + operatorconfig.KeyLeaseName + ": flink-operator-shard-b\n"
+	cm.Data["config.yaml"] = operatoroptions.LabelSelector.Key + ": shard in (b,c)\n" + operatoroptions.LeaseName.Key + ": flink-operator-shard-b\n"
 	require.NoError(t, env.Client.Update(ctx, cm))
 	wait.For(t, 60*time.Second, "instance b serves shard c after its selector changed", deployed("nobodys"))
 }

@@ -10,6 +10,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // This file is where every blue/green state transition is written: one handler per action of
@@ -301,7 +302,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) abort(ctx context.Context, t *trans
 	t.resetMarkers()
 	st.JobStatus.State = flinkv1beta1.JobStatusFailing
 	st.Error = fmt.Sprintf("Aborting deployment '%s', rolling B/G deployment back to %s: not ready within %s (%s)",
-		childName(bg, t.step.Target), t.step.Next, t.obs.opts.AbortGracePeriod, bluegreen.KeyAbortGracePeriod)
+		childName(bg, t.step.Target), t.step.Next, t.obs.opts.AbortGracePeriod, options.BlueGreenAbortGracePeriod.Key)
 	if err := r.record(ctx, t); err != nil {
 		return ctrl.Result{}, err
 	}

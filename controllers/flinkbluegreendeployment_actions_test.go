@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
@@ -54,8 +55,8 @@ type bgFake struct {
 func fakeBlueGreenResource(t *testing.T) *flinkv1beta1.FlinkBlueGreenDeployment {
 	bg := newBlueGreen(t, "ns", "app", "10 min")
 	bg.UID, bg.Generation = types.UID("bg-uid"), 3
-	bg.Spec.Configuration[bluegreen.KeyRescheduleInterval] = "15 s"
-	bg.Spec.Configuration[bluegreen.KeyDeletionDelay] = "5 s"
+	bg.Spec.Configuration[options.BlueGreenRescheduleInterval.Key] = "15 s"
+	bg.Spec.Configuration[options.BlueGreenDeletionDelay.Key] = "5 s"
 	return bg
 }
 

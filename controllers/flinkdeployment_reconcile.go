@@ -780,7 +780,7 @@ func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {
 	}
 	if flat, err := c.FlinkConfiguration.Flatten(); err == nil {
 		for k := range flat {
-			if strings.HasPrefix(k, "kubernetes.operator.") || strings.HasPrefix(k, "job.autoscaler.") {
+			if options.IsOperatorKey(k) {
 				delete(flat, k)
 			}
 		}

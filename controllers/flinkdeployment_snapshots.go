@@ -18,12 +18,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
-// Operator options of snapshots, with upstream's names and defaults.
-const (
-	optSavepointHistoryMax = "kubernetes.operator.savepoint.history.max.count"
-	defaultHistoryMax      = 10
-)
-
 // Event reasons of snapshots.
 const (
 	ReasonSavepoint       = "SavepointTriggered"

@@ -23,13 +23,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
 
-// Options of session jobs, with upstream's names.
-const (
-	optArtifactHeaders     = "kubernetes.operator.user.artifacts.http.header"
-	optSavepointOnDeletion = "kubernetes.operator.job.savepoint-on-deletion"
-	optCleanupTimeout      = "kubernetes.operator.resource.cleanup.timeout"
-)
-
 // The session job state machine, from status.reconciliationStatus and the job on the session:
 //
 //	nothing reconciled yet, suspended → record the spec; nothing runs
@@ -333,7 +326,7 @@ func (r *FlinkSessionJobReconciler) deployJob(ctx context.Context, s *jobScope, 
 func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spec *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
 	st := s.status()
 	job := spec.Job
-	headers, err := parseHeaders(s.conf[optArtifactHeaders])
+	headers, err := parseHeaders(s.conf[options.ArtifactHeaders.Key])
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -587,5 +580,5 @@ func jobSpecChanged(deployed, desired *flinkv1beta1.FlinkSessionJobSpec) bool {
 
 // parseHeaders reads Flink's map syntax "k1:v1,k2:v2".
 func parseHeaders(raw string) (map[string]string, error) {
-	return native.ParseMap(raw, optArtifactHeaders)
+	return native.ParseMap(raw, options.ArtifactHeaders.Key)
 }

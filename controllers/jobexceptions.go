@@ -13,16 +13,11 @@ import (
 
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // ReasonJobException is the Warning event of a job failure Flink recorded.
 const ReasonJobException = "JobException"
-
-// Upstream's option and default: events per reconcile.
-const (
-	optExceptionEventsLimit     = "kubernetes.operator.events.exceptions.limit-per-reconciliation"
-	defaultExceptionEventsLimit = 10
-)
 
 // exceptionReporter turns a job's failures into Warning events, each once: it remembers, per
 // job, the newest failure already reported. The memory is the operator's; after a restart a
@@ -47,9 +42,9 @@ func (e *exceptionReporter) report(ctx context.Context, rec record.EventRecorder
 	if e == nil || jobID == "" {
 		return
 	}
-	limit, err := conf.Int(optExceptionEventsLimit, defaultExceptionEventsLimit)
-	if err != nil || limit <= 0 {
-		limit = defaultExceptionEventsLimit
+	limit := options.ExceptionEventsLimit.Get(conf)
+	if limit <= 0 {
+		limit = options.ExceptionEventsLimit.Get(nil)
 	}
 	exceptions, err := cl.JobExceptions(ctx, jobID, limit)
 	if err != nil {

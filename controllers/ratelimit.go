@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/flink-operator/flink-operator/pkg/nsshare"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 )
 
@@ -48,7 +49,7 @@ func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, o
 			// Upstream gives up here until the next event; a resource must never be stuck.
 			logger.Info("reconcile failed too often in a row: retrying at the reconcile interval from now on, until it succeeds",
 				"resource", req.String(), "failures", failures, "retryEvery", every.String(),
-				"option", "kubernetes.operator.retry.max.attempts")
+				"option", options.RetryMaxAttempts.Key)
 		})
 		if err != nil {
 			return opts, nil, fmt.Errorf("%s controller: kubernetes.operator.retry: %w", name, err)
@@ -101,7 +102,7 @@ func (t *throttled) Reconcile(ctx context.Context, req reconcile.Request) (recon
 		return t.next.Reconcile(ctx, req)
 	}
 	log.FromContext(ctx).V(1).Info("reconcile postponed: the resource's reconciles of this period are spent",
-		"postponedFor", wait.String(), "option", "kubernetes.operator.rate-limiter.limit")
+		"postponedFor", wait.String(), "option", options.RateLimiterLimit.Key)
 	if t.backoff != nil {
 		t.backoff.Postpone(req)
 	}

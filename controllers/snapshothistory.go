@@ -14,17 +14,11 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Options of snapshot history cleanup (upstream's names and defaults).
+// Flink's options that bound the checkpoint history.
 const (
-	optSavepointHistoryAge = "kubernetes.operator.savepoint.history.max.age"
-	optSavepointCleanup    = "kubernetes.operator.savepoint.cleanup.enabled"
-	defaultHistoryMaxAge   = 24 * time.Hour
-	// System caps on the two options above: the operator's own configuration sets them, and a
-	// larger per-resource value is lowered to them. Unset, there is no cap.
-	optSavepointHistoryMaxThreshold = "kubernetes.operator.savepoint.history.max.count.threshold"
-	optSavepointHistoryAgeThreshold = "kubernetes.operator.savepoint.history.max.age.threshold"
 	// Flink's number of retained checkpoints; the CHECKPOINT resources are capped at it too.
 	// Flink 1.20 renamed state.checkpoints.num-retained; either spelling is honoured.
 	optCheckpointsRetained       = "execution.checkpointing.num-retained"
@@ -48,18 +42,18 @@ func snapshotHistoryLimitsFrom(conf, operatorConf native.Config) snapshotHistory
 	if operatorConf == nil {
 		operatorConf = conf
 	}
-	limits := snapshotHistoryLimits{savepointMaxCount: defaultHistoryMax, savepointMaxAge: defaultHistoryMaxAge,
+	limits := snapshotHistoryLimits{savepointMaxCount: options.SavepointHistoryMaxCount.Get(nil), savepointMaxAge: options.SavepointHistoryMaxAge.Get(nil),
 		checkpointMaxCount: defaultCheckpointsRetained}
-	if n, err := conf.Int(optSavepointHistoryMax, defaultHistoryMax); err == nil && n >= 1 {
+	if n := options.SavepointHistoryMaxCount.Get(conf); n >= 1 {
 		limits.savepointMaxCount = n
 	}
-	if capped, err := operatorConf.Int(optSavepointHistoryMaxThreshold, 0); err == nil && capped >= 1 && capped < limits.savepointMaxCount {
+	if capped := options.SavepointHistoryMaxCountThreshold.Get(operatorConf); capped >= 1 && capped < limits.savepointMaxCount {
 		limits.savepointMaxCount = capped
 	}
-	if d, err := conf.Duration(optSavepointHistoryAge, defaultHistoryMaxAge); err == nil && d > 0 {
+	if d := options.SavepointHistoryMaxAge.Get(conf); d > 0 {
 		limits.savepointMaxAge = d
 	}
-	if capped, err := operatorConf.Duration(optSavepointHistoryAgeThreshold, 0); err == nil && capped > 0 && capped < limits.savepointMaxAge {
+	if capped := options.SavepointHistoryMaxAgeThreshold.Get(operatorConf); capped > 0 && capped < limits.savepointMaxAge {
 		limits.savepointMaxAge = capped
 	}
 	retained := conf.Get(optCheckpointsRetained, conf.Get(optCheckpointsRetainedLegacy, ""))
@@ -174,7 +168,7 @@ func nameMillis(name string) int64 {
 // data is disposed by the snapshot controller only if the resource says so (disposeOnDelete);
 // a checkpoint's never (Flink owns it).
 func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf, operatorConf native.Config, now time.Time) error {
-	if strings.EqualFold(strings.TrimSpace(conf[optSavepointCleanup]), "false") {
+	if !savepointCleanupEnabled(conf) {
 		return nil
 	}
 	var list flinkv1beta1.FlinkStateSnapshotList
@@ -194,3 +188,7 @@ func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind f
 	}
 	return nil
 }
+
+// savepointCleanupEnabled: history cleanup runs unless kubernetes.operator.savepoint.cleanup.enabled
+// turns it off.
+func savepointCleanupEnabled(conf native.Config) bool { return options.SavepointCleanup.Get(conf) }

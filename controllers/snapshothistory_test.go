@@ -10,6 +10,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // historyEntry describes one snapshot resource of the job "orders" for TestSnapshotsToCleanUp.
@@ -252,7 +253,7 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 		{name: "upstream defaults", want: defaults},
 		{
 			name: "the resource's values",
-			conf: native.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "2 h", optCheckpointsRetained: "4"},
+			conf: native.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "2 h", optCheckpointsRetained: "4"},
 			want: snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: 2 * time.Hour, checkpointMaxCount: 4},
 		},
 		{
@@ -267,36 +268,36 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 		},
 		{
 			name: "invalid and non-positive values fall back to the defaults",
-			conf: native.Config{optSavepointHistoryMax: "0", optSavepointHistoryAge: "soon", optCheckpointsRetained: "-1"},
+			conf: native.Config{options.SavepointHistoryMaxCount.Key: "0", options.SavepointHistoryMaxAge.Key: "soon", optCheckpointsRetained: "-1"},
 			want: defaults,
 		},
 		{
 			name:         "the operator's thresholds cap larger values",
-			conf:         native.Config{optSavepointHistoryMax: "50", optSavepointHistoryAge: "7 d"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			conf:         native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxAge.Key: "7 d"},
+			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "the operator's thresholds cap the defaults",
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "5", optSavepointHistoryAgeThreshold: "1 h"},
+			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "5", options.SavepointHistoryMaxAgeThreshold.Key: "1 h"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 5, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "smaller values are left alone",
-			conf:         native.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "1 h"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			conf:         native.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "1 h"},
+			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "a resource cannot lift the operator's thresholds",
-			conf: native.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "100",
-				optSavepointHistoryAge: "7 d", optSavepointHistoryAgeThreshold: "30 d"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			conf: native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "100",
+				options.SavepointHistoryMaxAge.Key: "7 d", options.SavepointHistoryMaxAgeThreshold.Key: "30 d"},
+			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "without the operator's configuration the thresholds are read from the resource's",
-			conf: native.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "20"},
+			conf: native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "20"},
 			want: snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 1},
 		},
 	}

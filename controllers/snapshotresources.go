@@ -20,16 +20,10 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Options of snapshot resources (upstream's names and defaults).
-const (
-	optSnapshotResources = "kubernetes.operator.snapshot.resource.enabled"
-	optDisposeOnDelete   = "kubernetes.operator.savepoint.dispose-on-delete"
-)
-
 // snapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
 // turns them off (upstream's legacy mode keeps them in status fields).
 func snapshotResourcesEnabled(conf native.Config) bool {
-	return !strings.EqualFold(strings.TrimSpace(conf[optSnapshotResources]), "false")
+	return options.SnapshotResources.Get(conf)
 }
 
 // jobSnapshots is what a job's snapshots are taken for: the resource, its job spec before
@@ -165,7 +159,7 @@ func newSnapshot(j jobSnapshots, checkpoint bool, trigger flinkv1beta1.SnapshotT
 	if checkpoint {
 		snap.Spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}
 	} else {
-		dispose := strings.EqualFold(j.conf[optDisposeOnDelete], "true")
+		dispose := options.DisposeOnDelete.Get(j.conf)
 		// kubernetes.operator.savepoint.format.type, as upstream's triggerSnapshotIfNeeded passes
 		// it to createSavepointResource (the snapshot controller takes the savepoint in it).
 		snap.Spec.Savepoint = &flinkv1beta1.SavepointSpec{FormatType: flinkv1beta1.SavepointFormatType(savepointFormat(j.conf)), DisposeOnDelete: &dispose}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Headers of the ScalingReport message, as upstream.
@@ -99,11 +101,11 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	}
 	res.Reason = ReasonScalingReport
 	if !c.ScalingEnabled {
-		res.Message = reportHeaderDisabled + KeyPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
+		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
 	if c.inExcludedPeriod(now) {
-		res.Message = reportHeaderDisabled + KeyPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
+		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
 	res.Message = reportHeaderEnabled + report(changes, metrics)

@@ -10,13 +10,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// Option key prefixes: the current one and the one before FLIP-334, which upstream still reads
-// as a fallback.
-const (
-	KeyPrefix       = "job.autoscaler."
-	LegacyKeyPrefix = "kubernetes.operator.job.autoscaler."
-)
-
 // Alignment modes of scaling.parallelism-alignment.mode, and of the legacy
 // scaling.key-group.partitions.adjust.mode.
 const (
@@ -76,7 +69,7 @@ type confReader struct {
 
 // lookup returns the value and the full key it was found under.
 func (r *confReader) lookup(names ...string) (string, string, bool) {
-	for _, prefix := range []string{KeyPrefix, LegacyKeyPrefix} {
+	for _, prefix := range []string{options.AutoscalerPrefix, options.LegacyAutoscalerPrefix} {
 		for _, n := range names {
 			if v, ok := r.conf[prefix+n]; ok {
 				return strings.TrimSpace(v), prefix + n, true
@@ -91,18 +84,17 @@ func (r *confReader) fail(key, format string, args ...any) {
 }
 
 func (r *confReader) boolean(dst *bool, names ...string) {
-	v, key, ok := r.lookup(names...)
+	_, key, ok := r.lookup(names...)
 	if !ok {
 		return
 	}
-	switch strings.ToLower(v) {
-	case "true":
-		*dst = true
-	case "false":
-		*dst = false
-	default:
-		r.fail(key, "%q is not a boolean: want true or false", v)
+	// The value as written: Flink's boolean has nothing around true or false.
+	b, err := options.ParseBool(r.conf[key])
+	if err != nil {
+		r.fail(key, "%v", err)
+		return
 	}
+	*dst = b
 }
 
 func (r *confReader) duration(dst *time.Duration, names ...string) {
@@ -255,7 +247,7 @@ func ParseConfig(flinkConf map[string]string) (Config, error) {
 		return c, nil
 	}
 	if c.VertexMinParallel > c.VertexMaxParallel {
-		r.errs = append(r.errs, fmt.Sprintf("%svertex.min-parallelism (%d) must not exceed %svertex.max-parallelism (%d)", KeyPrefix, c.VertexMinParallel, KeyPrefix, c.VertexMaxParallel))
+		r.errs = append(r.errs, fmt.Sprintf("%svertex.min-parallelism (%d) must not exceed %svertex.max-parallelism (%d)", options.AutoscalerPrefix, c.VertexMinParallel, options.AutoscalerPrefix, c.VertexMaxParallel))
 	}
 	if len(r.errs) > 0 {
 		return c, fmt.Errorf("invalid autoscaler configuration: %s", strings.Join(r.errs, "; "))

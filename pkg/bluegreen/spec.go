@@ -12,13 +12,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// The kubernetes.operator.bluegreen.* keys of spec.configuration, with upstream's names.
-const (
-	KeyAbortGracePeriod   = "kubernetes.operator.bluegreen.abort.grace-period"
-	KeyRescheduleInterval = "kubernetes.operator.bluegreen.reconciliation.reschedule-interval"
-	KeyDeletionDelay      = "kubernetes.operator.bluegreen.deployment-deletion.delay"
-)
-
 // Options are the blue/green settings of one resource.
 type Options struct {
 	// AbortGracePeriod is how long a new child (or the savepoint before it) may take before
@@ -53,9 +46,9 @@ func ParseOptions(conf map[string]string) (Options, []*OptionError) {
 		key string
 		dst *time.Duration
 	}{
-		{KeyAbortGracePeriod, &o.AbortGracePeriod},
-		{KeyRescheduleInterval, &o.RescheduleInterval},
-		{KeyDeletionDelay, &o.DeletionDelay},
+		{options.BlueGreenAbortGracePeriod.Key, &o.AbortGracePeriod},
+		{options.BlueGreenRescheduleInterval.Key, &o.RescheduleInterval},
+		{options.BlueGreenDeletionDelay.Key, &o.DeletionDelay},
 	} {
 		v, ok := conf[f.key]
 		if !ok {

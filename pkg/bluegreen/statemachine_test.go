@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 const (
@@ -217,7 +218,7 @@ func TestCompare(t *testing.T) {
 		{"nothing reconciled yet", nil, base(), DiffTransition},
 		{"same spec", base(), base(), DiffNone},
 		{"configuration is not the children's", base(), withBG(func(b *flinkv1beta1.FlinkBlueGreenDeploymentSpec) {
-			b.Configuration = map[string]string{KeyDeletionDelay: "1s"}
+			b.Configuration = map[string]string{options.BlueGreenDeletionDelay.Key: "1s"}
 		}), DiffNone},
 		{"image", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Image = "flink:2.0" }), DiffTransition},
 		{"unset job.state means running", base(), with(func(s *flinkv1beta1.FlinkDeploymentSpec) { s.Job.State = flinkv1beta1.JobStateRunning }), DiffNone},
@@ -271,14 +272,14 @@ func TestParseOptions(t *testing.T) {
 	assert.Empty(t, errs)
 	assert.Equal(t, DefaultOptions, o)
 
-	o, errs = ParseOptions(map[string]string{KeyAbortGracePeriod: "10 min", KeyRescheduleInterval: "2s", KeyDeletionDelay: "0ms", "other": "x"})
+	o, errs = ParseOptions(map[string]string{options.BlueGreenAbortGracePeriod.Key: "10 min", options.BlueGreenRescheduleInterval.Key: "2s", options.BlueGreenDeletionDelay.Key: "0ms", "other": "x"})
 	assert.Empty(t, errs)
 	assert.Equal(t, Options{AbortGracePeriod: 10 * 60e9, RescheduleInterval: 2e9}, o)
 
-	_, errs = ParseOptions(map[string]string{KeyDeletionDelay: "-1s", KeyAbortGracePeriod: "soon"})
+	_, errs = ParseOptions(map[string]string{options.BlueGreenDeletionDelay.Key: "-1s", options.BlueGreenAbortGracePeriod.Key: "soon"})
 	if assert.Len(t, errs, 2) {
-		assert.Contains(t, errs[0].Error(), KeyAbortGracePeriod)
-		assert.Contains(t, errs[1].Error(), KeyDeletionDelay)
+		assert.Contains(t, errs[0].Error(), options.BlueGreenAbortGracePeriod.Key)
+		assert.Contains(t, errs[1].Error(), options.BlueGreenDeletionDelay.Key)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Apply creates or updates the objects of a cluster with server-side apply under the
@@ -166,9 +168,6 @@ type DeleteOptions struct {
 	Propagation metav1.DeletionPropagation
 }
 
-// DeletionPropagationKey is the operator option choosing DeleteOptions.Propagation.
-const DeletionPropagationKey = "kubernetes.operator.resource.deletion.propagation"
-
 // ParseDeletionPropagation reads kubernetes.operator.resource.deletion.propagation: Foreground
 // (also when empty), Background or Orphan, in any letter case, as upstream accepts them.
 func ParseDeletionPropagation(value string) (metav1.DeletionPropagation, error) {
@@ -181,7 +180,7 @@ func ParseDeletionPropagation(value string) (metav1.DeletionPropagation, error) 
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("%s: %q, want Foreground, Background or Orphan", DeletionPropagationKey, value)
+	return "", fmt.Errorf("%s: %q, want Foreground, Background or Orphan", options.DeletionPropagation.Key, value)
 }
 
 // DeleteCluster starts deleting a cluster and reports whether it is gone. The JobManager

@@ -43,8 +43,8 @@ type VersionDefaults struct {
 //	kubernetes.operator.default-configuration.namespace.<ns>.<key>
 //	kubernetes.operator.default-configuration.flink-version.<v1_20>[+].<key>
 const (
-	namespaceDefaultsPrefix = "kubernetes.operator.default-configuration.namespace."
-	versionDefaultsPrefix   = "kubernetes.operator.default-configuration.flink-version."
+	namespaceDefaultsPrefix = options.NamespaceDefaultsPrefix
+	versionDefaultsPrefix   = options.VersionDefaultsPrefix
 )
 
 // DefaultsFromOperatorConfig splits the operator's flat configuration into Defaults: keys under
@@ -122,7 +122,7 @@ func atLeast(v, min flinkv1beta1.FlinkVersion) bool { return versionRank(v) >= v
 
 // isOperatorOnlyKey: these keys configure the operator and the autoscaler, never Flink.
 func isOperatorOnlyKey(k string) bool {
-	return strings.HasPrefix(k, "kubernetes.operator.") || strings.HasPrefix(k, "job.autoscaler.")
+	return options.IsOperatorKey(k)
 }
 
 // BuildOptions carry what the reconciler decided for this deployment attempt.

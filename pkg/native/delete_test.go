@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // appOwner is the FlinkDeployment "app" the JobManager Deployments of these tests belong to.
@@ -110,5 +112,5 @@ func TestDeleteClusterPropagation(t *testing.T) {
 		})
 	}
 	_, err := ParseDeletionPropagation("Eventually")
-	assert.ErrorContains(t, err, DeletionPropagationKey)
+	assert.ErrorContains(t, err, options.DeletionPropagation.Key)
 }

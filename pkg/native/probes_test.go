@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // TestJobManagerProbesAsUpstream: upstream's FlinkUtils.addStartupProbe gives the JobManager's
@@ -36,8 +37,8 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 		readiness *corev1.Probe
 	}{
 		{name: "default", startup: upstreamProbe()},
-		{name: "option true", conf: map[string]string{OptionStartupProbe: "TRUE"}, startup: upstreamProbe()},
-		{name: "option false", conf: map[string]string{OptionStartupProbe: "false"}},
+		{name: "option true", conf: map[string]string{options.JMStartupProbe.Key: "TRUE"}, startup: upstreamProbe()},
+		{name: "option false", conf: map[string]string{options.JMStartupProbe.Key: "false"}},
 		{name: "REST SSL: http, as upstream", conf: map[string]string{"security.ssl.rest.enabled": "true"}, startup: upstreamProbe()},
 		{name: "REST SSL with client certificates", conf: map[string]string{"security.ssl.rest.enabled": "true", "security.ssl.rest.authentication-enabled": "true"},
 			startup: upstreamProbe()},
@@ -81,12 +82,12 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 
 func TestStartupProbeOptionMustBeABoolean(t *testing.T) {
 	dep := deployment(t, `{metadata: {name: probes}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{OptionStartupProbe: "sometimes"})
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.JMStartupProbe.Key: "sometimes"})
 	_, err := Build(dep, Defaults{}, BuildOptions{})
-	require.ErrorContains(t, err, OptionStartupProbe)
+	require.ErrorContains(t, err, options.JMStartupProbe.Key)
 	// The operator's configuration sets it for every resource.
 	dep.Spec.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{}
-	cluster, err := Build(dep, Defaults{Operator: map[string]string{OptionStartupProbe: "false"}}, BuildOptions{})
+	cluster, err := Build(dep, Defaults{Operator: map[string]string{options.JMStartupProbe.Key: "false"}}, BuildOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, cluster.JobManager.Spec.Template.Spec.Containers[0].StartupProbe)
 }

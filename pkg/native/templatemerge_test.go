@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // TestMergeTemplates: upstream's FlinkUtils.mergePodTemplates, by index (its default) and by
@@ -139,7 +140,7 @@ spec:
         containers: [{name: flink-main-container, env: [{name: B, value: tm}, {name: C, value: tm}]}]
   job: {jarURI: "local:///x.jar", parallelism: 1}`)
 			if tt.option != "" {
-				dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{OptionMergeArraysByName: tt.option})
+				dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.PodTemplateMergeArraysByName.Key: tt.option})
 			}
 			cluster, err := Build(dep, Defaults{}, BuildOptions{})
 			require.NoError(t, err)
@@ -159,7 +160,7 @@ spec:
 		})
 	}
 	dep := deployment(t, `{metadata: {name: bad}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{OptionMergeArraysByName: "yes"})
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.PodTemplateMergeArraysByName.Key: "yes"})
 	_, err := Build(dep, Defaults{}, BuildOptions{})
-	require.ErrorContains(t, err, OptionMergeArraysByName)
+	require.ErrorContains(t, err, options.PodTemplateMergeArraysByName.Key)
 }

@@ -34,19 +34,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/upstreamoptions"
 )
 
-// Operator option keys (upstream's names).
-const (
-	KeyReconcileInterval = "kubernetes.operator.reconcile.interval"
-	KeyProgressCheck     = "kubernetes.operator.observer.progress-check.interval"
-	KeyRESTTimeout       = "kubernetes.operator.flink.client.timeout"
-	KeyWatchedNamespaces = "kubernetes.operator.watched.namespaces"
-	KeyLabelSelector     = shard.Option
-	KeyLeaseName         = "kubernetes.operator.leader-election.lease-name"
-)
-
-// KeyReconcileParallelism is the operator-wide number of workers per controller.
-var KeyReconcileParallelism = options.ReconcileParallelism.Key
-
 // unboundedParallelism stands for upstream's -1 ("unbounded") reconcile parallelism: workers are
 // goroutines here, but each holds a JobManager connection, so there is still a ceiling.
 const unboundedParallelism = 256
@@ -120,9 +107,9 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 		dst  *time.Duration
 		flag string
 	}{
-		{KeyReconcileInterval, &out.ReconcileInterval, "reconcile-interval"},
-		{KeyProgressCheck, &out.ProgressCheckInterval, "progress-check-interval"},
-		{KeyRESTTimeout, &out.RESTTimeout, "flink-rest-timeout"},
+		{options.ReconcileInterval.Key, &out.ReconcileInterval, "reconcile-interval"},
+		{options.ProgressCheckInterval.Key, &out.ProgressCheckInterval, "progress-check-interval"},
+		{options.RESTTimeout.Key, &out.RESTTimeout, "flink-rest-timeout"},
 	}
 	for _, d := range durations {
 		if explicit[d.flag] {
@@ -137,29 +124,29 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 		}
 		*d.dst = v
 	}
-	if raw, ok := conf[KeyReconcileParallelism]; ok && !explicit["reconcile-parallelism"] {
+	if raw, ok := conf[options.ReconcileParallelism.Key]; ok && !explicit["reconcile-parallelism"] {
 		n, err := strconv.Atoi(strings.TrimSpace(raw))
 		switch {
 		case err != nil || n == 0 || n < -1:
-			return Settings{}, fmt.Errorf("%s: %q is not a positive number of workers (or -1, unbounded)", KeyReconcileParallelism, raw)
+			return Settings{}, fmt.Errorf("%s: %q is not a positive number of workers (or -1, unbounded)", options.ReconcileParallelism.Key, raw)
 		case n == -1:
 			n = unboundedParallelism
 		}
 		out.ReconcileParallelism = n
 	}
-	if ns, ok := conf[KeyWatchedNamespaces]; ok && !explicit["watch-namespaces"] {
+	if ns, ok := conf[options.WatchedNamespaces.Key]; ok && !explicit["watch-namespaces"] {
 		out.WatchNamespaces = strings.TrimSpace(ns)
 		if out.WatchNamespaces == "JOSDK_ALL_NAMESPACES" { // upstream's spelling of "all"
 			out.WatchNamespaces = ""
 		}
 	}
-	if raw, ok := conf[KeyLabelSelector]; ok && !explicit["label-selector"] {
+	if raw, ok := conf[options.LabelSelector.Key]; ok && !explicit["label-selector"] {
 		if _, err := shard.Parse(raw); err != nil {
 			return Settings{}, err
 		}
 		out.LabelSelector = strings.TrimSpace(raw)
 	}
-	if raw, ok := conf[KeyLeaseName]; ok && !explicit["leader-election-id"] && strings.TrimSpace(raw) != "" {
+	if raw, ok := conf[options.LeaseName.Key]; ok && !explicit["leader-election-id"] && strings.TrimSpace(raw) != "" {
 		out.LeaseName = strings.TrimSpace(raw)
 	}
 	var err error

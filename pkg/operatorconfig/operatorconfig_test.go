@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 )
 
@@ -43,7 +44,7 @@ func TestParse(t *testing.T) {
 func TestBuild(t *testing.T) {
 	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second}
 	conf := map[string]string{
-		KeyReconcileInterval: "15 s", KeyProgressCheck: "5s", KeyRESTTimeout: "1 min", KeyWatchedNamespaces: "team-a, team-b",
+		options.ReconcileInterval.Key: "15 s", options.ProgressCheckInterval.Key: "5s", options.RESTTimeout.Key: "1 min", options.WatchedNamespaces.Key: "team-a, team-b",
 		"taskmanager.numberOfTaskSlots": "4",
 		"kubernetes.operator.default-configuration.namespace.team-a.parallelism.default": "8",
 	}
@@ -55,37 +56,37 @@ func TestBuild(t *testing.T) {
 	assert.Equal(t, "team-a, team-b", s.WatchNamespaces)
 	assert.Equal(t, "4", s.Defaults.Base["taskmanager.numberOfTaskSlots"])
 	assert.Equal(t, "8", s.Defaults.Namespace["team-a"]["parallelism.default"])
-	assert.NotContains(t, s.Defaults.Base, KeyReconcileInterval, "operator options never reach Flink")
+	assert.NotContains(t, s.Defaults.Base, options.ReconcileInterval.Key, "operator options never reach Flink")
 
 	s, err = Build(conf, base, map[string]bool{"reconcile-interval": true, "watch-namespaces": true})
 	require.NoError(t, err)
 	assert.Equal(t, time.Minute, s.ReconcileInterval, "an explicit flag wins")
 	assert.Empty(t, s.WatchNamespaces)
 
-	s, err = Build(map[string]string{KeyWatchedNamespaces: "JOSDK_ALL_NAMESPACES"}, Settings{WatchNamespaces: "x", ReconcileInterval: 1, ProgressCheckInterval: 1, RESTTimeout: 1}, nil)
+	s, err = Build(map[string]string{options.WatchedNamespaces.Key: "JOSDK_ALL_NAMESPACES"}, Settings{WatchNamespaces: "x", ReconcileInterval: 1, ProgressCheckInterval: 1, RESTTimeout: 1}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, s.WatchNamespaces, "upstream's all-namespaces value")
 
-	_, err = Build(map[string]string{KeyReconcileInterval: "soon"}, base, nil)
+	_, err = Build(map[string]string{options.ReconcileInterval.Key: "soon"}, base, nil)
 	require.ErrorContains(t, err, "kubernetes.operator.reconcile.interval")
-	_, err = Build(map[string]string{KeyProgressCheck: "0"}, base, nil)
+	_, err = Build(map[string]string{options.ProgressCheckInterval.Key: "0"}, base, nil)
 	require.ErrorContains(t, err, "must be positive")
 }
 
 func TestBuildReconcileParallelism(t *testing.T) {
 	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
-	s, err := Build(map[string]string{KeyReconcileParallelism: "50"}, base, nil)
+	s, err := Build(map[string]string{options.ReconcileParallelism.Key: "50"}, base, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 50, s.ReconcileParallelism)
-	s, err = Build(map[string]string{KeyReconcileParallelism: "-1"}, base, nil)
+	s, err = Build(map[string]string{options.ReconcileParallelism.Key: "-1"}, base, nil)
 	require.NoError(t, err)
 	assert.Equal(t, unboundedParallelism, s.ReconcileParallelism, "upstream's unbounded")
-	s, err = Build(map[string]string{KeyReconcileParallelism: "50"}, base, map[string]bool{"reconcile-parallelism": true})
+	s, err = Build(map[string]string{options.ReconcileParallelism.Key: "50"}, base, map[string]bool{"reconcile-parallelism": true})
 	require.NoError(t, err)
 	assert.Equal(t, 25, s.ReconcileParallelism, "an explicit flag wins")
 	for _, bad := range []string{"0", "-2", "many"} {
-		_, err = Build(map[string]string{KeyReconcileParallelism: bad}, base, nil)
-		require.ErrorContains(t, err, KeyReconcileParallelism, bad)
+		_, err = Build(map[string]string{options.ReconcileParallelism.Key: bad}, base, nil)
+		require.ErrorContains(t, err, options.ReconcileParallelism.Key, bad)
 	}
 }
 
@@ -107,23 +108,23 @@ func TestStoreNotifiesChanges(t *testing.T) {
 func TestBuildLabelSelectorAndLeaseName(t *testing.T) {
 	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second,
 		LeaseName: "flink-operator.flink.apache.org"}
-	s, err := Build(map[string]string{KeyLabelSelector: " shard in (a,b) ", KeyLeaseName: "flink-operator-shard-a"}, base, nil)
+	s, err := Build(map[string]string{options.LabelSelector.Key: " shard in (a,b) ", options.LeaseName.Key: "flink-operator-shard-a"}, base, nil)
 	require.NoError(t, err)
 	assert.Equal(t, "shard in (a,b)", s.LabelSelector)
 	assert.Equal(t, "flink-operator-shard-a", s.LeaseName)
 
-	s, err = Build(map[string]string{KeyLabelSelector: "shard=a", KeyLeaseName: "x"},
+	s, err = Build(map[string]string{options.LabelSelector.Key: "shard=a", options.LeaseName.Key: "x"},
 		Settings{ReconcileInterval: 1, ProgressCheckInterval: 1, RESTTimeout: 1, LabelSelector: "shard=b", LeaseName: "y"},
 		map[string]bool{"label-selector": true, "leader-election-id": true})
 	require.NoError(t, err)
 	assert.Equal(t, "shard=b", s.LabelSelector, "an explicit --label-selector wins")
 	assert.Equal(t, "y", s.LeaseName, "an explicit --leader-election-id wins")
 
-	s, err = Build(map[string]string{KeyLeaseName: " "}, base, nil)
+	s, err = Build(map[string]string{options.LeaseName.Key: " "}, base, nil)
 	require.NoError(t, err)
 	assert.Equal(t, base.LeaseName, s.LeaseName, "an empty lease name keeps the default")
 
-	_, err = Build(map[string]string{KeyLabelSelector: "shard in a"}, base, nil)
+	_, err = Build(map[string]string{options.LabelSelector.Key: "shard in a"}, base, nil)
 	require.ErrorContains(t, err, `kubernetes.operator.label.selector: "shard in a" is not a label selector`)
 
 	store := NewStore(base)

@@ -49,13 +49,18 @@ type Conf = map[string]string
 
 // raw is the trimmed value of the option in conf and whether it is set.
 func (o Option) raw(conf Conf) (string, bool) {
-	v, ok := conf[o.Key]
-	v = strings.TrimSpace(v)
-	if v == "" && o.DeprecatedKey != "" {
-		v, ok = conf[o.DeprecatedKey]
-		v = strings.TrimSpace(v)
+	v, set := o.written(conf)
+	return strings.TrimSpace(v), set
+}
+
+// written is the value of the option in conf as written, and whether it is set: a blank value
+// is not set, and then the deprecated key is read.
+func (o Option) written(conf Conf) (string, bool) {
+	v := conf[o.Key]
+	if strings.TrimSpace(v) == "" && o.DeprecatedKey != "" {
+		v = conf[o.DeprecatedKey]
 	}
-	return v, ok && v != ""
+	return v, strings.TrimSpace(v) != ""
 }
 
 // Check reports why conf's value of the option is not valid for its type (nil when valid or
@@ -68,7 +73,8 @@ func (o Option) Check(conf Conf) error {
 	var err error
 	switch o.Type {
 	case TypeBool:
-		_, err = parseBool(v)
+		written, _ := o.written(conf)
+		_, err = ParseBool(written)
 	case TypeInt:
 		_, err = strconv.Atoi(v)
 		if err != nil {
@@ -96,13 +102,25 @@ type BoolOption struct{ Option }
 // Get is the option's value in conf; an unset or invalid value (rejected at admission) is the
 // default.
 func (o BoolOption) Get(conf Conf) bool {
-	if v, set := o.raw(conf); set {
-		if b, err := parseBool(v); err == nil {
-			return b
-		}
+	if b, set, err := o.Lookup(conf); set && err == nil {
+		return b
 	}
-	b, _ := parseBool(o.Default)
+	b, _ := ParseBool(o.Default)
 	return b
+}
+
+// Lookup is the option's value in conf and whether it is set; an invalid value is an error
+// naming the key, for readers that refuse it rather than fall back to the default.
+func (o BoolOption) Lookup(conf Conf) (value, set bool, err error) {
+	v, set := o.written(conf)
+	if !set {
+		return false, false, nil
+	}
+	b, err := ParseBool(v)
+	if err != nil {
+		return false, true, fmt.Errorf("flinkConfiguration %s: %w", o.Key, err)
+	}
+	return b, true, nil
 }
 
 // IntOption is an option holding an integer.
@@ -173,15 +191,25 @@ func (o StringOption) Get(conf Conf) string {
 	return o.Default
 }
 
-// parseBool accepts what Flink's configuration accepts: true or false in any case.
-func parseBool(s string) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+// ParseBool is the one boolean parser of the operator: it accepts what Flink's configuration
+// accepts (ConfigurationUtils.convertToBoolean), true or false in any letter case and nothing
+// around it. " true " is not a boolean there, so it is none here: Flink refuses it when the
+// option is read, and admission refuses it here rather than read it one way in one place and
+// another way elsewhere.
+func ParseBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
 	case "true":
 		return true, nil
 	case "false":
 		return false, nil
 	}
 	return false, fmt.Errorf("%q is not a boolean: want true or false", s)
+}
+
+// Bool reads a boolean key of conf that is not an operator option (one of Flink's own, such as
+// security.ssl.rest.enabled) with ParseBool; a blank or absent key is not set.
+func Bool(conf Conf, key string) (value, set bool, err error) {
+	return BoolOption{Option{Key: key, Type: TypeBool}}.Lookup(conf)
 }
 
 // durationUnits are the unit spellings Flink's TimeUtils accepts.

@@ -10,7 +10,9 @@ import (
 
 func TestBoolParsesAsFlinkDoes(t *testing.T) {
 	on := BoolOption{Option{Key: "k", Default: "false", Type: TypeBool}}
-	for raw, want := range map[string]bool{"true": true, "TRUE": true, " true ": true, "false": false, "FALSE": false, "yes": false, "": false} {
+	// " true " is not a boolean to Flink (ConfigurationUtils.convertToBoolean does not trim):
+	// admission refuses it and it reads as the default.
+	for raw, want := range map[string]bool{"true": true, "TRUE": true, " true ": false, "false": false, "FALSE": false, "yes": false, "": false} {
 		assert.Equal(t, want, on.Get(Conf{"k": raw}), "%q", raw)
 	}
 	off := BoolOption{Option{Key: "k", Default: "true", Type: TypeBool}}
@@ -19,6 +21,53 @@ func TestBoolParsesAsFlinkDoes(t *testing.T) {
 	assert.False(t, off.Get(Conf{"k": "False"}))
 	assert.Error(t, off.Check(Conf{"k": "nope"}))
 	assert.NoError(t, off.Check(Conf{"k": "TRUE"}))
+}
+
+// TestOneBooleanParser: every boolean (registered options, the options declared outside the
+// table, Flink's own keys read through Bool) is parsed by ParseBool, as Flink's
+// ConfigurationUtils.convertToBoolean parses one: true or false in any letter case, nothing
+// around it.
+func TestOneBooleanParser(t *testing.T) {
+	for _, tc := range []struct {
+		raw       string
+		want, bad bool
+	}{
+		{raw: "true", want: true}, {raw: "True", want: true}, {raw: "FALSE"},
+		{raw: " true ", bad: true}, {raw: "true\n", bad: true}, {raw: "false ", bad: true}, {raw: "1", bad: true}, {raw: "on", bad: true},
+	} {
+		got, err := ParseBool(tc.raw)
+		if tc.bad {
+			assert.ErrorContains(t, err, "is not a boolean", "%q", tc.raw)
+		} else {
+			require.NoError(t, err, "%q", tc.raw)
+			assert.Equal(t, tc.want, got, "%q", tc.raw)
+		}
+		v, set, err := Bool(Conf{"security.ssl.rest.enabled": tc.raw}, "security.ssl.rest.enabled")
+		assert.True(t, set)
+		assert.Equal(t, tc.bad, err != nil, "%q", tc.raw)
+		if err != nil {
+			assert.ErrorContains(t, err, "security.ssl.rest.enabled", "the error names the key")
+		} else {
+			assert.Equal(t, tc.want, v)
+		}
+		assert.Equal(t, tc.bad, DisposeOnDelete.Check(Conf{DisposeOnDelete.Key: tc.raw}) != nil, "admission of %q", tc.raw)
+	}
+	_, set, err := Bool(Conf{"k": "  "}, "k")
+	assert.False(t, set, "a blank value is not set")
+	assert.NoError(t, err)
+	assert.True(t, JMStartupProbe.Get(nil), "unset: the default")
+	_, _, err = PodTemplateMergeArraysByName.Lookup(Conf{PodTemplateMergeArraysByName.Key: "yes"})
+	assert.ErrorContains(t, err, PodTemplateMergeArraysByName.Key)
+}
+
+// TestOperatorKeys: the operator's and the autoscaler's keys never reach Flink.
+func TestOperatorKeys(t *testing.T) {
+	for _, k := range []string{RestartFailed.Key, AutoscalerPrefix + "enabled", LegacyAutoscalerPrefix + "enabled", NamespaceDefaultsPrefix + "ns.parallelism.default"} {
+		assert.True(t, IsOperatorKey(k), k)
+	}
+	for _, k := range []string{"parallelism.default", "kubernetes.namespace", "job.name"} {
+		assert.False(t, IsOperatorKey(k), k)
+	}
 }
 
 func TestDurationsAndIntegers(t *testing.T) {

@@ -26,6 +26,8 @@ import (
 
 	"github.com/pavlo-v-chernykh/keystore-go/v4"
 	"software.sslmate.com/src/go-pkcs12"
+
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Flink's configuration keys read here (SecurityOptions).
@@ -396,18 +398,9 @@ func first(conf map[string]string, keys ...string) (string, string) {
 	return keys[0], ""
 }
 
-// boolKey reads a boolean as Flink does (true or false, any case).
+// boolKey reads a boolean as Flink does, with the operator's one boolean parser.
 func boolKey(conf map[string]string, key string) (value, set bool, err error) {
-	v := strings.TrimSpace(conf[key])
-	switch {
-	case v == "":
-		return false, false, nil
-	case strings.EqualFold(v, "true"):
-		return true, true, nil
-	case strings.EqualFold(v, "false"):
-		return false, true, nil
-	}
-	return false, true, fmt.Errorf("flinkConfiguration %s: %q is not a boolean: want true or false", key, v)
+	return options.Bool(conf, key)
 }
 
 // readFile reads one of the operator's own files (named by its administrator).

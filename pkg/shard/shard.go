@@ -18,10 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
-
-// Option is upstream's key of the selector; errors name it.
-const Option = "kubernetes.operator.label.selector"
 
 // Parse reads a label selector in Kubernetes' syntax (kubectl -l). Empty selects every resource
 // (nil). A selector that does not parse is an error naming the option and the syntax allowed.
@@ -33,7 +31,7 @@ func Parse(s string) (labels.Selector, error) {
 	sel, err := labels.Parse(s)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %q is not a label selector (allowed: comma-separated requirements such as "+
-			"shard=a, shard!=a, shard in (a,b), shard notin (a,b), shard, !shard): %w", Option, s, err)
+			"shard=a, shard!=a, shard in (a,b), shard notin (a,b), shard, !shard): %w", options.LabelSelector.Key, s, err)
 	}
 	return sel, nil
 }

@@ -1,7 +1,11 @@
 package upstreamoptions
 
-// The prefix of upstream's operator options.
-const op = "kubernetes.operator."
+import "github.com/flink-operator/flink-operator/pkg/options"
+
+// The prefix of upstream's operator options. The table spells upstream's keys after it: it is
+// the list of upstream's option names (testdata/upstream-keys.txt), which the tests hold against
+// the registry, not a second registry.
+const op = options.OperatorPrefix
 
 // Reasons shared by several entries.
 const (
@@ -124,6 +128,6 @@ var table = []Entry{
 	{Key: op + "resource.metrics.enabled", Support: NotApplicable, Why: metricsDiffer},
 
 	// The autoscaler has a table of its own; the standalone autoscaler is another program.
-	{Key: "job.autoscaler.*", Support: Honoured, Why: "read by the autoscaler, whose README section lists which of its options it honours (issue #18)"},
+	{Key: options.AutoscalerPrefix + "*", Support: Honoured, Why: "read by the autoscaler, whose README section lists which of its options it honours (issue #18)"},
 	{Key: "autoscaler.standalone.*", Support: NotApplicable, Why: "options of upstream's standalone autoscaler, a separate program; the autoscaler here runs inside the operator"},
 }

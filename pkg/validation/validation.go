@@ -253,12 +253,12 @@ var autoscalerRanges = []struct {
 	key      string
 	min, max float64
 }{
-	{"job.autoscaler.target.utilization", 0, 1},
-	{"job.autoscaler.target.utilization.boundary", 0, 1},
-	{"job.autoscaler.scale-down.max-factor", 0, 1},
-	{"job.autoscaler.scale-up.max-factor", 0, 1e9},
-	{"job.autoscaler.memory.gc-pressure.threshold", 0, 1},
-	{"job.autoscaler.memory.heap-usage.threshold", 0, 1},
+	{options.AutoscalerPrefix + "target.utilization", 0, 1},
+	{options.AutoscalerPrefix + "target.utilization.boundary", 0, 1},
+	{options.AutoscalerPrefix + "scale-down.max-factor", 0, 1},
+	{options.AutoscalerPrefix + "scale-up.max-factor", 0, 1e9},
+	{options.AutoscalerPrefix + "memory.gc-pressure.threshold", 0, 1},
+	{options.AutoscalerPrefix + "memory.heap-usage.threshold", 0, 1},
 }
 
 func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorList {
