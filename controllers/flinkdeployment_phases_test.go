@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -491,6 +492,183 @@ func TestUpgradeStopPhases(t *testing.T) {
 				assert.NotContains(t, w.flinkConfig(), "execution.state-recovery.path")
 				assert.Empty(t, w.haConfigMaps())
 			}
+		})
+	}
+}
+
+// unhealthy is the health check's record of a job found unhealthy.
+func unhealthy(dep *flinkv1beta1.FlinkDeployment) {
+	dep.Status.ClusterInfo = map[string]string{clusterInfoHealthKey: `{"numRestarts":9,"healthy":false,"reason":"9 restarts within 2m0s"}`}
+}
+
+// TestRestartUnhealthyPhase: a job the health check found unhealthy is restarted from its HA
+// metadata (its cluster deleted, HA kept, the same spec recorded as the upgrade target); one
+// whose state would be lost is left as it is, and the user told.
+func TestRestartUnhealthyPhase(t *testing.T) {
+	tests := []struct {
+		name string
+		mode flinkv1beta1.UpgradeMode
+		conf map[string]string
+		ha   bool
+		// want
+		acted     bool
+		errReason flinkv1beta1.StatusErrorReason
+		haKept    bool
+	}{
+		{name: "last-state with HA metadata: restarted from it", mode: flinkv1beta1.UpgradeModeLastState, conf: haConf, ha: true,
+			acted: true, haKept: true},
+		{name: "stateless: restarted from nothing", mode: flinkv1beta1.UpgradeModeStateless, conf: haConf, ha: true, acted: true},
+		{name: "savepoint without HA: state would be lost, not restarted", mode: flinkv1beta1.UpgradeModeSavepoint,
+			errReason: flinkv1beta1.ErrorReasonUnhealthyJob},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dep := deployedResource(t, tt.mode, tt.conf)
+			unhealthy(dep)
+			w := newPhaseWorld(t, dep, true, tt.ha)
+
+			p := w.pass(nil)
+			out, err := w.r.restartUnhealthy(context.Background(), p)
+			require.NoError(t, err)
+			require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
+			assert.Equal(t, tt.acted, out.done)
+			assert.Empty(t, w.changes(), "the JobManager is not asked: its cluster goes")
+			st := w.stored().Status
+			assert.Equal(t, tt.errReason, flinkv1beta1.ErrorReason(st.Error), "status.error: %s", st.Error)
+			if !tt.acted {
+				assert.Equal(t, fastIntervals().Reconcile, out.result.RequeueAfter, "looked at again at the reconcile interval")
+				assert.Zero(t, w.jmDeletions, "the cluster is left alone")
+				assert.Equal(t, flinkv1beta1.ReconciliationDeployed, st.ReconciliationStatus.State)
+				return
+			}
+			assert.Equal(t, 1, w.jmDeletions, "the unhealthy job's JobManager is deleted")
+			assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, st.ReconciliationStatus.State, "the upgrade steps deploy it again")
+			assert.Equal(t, flinkv1beta1.JobStatusReconciling, st.JobStatus.State, "not RUNNING: no savepoint is attempted")
+			assert.NotContains(t, st.ClusterInfo, clusterInfoHealthKey, "the health baseline starts again")
+			assert.Equal(t, tt.haKept, len(w.haConfigMaps()) > 0, "HA metadata kept: %v", w.haConfigMaps())
+			assert.True(t, eventWithReason(w.recorded(), ReasonRestartFailed))
+		})
+	}
+}
+
+// TestShutdownTTLPhase: the JobManager of a job that ended goes once
+// kubernetes.operator.jm-deployment.shutdown-ttl has passed, its HA metadata kept.
+func TestShutdownTTLPhase(t *testing.T) {
+	tests := []struct {
+		name      string
+		endedAgo  time.Duration
+		unhealthy bool
+		// want
+		acted      bool
+		lookWithin time.Duration
+	}{
+		{name: "past the TTL: removed", endedAgo: 2 * time.Minute, acted: true},
+		{name: "within the TTL: looked at again when it ends", endedAgo: 10 * time.Second, lookWithin: 50 * time.Second},
+		{name: "unhealthy and not restarted: kept", endedAgo: 2 * time.Minute, unhealthy: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dep := deployedResource(t, flinkv1beta1.UpgradeModeLastState, map[string]string{"kubernetes.operator.jm-deployment.shutdown-ttl": "1 min",
+				"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"})
+			dep.Status.JobStatus.State = flinkv1beta1.JobStatusFinished
+			dep.Status.JobStatus.UpdateTime = strconv.FormatInt(time.Now().Add(-tt.endedAgo).UnixMilli(), 10)
+			if tt.unhealthy {
+				unhealthy(dep)
+			}
+			w := newPhaseWorld(t, dep, true, true)
+
+			p := w.pass(nil)
+			out, err := w.r.shutdownAfterTTL(context.Background(), p)
+			require.NoError(t, err)
+			require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
+			assert.Equal(t, tt.acted, out.done)
+			assert.Empty(t, w.changes())
+			assert.NotEmpty(t, w.haConfigMaps(), "HA metadata kept")
+			st := w.stored().Status
+			if !tt.acted {
+				assert.NotNil(t, w.jobManager())
+				assert.Zero(t, w.jmDeletions)
+				if tt.lookWithin > 0 {
+					assert.InDelta(t, tt.lookWithin.Seconds(), out.result.RequeueAfter.Seconds(), 5)
+				}
+				return
+			}
+			assert.Nil(t, w.jobManager(), "the JobManager Deployment is gone")
+			assert.Equal(t, flinkv1beta1.JobManagerMissing, st.JobManagerDeploymentStatus)
+			assert.Equal(t, flinkv1beta1.JobStatusFinished, st.JobStatus.State)
+			assert.True(t, eventWithReason(w.recorded(), ReasonCleanup))
+		})
+	}
+}
+
+// TestDeletionPhases: deleting a FlinkDeployment takes a savepoint first when asked, waits for
+// a session cluster's FlinkSessionJobs, then deletes the cluster with its HA metadata and lets
+// the resource go. Each reconcile is one cleanup on what the previous one wrote.
+func TestDeletionPhases(t *testing.T) {
+	tests := []struct {
+		name        string
+		conf        map[string]string
+		session     bool
+		sessionJobs bool
+		// want
+		requests   []string
+		reconciles int  // until the resource is gone
+		kept       bool // still there after 5 reconciles
+	}{
+		{name: "savepoint on deletion: stop-with-savepoint, then gone", conf: map[string]string{"kubernetes.operator.job.savepoint-on-deletion": "true"},
+			requests: []string{"POST /jobs/" + phaseJobID + "/stop"}, reconciles: 3},
+		{name: "no savepoint asked: gone at once", reconciles: 1},
+		{name: "session with a session job: kept", session: true, sessionJobs: true, kept: true},
+		{name: "session without session jobs: gone", session: true, reconciles: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := map[string]string{"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
+			for k, v := range tt.conf {
+				conf[k] = v
+			}
+			dep := deployedResource(t, flinkv1beta1.UpgradeModeSavepoint, conf)
+			if tt.session {
+				dep.Spec.Job = nil
+				raw, err := flinkv1beta1.EncodeReconciledSpec(dep.Spec, false)
+				require.NoError(t, err)
+				dep.Status.ReconciliationStatus.LastReconciledSpec, dep.Status.JobStatus = raw, flinkv1beta1.JobStatus{}
+			}
+			now := metav1.Now()
+			dep.DeletionTimestamp = &now
+			w := newPhaseWorld(t, dep, true, true)
+			if tt.sessionJobs {
+				require.NoError(t, w.c.Create(context.Background(), &flinkv1beta1.FlinkSessionJob{
+					ObjectMeta: metav1.ObjectMeta{Namespace: dep.Namespace, Name: "etl"},
+					Spec:       flinkv1beta1.FlinkSessionJobSpec{DeploymentName: dep.Name}}))
+			}
+
+			gone := 0
+			for i := 1; i <= 5 && gone == 0; i++ {
+				got := &flinkv1beta1.FlinkDeployment{}
+				err := w.c.Get(context.Background(), client.ObjectKeyFromObject(dep), got)
+				if apierrors.IsNotFound(err) {
+					gone = i - 1
+					break
+				}
+				require.NoError(t, err)
+				_, err = w.r.cleanup(context.Background(), newScope(got))
+				require.NoError(t, err, "reconcile %d", i)
+			}
+			if gone == 0 && !apierrors.IsNotFound(w.c.Get(context.Background(), client.ObjectKeyFromObject(dep), &flinkv1beta1.FlinkDeployment{})) {
+				gone = -1
+			}
+			assert.Equal(t, tt.requests, w.changes(), "requests to the JobManager")
+			if tt.kept {
+				assert.Equal(t, -1, gone, "the resource stays")
+				assert.NotNil(t, w.jobManager(), "the session cluster stays")
+				assert.NotEmpty(t, w.haConfigMaps())
+				assert.True(t, eventWithReason(w.recorded(), "CleanupFailed"))
+				return
+			}
+			assert.Equal(t, tt.reconciles, gone, "reconciles until the resource is gone")
+			assert.Nil(t, w.jobManager())
+			assert.Empty(t, w.haConfigMaps(), "HA metadata deleted with the cluster")
 		})
 	}
 }
