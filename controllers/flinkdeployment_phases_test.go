@@ -47,6 +47,9 @@ type phaseWorld struct {
 	dep    *flinkv1beta1.FlinkDeployment
 	// jmDeletions counts the deletions of the JobManager Deployment asked of the API server.
 	jmDeletions int
+	// atApply is the stored status of the resource each time its JobManager Deployment was
+	// applied: what an operator restarted right then would find.
+	atApply []flinkv1beta1.FlinkDeploymentStatus
 }
 
 // deployedResource is a FlinkDeployment whose spec (with the upgrade mode and configuration
@@ -83,6 +86,15 @@ func newPhaseWorld(t *testing.T, dep *flinkv1beta1.FlinkDeployment, withCluster,
 	w := &phaseWorld{t: t, dep: dep}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&flinkv1beta1.FlinkDeployment{}, &appsv1.Deployment{}).
 		WithObjects(dep).WithInterceptorFuncs(interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*appsv1.Deployment); ok && w.r != nil {
+				stored := &flinkv1beta1.FlinkDeployment{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(dep), stored); err == nil {
+					w.atApply = append(w.atApply, stored.Status)
+				}
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			if _, ok := obj.(*appsv1.Deployment); ok {
 				w.jmDeletions++
@@ -382,6 +394,10 @@ func TestRecoverJobManagerPhase(t *testing.T) {
 			assert.Equal(t, phaseJobID, st.JobStatus.JobID, "the job id is kept: HA metadata is found by it")
 			assert.Contains(t, w.flinkConfig(), "$internal.pipeline.job-id: "+phaseJobID)
 			assert.Contains(t, w.haConfigMaps(), dep.Name+"-"+phaseJobID+"-config-map", "the checkpoint pointers are kept")
+			require.Len(t, w.atApply, 1)
+			assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, w.atApply[0].ReconciliationStatus.State,
+				"UPGRADING was written before the JobManager was applied")
+			assert.Equal(t, phaseJobID, w.atApply[0].JobStatus.JobID)
 			assert.True(t, eventWithReason(w.recorded(), ReasonRecoverDeployment))
 		})
 	}
@@ -476,6 +492,11 @@ func TestUpgradeStopPhases(t *testing.T) {
 			assert.Equal(t, 1, w.jmDeletions, "the old JobManager was deleted")
 			assert.Equal(t, flinkv1beta1.ReconciliationDeployed, st.ReconciliationStatus.State)
 			assert.Contains(t, w.flinkConfig(), `parallelism.default: "4"`, "the new spec")
+			require.Len(t, w.atApply, 1, "the new cluster is applied once")
+			written := w.atApply[0]
+			assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, written.ReconciliationStatus.State, "write-ahead: UPGRADING before the apply")
+			assert.Equal(t, st.JobStatus.JobID, written.JobStatus.JobID, "write-ahead: the job id deployed was recorded first")
+			assert.Equal(t, st.JobStatus.UpgradeSavepointPath, written.JobStatus.UpgradeSavepointPath, "write-ahead: the restore path was recorded first")
 			switch tt.restore {
 			case "savepoint":
 				stops := w.flink.Stops()
