@@ -693,3 +693,87 @@ func TestDeletionPhases(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecPhasesOrder: which phase of specPhases acts, by reconciliation state and spec change
+// (what the state switch of the reconcile decided before it was a phase list), and the state it
+// leaves. A stateless job on the fake client, whose deletions take effect at once, upgrades and
+// rolls back within one reconcile.
+func TestSpecPhasesOrder(t *testing.T) {
+	nonce := int64(7)
+	tests := []struct {
+		name string
+		// setup changes the stored resource; change the spec reconciled to (nil: unchanged).
+		setup  func(dep *flinkv1beta1.FlinkDeployment)
+		change func(spec *flinkv1beta1.FlinkDeploymentSpec)
+		// want
+		phase string
+		state flinkv1beta1.ReconciliationState
+	}{
+		{name: "nothing deployed: first deployment", setup: func(dep *flinkv1beta1.FlinkDeployment) { dep.Status = flinkv1beta1.FlinkDeploymentStatus{} },
+			phase: "firstDeployment", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "created suspended: nothing to run", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			dep.Status = flinkv1beta1.FlinkDeploymentStatus{}
+			dep.Spec.Job.State = flinkv1beta1.JobStateSuspended
+		}, phase: "firstDeployment", state: ""},
+		{name: "deployed, unchanged: the unchanged phases", phase: "unchanged", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "deployed, changed: recorded, then upgraded", change: func(spec *flinkv1beta1.FlinkDeploymentSpec) { spec.Job.Parallelism = 4 },
+			phase: "upgrade", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "new savepointRedeployNonce: savepoint redeploy", change: func(spec *flinkv1beta1.FlinkDeploymentSpec) {
+			spec.Job.SavepointRedeployNonce, spec.Job.InitialSavepointPath = &nonce, "file:///sp/chosen"
+		}, phase: "savepointRedeploy", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "upgrading, unchanged: the upgrade goes on", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			dep.Status.ReconciliationStatus.State = flinkv1beta1.ReconciliationUpgrading
+		}, phase: "upgrade", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "rolling back, unchanged: the rollback goes on", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			dep.Status.ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack
+		}, phase: "continueRollback", state: flinkv1beta1.ReconciliationRolledBack},
+		{name: "rolling back, changed: abandoned for the new spec", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			dep.Status.ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack
+		}, change: func(spec *flinkv1beta1.FlinkDeploymentSpec) { spec.Job.Parallelism = 4 },
+			phase: "upgrade", state: flinkv1beta1.ReconciliationDeployed},
+		{name: "rolled back, JobManager missing: rolled back again", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			dep.Status.ReconciliationStatus.State = flinkv1beta1.ReconciliationRolledBack
+			dep.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+		}, phase: "rolledBack", state: flinkv1beta1.ReconciliationRolledBack},
+		{name: "rolled back, spec set back to the stable one: recorded, no restart", setup: func(dep *flinkv1beta1.FlinkDeployment) {
+			stable := dep.Spec.DeepCopy()
+			stable.Job.Parallelism = 1
+			raw, err := flinkv1beta1.EncodeReconciledSpec(*stable, false)
+			require.NoError(t, err)
+			dep.Status.ReconciliationStatus.LastStableSpec = raw
+			dep.Status.ReconciliationStatus.State = flinkv1beta1.ReconciliationRolledBack
+		}, change: func(spec *flinkv1beta1.FlinkDeploymentSpec) { spec.Job.Parallelism = 1 },
+			phase: "rolledBack", state: flinkv1beta1.ReconciliationDeployed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dep := deployedResource(t, flinkv1beta1.UpgradeModeStateless, nil)
+			if tt.setup != nil {
+				tt.setup(dep)
+			}
+			w := newPhaseWorld(t, dep, dep.Status.ReconciliationStatus.LastReconciledSpec != "", false)
+			desired := w.stored().Spec.DeepCopy()
+			if tt.change != nil {
+				tt.change(desired)
+			}
+			p := w.pass(desired)
+			var acted string
+			phases := w.r.specPhases()
+			for i := range phases {
+				ph := phases[i]
+				phases[i].run = func(ctx context.Context, p *pass) (phaseResult, error) {
+					out, err := ph.run(ctx, p)
+					if out.done && acted == "" {
+						acted = ph.name
+					}
+					return out, err
+				}
+			}
+			_, err := runPhases(context.Background(), p, phases)
+			require.NoError(t, err)
+			require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
+			assert.Equal(t, tt.phase, acted)
+			assert.Equal(t, tt.state, w.stored().Status.ReconciliationStatus.State)
+		})
+	}
+}
