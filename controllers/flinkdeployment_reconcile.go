@@ -23,175 +23,6 @@ import (
 // ReasonRestartFailed is the event of a FAILED job being restarted.
 const ReasonRestartFailed = "RestartUnhealthyJob"
 
-// The reconcile state machine, from status.reconciliationStatus and what observe found:
-//
-//	nothing deployed yet        → deploy (restoring initialSavepointPath), unless suspended
-//	new savepointRedeployNonce  → (any state) the cluster and its HA metadata go without a
-//	                              savepoint, then the spec is deployed from initialSavepointPath
-//	ROLLING_BACK, spec unchanged→ continue the rollback; a changed spec abandons it (UPGRADING)
-//	DEPLOYED, not healthy within kubernetes.operator.deployment.readiness.timeout after a change,
-//	rollback enabled           → ROLLING_BACK: the last stable spec is redeployed through the
-//	                              upgrade steps keeping HA metadata → ROLLED_BACK (the failed spec
-//	                              stays the last reconciled one until the spec changes)
-//	DEPLOYED, job FAILED and kubernetes.operator.job.restart.failed
-//	                            → UPGRADING to the same spec (below), restoring what the mode keeps
-//	DEPLOYED, spec unchanged    → manual (nonce) and periodic savepoints and checkpoints of a
-//	                              running job (flinkdeployment_snapshots.go); look again later
-//	DEPLOYED, spec changed      → record the new spec as UPGRADING (write-ahead), then upgrade:
-//	UPGRADING, spec or upgradeMode changed again, no upgrade savepoint in flight
-//	                            → the new spec replaces the recorded target (so a stop that cannot
-//	                              succeed never wedges the resource: switching upgradeMode helps)
-//	UPGRADING:
-//	  JobManager present        → planUpgrade (upgradepolicy.go) decides how the job stops and what
-//	                              is restored; jobStop (jobstop.go, shared with session jobs)
-//	                              carries the stop out:
-//	                                savepoint:  stop-with-savepoint (trigger id recorded first),
-//	                                            its path becomes upgradeSavepointPath
-//	                                last-state: keep HA metadata (without HA: the latest
-//	                                            checkpoint recorded, cancel, read again)
-//	                                stateless:  nothing to keep
-//	                              then delete the cluster and wait until it is gone
-//	  cluster gone, suspended   → DEPLOYED (lifecycle SUSPENDED)
-//	  cluster gone, running     → deploy the new spec, restoring what was kept → DEPLOYED
-//
-// Every step is idempotent and its inputs are in the status, so a restarted operator resumes.
-func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, target *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
-	st := s.status()
-	desired := target.DeepCopy()
-	if err := r.applyAutoscaler(ctx, s, desired); err != nil {
-		return ctrl.Result{}, err
-	}
-	if s.deployed == nil {
-		if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
-			return ctrl.Result{}, nil // created suspended: nothing to run yet
-		}
-		restore := ""
-		if desired.Job != nil {
-			restore = desired.Job.InitialSavepointPath
-		}
-		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.deploy(ctx, s, desired, restore, true)
-	}
-	if desired.Job != nil && redeployRequested(s.deployed.Job, desired.Job) {
-		return r.redeployFromSavepoint(ctx, s, desired)
-	}
-	switch st.ReconciliationStatus.State {
-	case flinkv1beta1.ReconciliationRollingBack:
-		if !specChanged(s.deployed, desired) {
-			return r.continueRollback(ctx, s)
-		}
-		// The user changed the spec (typically fixed it): the rollback is abandoned, and the
-		// new spec is applied from wherever the rollback got to (upstream's prepareCrForRollback).
-		r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Spec changed during the rollback; applying it instead")
-		if err := r.startUpgrade(ctx, s, desired); err != nil {
-			return ctrl.Result{}, err
-		}
-	case flinkv1beta1.ReconciliationUpgrading:
-		if upgradeTargetChanged(s.deployed, desired) && !upgradeSavepointInFlight(&st.CommonStatus) {
-			// Nothing irreversible is under way: the newest spec (and upgrade mode) replaces the
-			// recorded target, and the decision table is evaluated again for it.
-			st.Error = ""
-			if err := r.startUpgrade(ctx, s, desired); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	case flinkv1beta1.ReconciliationRolledBack:
-		if !specChanged(s.deployed, desired) && st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing {
-			// Recovering a rolled-back cluster is the rollback again: the stable spec is
-			// deployed, the failed one stays the recorded target.
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRecoverDeployment, "JobManager deployment is missing; deploying the rolled-back spec again")
-			st.ReconciliationStatus.State = flinkv1beta1.ReconciliationRollingBack
-			if err := r.persist(ctx, s); err != nil {
-				return ctrl.Result{}, err
-			}
-			return r.continueRollback(ctx, s)
-		}
-		if specChanged(s.deployed, desired) && s.rolledBackTo != nil && !specChanged(s.rolledBackTo, desired) {
-			// The spec was set back to what runs since the rollback: nothing to restart
-			// (upstream's checkNewSpecAlreadyDeployed).
-			r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonSpecChanged, "The spec is the one already running since the rollback")
-			if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
-				return ctrl.Result{}, err
-			}
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		}
-		fallthrough
-	default:
-		if !specChanged(s.deployed, desired) {
-			return r.reconcileUnchanged(ctx, s, desired)
-		}
-		conf, err := r.config(s, desired)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if wait, err := r.awaitPendingSavepoint(ctx, s, desired, conf); wait || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-		}
-		if r.scaleInPlace(ctx, s, desired, conf) {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		}
-		if err := r.startUpgrade(ctx, s, desired); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
-}
-
-// reconcileUnchanged looks after a deployed spec that has not changed: rollback when it does
-// not become healthy, recovery of a lost JobManager or an unhealthy job, restart of a failed
-// job, and snapshots of a running one.
-func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
-	st := s.status()
-	conf, err := r.config(s, desired)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	due, untilRollback := rollbackDue(st, conf, desired.Job != nil)
-	if due {
-		why, err := r.rollbackImpossible(ctx, s, conf)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if why == "" {
-			if err := r.startRollback(ctx, s, conf); err != nil {
-				return ctrl.Result{}, err
-			}
-			return r.continueRollback(ctx, s)
-		}
-		msg := "Rollback is not possible: " + why
-		if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRollbackFailure, flinkv1beta1.ErrorReasonRollbackFailed, msg); st.Error != failure {
-			st.Error = failure
-			r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRollback, msg)
-		}
-	}
-	recovery, handled, err := r.recover(ctx, s, desired, conf)
-	if handled || err != nil {
-		return recovery, err
-	}
-	if desired.Job != nil && st.JobStatus.State == flinkv1beta1.JobStatusFailed && options.RestartFailed.Get(conf) {
-		// kubernetes.operator.job.restart.failed: redeploy the same spec as an upgrade,
-		// restoring what its upgrade mode keeps (HA metadata, the last savepoint).
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
-		if upgradeModeOf(desired.Job) == flinkv1beta1.UpgradeModeStateless {
-			st.JobStatus.UpgradeSavepointPath = ""
-		}
-		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.persist(ctx, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		return r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
-	}
-	inFlight, err := r.snapshots(ctx, s, desired, conf)
-	// Look again when a snapshot may be done, or when the readiness timeout ends.
-	// (or the JobManager of an ended job is due for removal).
-	res := requeueSooner(ctrl.Result{RequeueAfter: r.requeueAfter(s)}, inFlight)
-	return requeueSooner(requeueSooner(res, untilRollback), recovery.RequeueAfter), err
-}
-
 // deleteCluster starts deleting the cluster (and its HA metadata unless keepHA) and reports
 // whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
 // kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking. Nothing is deleted
@@ -216,32 +47,6 @@ func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope,
 		return false, err
 	}
 	return true, nil
-}
-
-// redeployFromSavepoint is upstream's savepoint redeploy (a new savepointRedeployNonce): the
-// user chose the state to start from, so the running job is not stopped with a savepoint and
-// its HA metadata is dropped (it would otherwise be recovered instead of the chosen path).
-// Until the old cluster is gone nothing is recorded, so an operator restarted meanwhile sees
-// the same request and carries on deleting; then the spec is recorded and deployed from
-// initialSavepointPath under a new job id.
-func (r *FlinkDeploymentReconciler) redeployFromSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
-	st := s.status()
-	gone, err := r.deleteCluster(ctx, s, false)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if !gone {
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	}
-	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
-	if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
-		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil // its cluster is gone
-	}
-	st.Error = ""
-	if err := r.startUpgrade(ctx, s, desired); err != nil {
-		return ctrl.Result{}, err
-	}
-	return r.deploy(ctx, s, desired, desired.Job.InitialSavepointPath, false)
 }
 
 // upgradeTargetChanged: the spec differs from the recorded upgrade target in what restarts the
@@ -570,7 +375,7 @@ func savepointFormat(conf native.Config) flink.SavepointFormat {
 	return flink.SavepointFormatCanonical
 }
 
-// cleanup runs on deletion: the cluster and its HA metadata go, then the finalizer.
+// cleanup runs on deletion: deletionPhases, once the DELETING lifecycle state is written.
 func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.dep, DeploymentFinalizer) {
 		return ctrl.Result{}, nil
@@ -578,75 +383,116 @@ func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl
 	if err := r.persist(ctx, s); err != nil { // lifecycle DELETING
 		return ctrl.Result{}, err
 	}
-	if s.dep.Spec.Job != nil && s.deployed != nil {
-		// kubernetes.operator.job.savepoint-on-deletion: the job's state is kept in a savepoint
-		// before its cluster goes. Bounded by the cleanup timeout, so deletion never deadlocks.
-		conf, err := r.config(s, s.deployed)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		st := s.status()
-		info := st.JobStatus.SavepointInfo
-		pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-		if options.SavepointOnDeletion.Get(conf) && (jobRunning(st) || pending) {
-			timeout := options.ResourceCleanupTimeout.Get(conf)
-			if time.Since(s.dep.DeletionTimestamp.Time) < timeout {
-				progress, err := r.jobStop(s, conf).withSavepoint(ctx, options.DrainOnSavepointDeletion.Get(conf))
-				if err != nil || progress != stopDone {
-					return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-				}
-				return requeueSoon(), nil
-			}
-			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
-				"No savepoint on deletion after %s; deleting the cluster without one", timeout)
-		}
+	return runPhases(ctx, &pass{scope: s}, r.deletionPhases())
+}
+
+// deletionPhases are the phases of a deletion, in order: the job's state kept when asked for,
+// the session's jobs gone, then the cluster and its HA metadata, then the finalizer.
+func (r *FlinkDeploymentReconciler) deletionPhases() []phase {
+	return []phase{
+		{"savepointOnDeletion", r.savepointOnDeletion},
+		{"awaitSessionJobs", r.awaitSessionJobs},
+		{"deleteCluster", r.deleteClusterOnDeletion},
+		{"removeFinalizer", r.removeFinalizer},
 	}
-	if s.dep.Spec.Job == nil {
-		// A session cluster outlives its session jobs (upstream's
-		// kubernetes.operator.session.deletion.block-on-session-jobs, default true): deleting it
-		// first would strand their state. Delete the FlinkSessionJobs, then the session goes.
-		var jobs flinkv1beta1.FlinkSessionJobList
-		var reader client.Reader = r.Client
-		if r.Shard != nil {
-			reader = r.liveReader() // the cache holds this shard's session jobs, not all of this session's
-		}
-		if err := reader.List(ctx, &jobs, client.InNamespace(s.dep.Namespace)); err != nil {
-			return ctrl.Result{}, fmt.Errorf("list session jobs: %w", err)
-		}
-		var waiting []string
-		for _, j := range jobs.Items {
-			if j.Spec.DeploymentName == s.dep.Name {
-				waiting = append(waiting, j.Name)
-			}
-		}
-		if len(waiting) > 0 {
-			r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
-				"Waiting for the session jobs of this session cluster to be deleted: %s", strings.Join(waiting, ", "))
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		}
-		if wait, err := r.awaitUnmanagedJobs(ctx, s); wait || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
-		}
+}
+
+// savepointOnDeletion is kubernetes.operator.job.savepoint-on-deletion: the job's state is kept
+// in a savepoint before its cluster goes. Bounded by the cleanup timeout, so deletion never
+// deadlocks.
+func (r *FlinkDeploymentReconciler) savepointOnDeletion(ctx context.Context, p *pass) (phaseResult, error) {
+	if p.dep.Spec.Job == nil || p.deployed == nil {
+		return next(), nil
 	}
-	gone, err := r.deleteCluster(ctx, s, false)
+	conf, err := r.config(p.scope, p.deployed)
 	if err != nil {
-		return ctrl.Result{}, err
+		return phaseResult{}, err
+	}
+	st := p.status()
+	info := st.JobStatus.SavepointInfo
+	pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
+	if !options.SavepointOnDeletion.Get(conf) || (!jobRunning(st) && !pending) {
+		return next(), nil
+	}
+	timeout := options.ResourceCleanupTimeout.Get(conf)
+	if time.Since(p.dep.DeletionTimestamp.Time) >= timeout {
+		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, "CleanupFailed",
+			"No savepoint on deletion after %s; deleting the cluster without one", timeout)
+		return next(), nil
+	}
+	progress, err := r.jobStop(p.scope, conf).withSavepoint(ctx, options.DrainOnSavepointDeletion.Get(conf))
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if progress != stopDone {
+		return acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+	}
+	return acted(requeueSoon()), nil
+}
+
+// awaitSessionJobs: a session cluster outlives its session jobs (upstream's
+// kubernetes.operator.session.deletion.block-on-session-jobs, default true), since deleting it
+// first would strand their state: its FlinkSessionJobs are deleted first, then the jobs no
+// FlinkSessionJob manages are waited for (awaitUnmanagedJobs), then the session goes.
+func (r *FlinkDeploymentReconciler) awaitSessionJobs(ctx context.Context, p *pass) (phaseResult, error) {
+	if p.dep.Spec.Job != nil {
+		return next(), nil
+	}
+	var jobs flinkv1beta1.FlinkSessionJobList
+	var reader client.Reader = r.Client
+	if r.Shard != nil {
+		reader = r.liveReader() // the cache holds this shard's session jobs, not all of this session's
+	}
+	if err := reader.List(ctx, &jobs, client.InNamespace(p.dep.Namespace)); err != nil {
+		return phaseResult{}, fmt.Errorf("list session jobs: %w", err)
+	}
+	var waiting []string
+	for _, j := range jobs.Items {
+		if j.Spec.DeploymentName == p.dep.Name {
+			waiting = append(waiting, j.Name)
+		}
+	}
+	if len(waiting) > 0 {
+		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, "CleanupFailed",
+			"Waiting for the session jobs of this session cluster to be deleted: %s", strings.Join(waiting, ", "))
+		return acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+	}
+	wait, err := r.awaitUnmanagedJobs(ctx, p.scope)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if wait {
+		return acted(ctrl.Result{RequeueAfter: r.Intervals.Reconcile}), nil
+	}
+	return next(), nil
+}
+
+// deleteClusterOnDeletion deletes the cluster with its HA metadata and waits until it is gone.
+func (r *FlinkDeploymentReconciler) deleteClusterOnDeletion(ctx context.Context, p *pass) (phaseResult, error) {
+	gone, err := r.deleteCluster(ctx, p.scope, false)
+	if err != nil {
+		return phaseResult{}, err
 	}
 	if !gone {
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+		return acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
 	}
-	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Cluster deleted")
+	r.Recorder.Event(p.dep, corev1.EventTypeNormal, ReasonCleanup, "Cluster deleted")
+	return next(), nil
+}
+
+// removeFinalizer forgets what the reconciler keeps of the resource, then lets it go.
+func (r *FlinkDeploymentReconciler) removeFinalizer(ctx context.Context, p *pass) (phaseResult, error) {
 	if r.Lifecycle != nil {
-		r.Lifecycle.Forget(s.dep.UID)
+		r.Lifecycle.Forget(p.dep.UID)
 	}
-	r.exceptions.forget(s.dep.UID)
-	r.writes.forget(s.dep.UID)
-	r.Autoscaling.metrics().Forget(s.dep.Namespace, metrics.KindDeployment, s.dep.Name)
-	controllerutil.RemoveFinalizer(s.dep, DeploymentFinalizer)
-	if err := r.Client.Update(ctx, s.dep); err != nil {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
+	r.exceptions.forget(p.dep.UID)
+	r.writes.forget(p.dep.UID)
+	r.Autoscaling.metrics().Forget(p.dep.Namespace, metrics.KindDeployment, p.dep.Name)
+	controllerutil.RemoveFinalizer(p.dep, DeploymentFinalizer)
+	if err := r.Client.Update(ctx, p.dep); err != nil {
+		return phaseResult{}, fmt.Errorf("remove finalizer: %w", err)
 	}
-	return ctrl.Result{}, nil
+	return acted(ctrl.Result{}), nil
 }
 
 // awaitUnmanagedJobs says whether the deletion of a session cluster waits for jobs no

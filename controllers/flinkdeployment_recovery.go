@@ -26,102 +26,120 @@ const (
 	ReasonRecoverDeployment = "RecoverDeployment"
 )
 
-// recover handles a settled deployment whose cluster needs the operator without a spec
-// change, in this order: a missing JobManager deployment is redeployed (restoring HA metadata);
-// a job the health check finds unhealthy is restarted from HA metadata; the JobManager of a job
-// that ended is removed after the shutdown TTL. handled says the reconcile is done.
-func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (res ctrl.Result, handled bool, err error) {
-	st := s.status()
+// recoverJobManager deploys a missing JobManager Deployment of a deployment that should run
+// again (kubernetes.operator.jm-deployment-recovery.enabled), through the upgrade steps, so the
+// job restores its HA metadata. A job whose state cannot be carried over is not recovered:
+// nothing is recorded, the reason is reported, and a new spec (initialSavepointPath +
+// savepointRedeployNonce) goes through the normal upgrade path.
+func (r *FlinkDeploymentReconciler) recoverJobManager(ctx context.Context, p *pass) (phaseResult, error) {
+	st, desired := p.status(), p.desired
 	wantsRunning := desired.Job == nil || (desired.Job.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State))
-
-	if st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing && wantsRunning && options.JMDeploymentRecovery.Get(conf) {
-		if desired.Job != nil {
-			situation, err := r.upgradeSituation(ctx, s, desired, conf)
-			if err != nil {
-				return ctrl.Result{}, true, err
-			}
-			if plan := planUpgrade(situation); plan.Stop == stopFail {
-				// Nothing is recorded: a new spec (initialSavepointPath + savepointRedeployNonce)
-				// goes through the normal upgrade path.
-				st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRecoveryFailure, flinkv1beta1.ErrorReasonManualRestoreRequired,
-					"Missing JobManager deployment, and it cannot be recovered: "+plan.Reason)
-				return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, true, nil
-			}
-		}
-		r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRecoverDeployment, "JobManager deployment is missing; deploying it again")
-		if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-			return ctrl.Result{}, true, err
-		}
-		if err := r.persist(ctx, s); err != nil {
-			return ctrl.Result{}, true, err
-		}
-		res, err := r.continueUpgrade(ctx, s, s.deployed.DeepCopy())
-		return res, true, err
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing || !wantsRunning || !options.JMDeploymentRecovery.Get(p.conf) {
+		return next(), nil
 	}
-
-	if h, ok := storedHealth(st); ok && desired.Job != nil && !h.Healthy {
-		return r.restartUnhealthy(ctx, s, desired, conf, h.Reason)
-	}
-
-	if desired.Job != nil && isTerminal(st.JobStatus.State) && st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
-		ttl := options.JMShutdownTTL.Get(conf)
-		ended, _ := strconv.ParseInt(st.JobStatus.UpdateTime, 10, 64)
-		left := time.Until(time.UnixMilli(ended).Add(ttl))
-		if left > 0 {
-			return ctrl.Result{RequeueAfter: left}, false, nil
-		}
-		if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerDeploying { // observe says DEPLOYING while it is being deleted
-			r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonCleanup, "Job %s more than %s ago; JobManager deployment removed (%s)",
-				st.JobStatus.State, ttl, options.JMShutdownTTL.Key)
-		}
-		gone, err := r.deleteCluster(ctx, s, true)
+	if desired.Job != nil {
+		situation, err := r.upgradeSituation(ctx, p.scope, desired, p.conf)
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return phaseResult{}, err
 		}
-		if gone {
-			st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
-			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, true, nil
+		if plan := planUpgrade(situation); plan.Stop == stopFail {
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRecoveryFailure, flinkv1beta1.ErrorReasonManualRestoreRequired,
+				"Missing JobManager deployment, and it cannot be recovered: "+plan.Reason)
+			return acted(ctrl.Result{RequeueAfter: r.Intervals.Reconcile}), nil
 		}
-		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, true, nil
 	}
-	return ctrl.Result{}, false, nil
+	r.Recorder.Event(p.dep, corev1.EventTypeWarning, ReasonRecoverDeployment, "JobManager deployment is missing; deploying it again")
+	if err := p.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return phaseResult{}, err
+	}
+	if err := r.persist(ctx, p.scope); err != nil {
+		return phaseResult{}, err
+	}
+	res, err := r.continueUpgrade(ctx, p.scope, p.deployed.DeepCopy())
+	return acted(res), err
 }
 
 // restartUnhealthy resubmits a job the health check found unhealthy from its HA metadata
-// (stateless jobs from nothing). Without HA metadata a restart would lose state: it says so.
-func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, reason string) (ctrl.Result, bool, error) {
-	st := s.status()
+// (stateless jobs from nothing). Without HA metadata a restart would lose state: it says so,
+// and the job is left as it is for the user to act on.
+func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, p *pass) (phaseResult, error) {
+	st, desired := p.status(), p.desired
+	reason, unhealthy := unhealthyJob(st, desired)
+	if !unhealthy {
+		return next(), nil
+	}
 	mode := upgradeModeOf(desired.Job)
 	keepHA := mode != flinkv1beta1.UpgradeModeStateless
 	if keepHA {
-		situation, err := r.upgradeSituation(ctx, s, desired, conf)
+		situation, err := r.upgradeSituation(ctx, p.scope, desired, p.conf)
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return phaseResult{}, err
 		}
 		usable := situation.HAEnabled && situation.HAMetadata && (mode == flinkv1beta1.UpgradeModeLastState || situation.LastStateFallback)
 		if !usable {
 			msg := "Job is unhealthy but cannot be restarted without losing state: no HA metadata to restore"
 			if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUnhealthyJob, flinkv1beta1.ErrorReasonUnhealthyJob, msg); st.Error != failure {
 				st.Error = failure
-				r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, msg)
+				r.Recorder.Event(p.dep, corev1.EventTypeWarning, ReasonRestartFailed, msg)
 			}
-			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, false, nil
+			return nextWithin(r.Intervals.Reconcile), nil
 		}
 	}
-	r.Recorder.Event(s.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job is unhealthy ("+reason+"); restarting it from its last state")
+	r.Recorder.Event(p.dep, corev1.EventTypeWarning, ReasonRestartFailed, "Job is unhealthy ("+reason+"); restarting it from its last state")
 	delete(st.ClusterInfo, clusterInfoHealthKey)
-	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
-		return ctrl.Result{}, true, err
+	if err := p.recordDeployed(*desired, flinkv1beta1.ReconciliationUpgrading); err != nil {
+		return phaseResult{}, err
 	}
 	st.JobStatus.State = flinkv1beta1.JobStatusReconciling // not RUNNING: no savepoint is attempted
-	if err := r.persist(ctx, s); err != nil {
-		return ctrl.Result{}, true, err
+	if err := r.persist(ctx, p.scope); err != nil {
+		return phaseResult{}, err
 	}
-	if _, err := r.deleteCluster(ctx, s, keepHA); err != nil {
-		return ctrl.Result{}, true, err
+	if _, err := r.deleteCluster(ctx, p.scope, keepHA); err != nil {
+		return phaseResult{}, err
 	}
-	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, true, nil
+	return acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+}
+
+// unhealthyJob: the health check's record says the job is unhealthy, and why.
+func unhealthyJob(st *flinkv1beta1.FlinkDeploymentStatus, desired *flinkv1beta1.FlinkDeploymentSpec) (string, bool) {
+	h, ok := storedHealth(st)
+	if !ok || desired.Job == nil || h.Healthy {
+		return "", false
+	}
+	return h.Reason, true
+}
+
+// shutdownAfterTTL removes the JobManager of a job that ended, once
+// kubernetes.operator.jm-deployment.shutdown-ttl has passed since it ended (the HA metadata
+// stays). An unhealthy job that restartUnhealthy could not restart keeps its JobManager: the
+// error reported asks the user to act on it as it is.
+func (r *FlinkDeploymentReconciler) shutdownAfterTTL(ctx context.Context, p *pass) (phaseResult, error) {
+	st := p.status()
+	if p.desired.Job == nil || !isTerminal(st.JobStatus.State) || st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing {
+		return next(), nil
+	}
+	if _, unhealthy := unhealthyJob(st, p.desired); unhealthy {
+		return next(), nil
+	}
+	ttl := options.JMShutdownTTL.Get(p.conf)
+	ended, _ := strconv.ParseInt(st.JobStatus.UpdateTime, 10, 64)
+	if left := time.Until(time.UnixMilli(ended).Add(ttl)); left > 0 {
+		return nextWithin(left), nil
+	}
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerDeploying { // observe says DEPLOYING while it is being deleted
+		r.Recorder.Eventf(p.dep, corev1.EventTypeNormal, ReasonCleanup, "Job %s more than %s ago; JobManager deployment removed (%s)",
+			st.JobStatus.State, ttl, options.JMShutdownTTL.Key)
+	}
+	gone, err := r.deleteCluster(ctx, p.scope, true)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if gone {
+		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
+		return acted(ctrl.Result{RequeueAfter: r.Intervals.Reconcile}), nil
+	}
+	st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
+	return acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
 }
 
 // healthRecord is what the health check remembers between observations, in

@@ -34,6 +34,34 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 	return left <= 0, left
 }
 
+// rollbackNotReady rolls a deployment that did not become healthy within the readiness timeout
+// after a change back to its last stable spec (rollbackDue). When it cannot be (rollbackImpossible),
+// the reason is reported once and the other phases go on.
+func (r *FlinkDeploymentReconciler) rollbackNotReady(ctx context.Context, p *pass) (phaseResult, error) {
+	st := p.status()
+	due, left := rollbackDue(st, p.conf, p.desired.Job != nil)
+	if !due {
+		return nextWithin(left), nil // look again when the readiness timeout ends
+	}
+	why, err := r.rollbackImpossible(ctx, p.scope, p.conf)
+	if err != nil {
+		return phaseResult{}, err
+	}
+	if why != "" {
+		msg := "Rollback is not possible: " + why
+		if failure := flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionRollbackFailure, flinkv1beta1.ErrorReasonRollbackFailed, msg); st.Error != failure {
+			st.Error = failure
+			r.Recorder.Event(p.dep, corev1.EventTypeWarning, ReasonRollback, msg)
+		}
+		return next(), nil
+	}
+	if err := r.startRollback(ctx, p.scope, p.conf); err != nil {
+		return phaseResult{}, err
+	}
+	res, err := r.continueRollback(ctx, p.scope)
+	return acted(res), err
+}
+
 // rollbackImpossible says why the last stable spec cannot be rolled back to ("" when it can),
 // with upstream's preconditions (shouldRollBack): a job is rolled back through its HA metadata,
 // so without it there is nothing to roll back with; a suspended stable spec or another Flink

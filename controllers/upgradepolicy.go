@@ -69,7 +69,7 @@ type upgradePlan struct {
 	Reason  string
 }
 
-// planUpgrade is upstream's upgrade decision table (SEMANTICS.md §2.5), as one pure function.
+// planUpgrade is upstream's upgrade decision (AbstractJobReconciler.getJobUpgrade), as one pure function.
 // It is evaluated again at every step of an upgrade, and each step moves the situation to a
 // row that continues the same plan: a completed stop-with-savepoint leaves a FINISHED job with
 // a recorded path (stop none, restore savepoint); a last-state stop leaves no JobManager and HA
@@ -79,67 +79,87 @@ type upgradePlan struct {
 // It never downgrades a savepoint or last-state upgrade to stateless: when state cannot be
 // carried over it says so (stopFail) instead of starting the job empty.
 func planUpgrade(s upgradeSituation) upgradePlan {
-	running := s.Job == flinkv1beta1.JobStatusRunning && s.JobManager == flinkv1beta1.JobManagerReady
 	terminal := isTerminal(s.Job)
-	reachable := s.JobManager == flinkv1beta1.JobManagerReady
-	haRestore := s.HAEnabled && s.HAMetadata
-
-	if s.NothingRan {
-		// No state but what was recorded (initialSavepointPath, or the state kept at a suspension).
-		if s.RestorePath != "" {
-			return upgradePlan{stopNone, restoreSavepoint, "first deployment from " + s.RestorePath}
-		}
-		return upgradePlan{stopNone, restoreNothing, "first deployment"}
-	}
-	if s.Mode == flinkv1beta1.UpgradeModeStateless {
-		// A stateless job's recorded path is one the user chose (a savepoint redeploy).
-		restore := restoreNothing
-		if s.RestorePath != "" {
-			restore = restoreSavepoint
-		}
-		if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
-			return upgradePlan{stopNone, restore, "stateless upgrade"}
-		}
-		return upgradePlan{stopStateless, restore, "stateless upgrade"}
-	}
-	if s.Job == flinkv1beta1.JobStatusCancelling {
+	switch {
+	case s.NothingRan:
+		return planNothingRan(s)
+	case s.Mode == flinkv1beta1.UpgradeModeStateless:
+		return planStateless(s, terminal)
+	case s.Job == flinkv1beta1.JobStatusCancelling:
 		return upgradePlan{Stop: stopWait, Reason: "the job is being cancelled"}
+	case terminal && (s.RestorePath != "" || s.Job == flinkv1beta1.JobStatusCanceled || !s.haRestore() || s.reachable()):
+		return planEnded(s)
+	case s.Job == flinkv1beta1.JobStatusRunning && s.reachable():
+		return planRunning(s)
 	}
-	if terminal && (s.RestorePath != "" || s.Job == flinkv1beta1.JobStatusCanceled || !haRestore || reachable) {
-		if s.RestorePath != "" {
-			return upgradePlan{stopNone, restoreSavepoint, "the job is " + string(s.Job) + "; restoring " + s.RestorePath}
-		}
-		return upgradePlan{Stop: stopFail, Reason: "the job is " + string(s.Job) +
-			" and no savepoint or checkpoint of it is known. Manual restore required: set job.initialSavepointPath and savepointRedeployNonce"}
-	}
+	return planNotRunning(s, terminal)
+}
 
-	if running {
-		if s.Mode == flinkv1beta1.UpgradeModeSavepoint {
-			return upgradePlan{stopSavepoint, restoreSavepoint, "savepoint upgrade"}
-		}
-		switch {
-		case s.FlinkVersionChanged && s.SavepointDir:
-			// HA metadata of one Flink version is not read by another: take a savepoint.
-			return upgradePlan{stopSavepoint, restoreSavepoint, "the Flink version changes; a savepoint carries the state"}
-		case s.Checkpoint == checkpointPending:
-			return upgradePlan{Stop: stopWait, Reason: "waiting for the checkpoint in progress: the latest completed one is older than " + options.MaxCheckpointAge.Key}
-		case s.Checkpoint == checkpointTooOld && s.SavepointDir:
-			return upgradePlan{stopSavepoint, restoreSavepoint, "the latest checkpoint is older than " + options.MaxCheckpointAge.Key + "; a savepoint carries the state"}
-		case s.FlinkVersionChanged || !haRestore || s.CancelForLastState:
-			return upgradePlan{stopCancel, restoreSavepoint, "last-state upgrade from the latest checkpoint"}
-		default:
-			return upgradePlan{stopLastState, restoreLastState, "last-state upgrade from HA metadata"}
-		}
-	}
+// reachable: the JobManager is ready to be asked.
+func (s upgradeSituation) reachable() bool { return s.JobManager == flinkv1beta1.JobManagerReady }
 
-	// Not running: no savepoint can be taken now.
+// haRestore: the job's state can be restored from HA metadata.
+func (s upgradeSituation) haRestore() bool { return s.HAEnabled && s.HAMetadata }
+
+// planNothingRan: no state but what was recorded (initialSavepointPath, or the state kept at a
+// suspension).
+func planNothingRan(s upgradeSituation) upgradePlan {
+	if s.RestorePath != "" {
+		return upgradePlan{stopNone, restoreSavepoint, "first deployment from " + s.RestorePath}
+	}
+	return upgradePlan{stopNone, restoreNothing, "first deployment"}
+}
+
+// planStateless: a stateless job's recorded path is one the user chose (a savepoint redeploy).
+func planStateless(s upgradeSituation, terminal bool) upgradePlan {
+	restore := restoreNothing
+	if s.RestorePath != "" {
+		restore = restoreSavepoint
+	}
+	if terminal || s.JobManager == flinkv1beta1.JobManagerMissing {
+		return upgradePlan{stopNone, restore, "stateless upgrade"}
+	}
+	return upgradePlan{stopStateless, restore, "stateless upgrade"}
+}
+
+// planEnded: the job ended, and its state is the recorded path or nowhere the operator knows.
+func planEnded(s upgradeSituation) upgradePlan {
+	if s.RestorePath != "" {
+		return upgradePlan{stopNone, restoreSavepoint, "the job is " + string(s.Job) + "; restoring " + s.RestorePath}
+	}
+	return upgradePlan{Stop: stopFail, Reason: "the job is " + string(s.Job) +
+		" and no savepoint or checkpoint of it is known. Manual restore required: set job.initialSavepointPath and savepointRedeployNonce"}
+}
+
+// planRunning: a running job of savepoint or last-state mode.
+func planRunning(s upgradeSituation) upgradePlan {
+	if s.Mode == flinkv1beta1.UpgradeModeSavepoint {
+		return upgradePlan{stopSavepoint, restoreSavepoint, "savepoint upgrade"}
+	}
+	switch {
+	case s.FlinkVersionChanged && s.SavepointDir:
+		// HA metadata of one Flink version is not read by another: take a savepoint.
+		return upgradePlan{stopSavepoint, restoreSavepoint, "the Flink version changes; a savepoint carries the state"}
+	case s.Checkpoint == checkpointPending:
+		return upgradePlan{Stop: stopWait, Reason: "waiting for the checkpoint in progress: the latest completed one is older than " + options.MaxCheckpointAge.Key}
+	case s.Checkpoint == checkpointTooOld && s.SavepointDir:
+		return upgradePlan{stopSavepoint, restoreSavepoint, "the latest checkpoint is older than " + options.MaxCheckpointAge.Key + "; a savepoint carries the state"}
+	case s.FlinkVersionChanged || !s.haRestore() || s.CancelForLastState:
+		return upgradePlan{stopCancel, restoreSavepoint, "last-state upgrade from the latest checkpoint"}
+	default:
+		return upgradePlan{stopLastState, restoreLastState, "last-state upgrade from HA metadata"}
+	}
+}
+
+// planNotRunning: no savepoint can be taken now.
+func planNotRunning(s upgradeSituation, terminal bool) upgradePlan {
 	if s.Mode == flinkv1beta1.UpgradeModeSavepoint && !s.LastStateFallback && !s.FlinkVersionChanged {
 		return upgradePlan{Stop: stopWait, Reason: "a savepoint upgrade needs a running job (" + options.LastStateFallback.Key + " is off)"}
 	}
-	if haRestore && !s.FlinkVersionChanged {
+	if s.haRestore() && !s.FlinkVersionChanged {
 		return upgradePlan{stopLastState, restoreLastState, "the job is not running; restoring its HA metadata"}
 	}
-	if reachable && !terminal && s.Job != "" && s.Job != flinkv1beta1.JobStatusReconciling {
+	if s.reachable() && !terminal && s.Job != "" && s.Job != flinkv1beta1.JobStatusReconciling {
 		// Restarting, created, initializing or failing: cancellable, its checkpoints survive.
 		return upgradePlan{stopCancel, restoreSavepoint, "the job is not running; cancelling it and restoring its latest checkpoint"}
 	}
