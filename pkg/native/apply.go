@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Apply creates or updates the objects of a cluster with server-side apply under the
@@ -60,7 +62,9 @@ func Apply(ctx context.Context, c client.Client, live client.Reader, cluster *Cl
 		g.Go(func() error { return deleteIfOurs(gctx, c, &networkingv1.Ingress{}, ns, IngressName(name), ours) })
 	}
 	if cluster.InternalService == nil {
-		g.Go(func() error { return deleteIfOurs(gctx, c, &corev1.Service{}, ns, InternalServiceName(name), ours) })
+		g.Go(func() error {
+			return deleteIfOurs(gctx, c, &corev1.Service{}, ns, flinkconf.InternalServiceName(name), ours)
+		})
 	}
 	if cluster.PodTemplate == nil {
 		g.Go(func() error {

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestMergeTemplates: upstream's FlinkUtils.mergePodTemplates, by index (its default) and by
@@ -141,7 +142,7 @@ spec:
 			if tt.option != "" {
 				dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{OptionMergeArraysByName: tt.option})
 			}
-			cluster, err := Build(dep, Defaults{}, BuildOptions{})
+			cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			for _, d := range []string{"jobmanager", "taskmanager"} {
 				c := cluster.JobManager.Spec.Template.Spec.Containers[0]
@@ -160,6 +161,6 @@ spec:
 	}
 	dep := deployment(t, `{metadata: {name: bad}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{OptionMergeArraysByName: "yes"})
-	_, err := Build(dep, Defaults{}, BuildOptions{})
+	_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.ErrorContains(t, err, OptionMergeArraysByName)
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Upstream's operator options that shape the pods (KubernetesOperatorConfigOptions), read from
@@ -23,8 +24,8 @@ type templateOptions struct {
 	mergeByName  bool
 }
 
-func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (templateOptions, error) {
-	conf, err := UserConfig(dep, defaults)
+func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Defaults) (templateOptions, error) {
+	conf, err := flinkconf.UserConfig(dep, defaults)
 	if err != nil {
 		return templateOptions{}, err
 	}
@@ -39,7 +40,7 @@ func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (te
 }
 
 // flinkBool reads a boolean as Flink does: true or false in any case; def when unset.
-func flinkBool(conf Config, key string, def bool) (bool, error) {
+func flinkBool(conf flinkconf.Config, key string, def bool) (bool, error) {
 	v := strings.TrimSpace(conf[key])
 	switch {
 	case v == "":
