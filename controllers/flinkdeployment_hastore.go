@@ -36,14 +36,14 @@ type fencedStore struct {
 }
 
 func (f fencedStore) DeleteJobGraphs(ctx context.Context) error {
-	if err := f.flink.fenced(ctx, "delete the job graphs of the HA metadata of "+f.cluster); err != nil {
+	if err := f.flink.Fenced(ctx, "delete the job graphs of the HA metadata of "+f.cluster); err != nil {
 		return err
 	}
 	return f.Store.DeleteJobGraphs(ctx)
 }
 
 func (f fencedStore) Delete(ctx context.Context) error {
-	if err := f.flink.fenced(ctx, "delete the HA metadata of "+f.cluster); err != nil {
+	if err := f.flink.Fenced(ctx, "delete the HA metadata of "+f.cluster); err != nil {
 		return err
 	}
 	return f.Store.Delete(ctx)

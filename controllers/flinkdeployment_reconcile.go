@@ -29,7 +29,7 @@ const ReasonRestartFailed = "RestartUnhealthyJob"
 // while the leader lease is not held (FlinkClients.Fence): the cluster may be the one another
 // replica, leading now, has just deployed.
 func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope, keepHA bool) (bool, error) {
-	if err := r.Flink.fenced(ctx, "delete the cluster "+s.dep.Namespace+"/"+s.dep.Name); err != nil {
+	if err := r.Flink.Fenced(ctx, "delete the cluster "+s.dep.Namespace+"/"+s.dep.Name); err != nil {
 		return false, err
 	}
 	var conf native.Config

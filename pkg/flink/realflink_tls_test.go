@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/resttls"
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
@@ -25,7 +25,7 @@ import (
 // TestRealFlinkRESTSSL runs a JobManager with REST SSL and mutual TLS on
 // (security.ssl.rest.enabled, security.ssl.rest.authentication-enabled), its keystore and
 // truststore laid out as upstream's basic-secure example has cert-manager make them, and
-// talks to it through the clients the reconcilers use (controllers.FlinkClients): https is
+// talks to it through the clients the reconcilers use (clients.Factory): https is
 // chosen from the configuration, the JobManager's certificate is checked against the
 // configured trust and the cluster's Service names, and the operator's client certificate is
 // sent.
@@ -85,8 +85,8 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 		conf[k] = v
 	}
 	flinkVersion := flinkv1beta1.FlinkVersion("v" + strings.Join(strings.SplitN(dist.Version, ".", 3)[:2], "_"))
-	clients := func(s resttls.Settings) *controllers.FlinkClients {
-		return &controllers.FlinkClients{URLTemplate: "http://127.0.0.1:{{port}}", Timeout: 30 * time.Second, TLS: s}
+	factory := func(s resttls.Settings) *clients.Factory {
+		return &clients.Factory{URLTemplate: "http://127.0.0.1:{{port}}", Timeout: 30 * time.Second, TLS: s}
 	}
 	ctx := context.Background()
 
@@ -101,7 +101,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 	} {
 		t.Run(desc, func(t *testing.T) {
 			require.NoError(t, s.Check())
-			c, err := clients(s).For(ctx, namespace, name, flinkVersion, conf)
+			c, err := factory(s).For(ctx, namespace, name, flinkVersion, conf)
 			require.NoError(t, err)
 			assert.True(t, strings.HasPrefix(c.URL(), "https://127.0.0.1:"), c.URL())
 			cfg, err := c.Config(ctx)
@@ -114,7 +114,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 	}
 
 	t.Run("no trust configured: a clear error naming the options", func(t *testing.T) {
-		_, err := clients(resttls.Settings{Keystore: operatorKeystore, StorePassword: storePassword}).For(ctx, namespace, name, flinkVersion, conf)
+		_, err := factory(resttls.Settings{Keystore: operatorKeystore, StorePassword: storePassword}).For(ctx, namespace, name, flinkVersion, conf)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "security.ssl.rest.enabled is on but the operator trusts no CA for JobManagers")
 		assert.Contains(t, err.Error(), "--flink-rest-ca-file")
@@ -126,7 +126,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 		s := compatible
 		s.TruststoreDir = ""
 		s.CAFile = pki.Write(t, filepath.Join(t.TempDir(), "other.crt"), pki.CertPEM(other.Cert))
-		c, err := clients(s).For(ctx, namespace, name, flinkVersion, conf)
+		c, err := factory(s).For(ctx, namespace, name, flinkVersion, conf)
 		require.NoError(t, err)
 		_, err = c.Config(ctx)
 		require.Error(t, err)
@@ -134,7 +134,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 	})
 
 	t.Run("another cluster's names: verification fails", func(t *testing.T) {
-		c, err := clients(compatible).For(ctx, "team-b", "other", flinkVersion, conf)
+		c, err := factory(compatible).For(ctx, "team-b", "other", flinkVersion, conf)
 		require.NoError(t, err)
 		_, err = c.Config(ctx)
 		assert.ErrorIs(t, err, resttls.ErrName)
@@ -143,7 +143,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 	t.Run("mutual TLS without the operator's certificate", func(t *testing.T) {
 		s := compatible
 		s.Keystore = ""
-		_, err := clients(s).For(ctx, namespace, name, flinkVersion, conf)
+		_, err := factory(s).For(ctx, namespace, name, flinkVersion, conf)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "security.ssl.rest.authentication-enabled is on but the operator has no client certificate")
 	})
@@ -152,7 +152,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 		stranger := pki.NewCA(t, "Stranger").Issue(t, "FlinkOperator")
 		s := compatible
 		s.Keystore = pki.Write(t, filepath.Join(t.TempDir(), "keystore.jks"), stranger.KeystoreJKS(t, storePassword))
-		c, err := clients(s).For(ctx, namespace, name, flinkVersion, conf)
+		c, err := factory(s).For(ctx, namespace, name, flinkVersion, conf)
 		require.NoError(t, err)
 		_, err = c.Config(ctx)
 		require.Error(t, err)
@@ -160,7 +160,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 
 	t.Run("plain http is not what this cluster speaks", func(t *testing.T) {
 		plain := native.Config{"rest.port": restURL.Port()}
-		c, err := clients(compatible).For(ctx, namespace, name, flinkVersion, plain)
+		c, err := factory(compatible).For(ctx, namespace, name, flinkVersion, plain)
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(c.URL(), "http://"), c.URL())
 		_, err = c.Config(ctx)
@@ -205,10 +205,10 @@ func TestRealFlinkDeprecatedSSLSwitch(t *testing.T) {
 			for k, v := range conf {
 				effective[k] = v
 			}
-			clients := &controllers.FlinkClients{URLTemplate: "http://127.0.0.1:{{port}}", Timeout: 30 * time.Second,
+			factory := &clients.Factory{URLTemplate: "http://127.0.0.1:{{port}}", Timeout: 30 * time.Second,
 				TLS: resttls.Settings{TruststoreDir: certDir}}
 			flinkVersion := flinkv1beta1.FlinkVersion("v" + strings.Join(strings.SplitN(dist.Version, ".", 3)[:2], "_"))
-			c, err := clients.For(context.Background(), "flink", "basic-secure", flinkVersion, effective)
+			c, err := factory.For(context.Background(), "flink", "basic-secure", flinkVersion, effective)
 			require.NoError(t, err)
 			want := "https"
 			if flink2 {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Apply creates or updates the objects of a cluster with server-side apply under the
@@ -62,7 +63,9 @@ func Apply(ctx context.Context, c client.Client, live client.Reader, cluster *Cl
 		g.Go(func() error { return deleteIfOurs(gctx, c, &networkingv1.Ingress{}, ns, IngressName(name), ours) })
 	}
 	if cluster.InternalService == nil {
-		g.Go(func() error { return deleteIfOurs(gctx, c, &corev1.Service{}, ns, InternalServiceName(name), ours) })
+		g.Go(func() error {
+			return deleteIfOurs(gctx, c, &corev1.Service{}, ns, flinkconf.InternalServiceName(name), ours)
+		})
 	}
 	if cluster.PodTemplate == nil {
 		g.Go(func() error {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
@@ -95,7 +96,7 @@ func TestApply(t *testing.T) {
 	c := countingClient(base, &writes)
 	dep := createDeployment(t, base, ns, nativeApp)
 
-	cluster, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+	cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{JobID: "0000000000000000000000000000abcd"})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, c, cluster))
 
@@ -131,7 +132,7 @@ func TestApply(t *testing.T) {
 	t.Run("re-applying an unchanged spec writes nothing", func(t *testing.T) {
 		before := resourceVersions(t, base, cluster.Objects())
 		writes = writeCounter{}
-		again, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+		again, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{JobID: "0000000000000000000000000000abcd"})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, again))
 		after := resourceVersions(t, base, cluster.Objects())
@@ -164,7 +165,7 @@ func TestApply(t *testing.T) {
 		changed.Spec.TaskManager.PodTemplate = nil
 		changed.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 			"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"})
-		next, err := Build(changed, Defaults{}, BuildOptions{})
+		next, err := Build(changed, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, next))
 		for name, obj := range map[string]client.Object{
@@ -197,7 +198,7 @@ spec:
   taskManager: {resource: {memory: 1g, cpu: 1}}
   job: {jarURI: "local:///opt/flink/usrlib/job.jar", parallelism: 5, entryClass: com.example.Job}
 `)
-	cluster, err := Build(dep, Defaults{}, BuildOptions{})
+	cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, c, cluster))
 
@@ -219,7 +220,7 @@ func TestDeleteCluster(t *testing.T) {
 	ctx := context.Background()
 	c := newWatchClient(t, env)
 	dep := createDeployment(t, c, ns, nativeApp)
-	cluster, err := Build(dep, Defaults{}, BuildOptions{})
+	cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, c, cluster))
 
@@ -294,7 +295,7 @@ func TestDeleteClusterGivesUpAStuckForegroundDeletion(t *testing.T) {
 	ctx := context.Background()
 	c := newWatchClient(t, env)
 	dep := createDeployment(t, c, ns, nativeApp)
-	cluster, err := Build(dep, Defaults{}, BuildOptions{})
+	cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.NoError(t, err)
 	require.NoError(t, Apply(ctx, c, c, cluster))
 	_, err = DeleteCluster(ctx, c, ns, "orders", DeleteOptions{KeepHAData: true, Owner: dep.UID})

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestBuildRefusesNumbersThatWrap (review finding F19): ports outside 1 to 65535 and a
@@ -22,14 +23,14 @@ func TestBuildRefusesNumbersThatWrap(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			dep := deployment(t, nativeApp)
 			dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{key: value})
-			_, err := Build(dep, Defaults{}, BuildOptions{})
+			_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			assert.EqualError(t, err, "flinkConfiguration "+key+": "+value+" is not a port number (1 to 65535)")
 		})
 	}
 	t.Run("the largest port", func(t *testing.T) {
 		dep := deployment(t, nativeApp)
 		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{"rest.port": "65535"})
-		c, err := Build(dep, Defaults{}, BuildOptions{})
+		c, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		assert.Equal(t, int32(65535), c.RESTService.Spec.Ports[0].Port)
 	})
@@ -44,7 +45,7 @@ spec:
   jobManager: {resource: {memory: 1g, cpu: 1}}
   taskManager: {resource: {memory: 1g, cpu: 1}}
 `)
-		_, err := Build(dep, Defaults{}, BuildOptions{})
+		_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		assert.EqualError(t, err, "flinkConfiguration parallelism.default: 4294967298 at 1 slots each needs 4294967298 TaskManagers, more than a Deployment can have (2147483647)")
 	})
 }

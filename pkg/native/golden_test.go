@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
@@ -60,11 +61,11 @@ func TestGolden(t *testing.T) {
 			dep.Namespace = "flink"
 			dep.Generation = 1
 			// Fixed ids: Build would otherwise pick a random result store per run.
-			opts := BuildOptions{ResultStoreID: "00000000-0000-4000-8000-000000000001"}
+			opts := flinkconf.BuildOptions{ResultStoreID: "00000000-0000-4000-8000-000000000001"}
 			if dep.Spec.Job != nil {
 				opts.JobID = "0000000000000000000000000000abcd"
 			}
-			cluster, err := Build(dep, Defaults{}, opts)
+			cluster, err := Build(dep, flinkconf.Defaults{}, opts)
 			require.NoError(t, err)
 			got := renderObjects(t, cluster)
 			path := filepath.Join("testdata", "golden", name+".yaml")

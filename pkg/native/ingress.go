@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // BuildIngress turns spec.ingress into an Ingress to the REST Service. The template's
@@ -54,7 +55,7 @@ func BuildIngress(dep *flinkv1beta1.FlinkDeployment, restPort int32) (*networkin
 						Path:     path,
 						PathType: &pathType,
 						Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
-							Name: RESTServiceName(dep.Name), Port: networkingv1.ServiceBackendPort{Number: restPort}}},
+							Name: flinkconf.RESTServiceName(dep.Name), Port: networkingv1.ServiceBackendPort{Number: restPort}}},
 					}},
 				}},
 			}},

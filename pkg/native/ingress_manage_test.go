@@ -9,6 +9,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestIngressManageFalse: with kubernetes.operator.ingress.manage false in the operator
@@ -20,9 +22,9 @@ func TestIngressManageFalse(t *testing.T) {
 	ctx := context.Background()
 	c := newWatchClient(t, env)
 	dep := createDeployment(t, c, ns, nativeApp)
-	unmanaged := Defaults{Operator: map[string]string{"kubernetes.operator.ingress.manage": "false"}}
+	unmanaged := flinkconf.Defaults{Operator: map[string]string{"kubernetes.operator.ingress.manage": "false"}}
 
-	cluster, err := Build(dep, unmanaged, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+	cluster, err := Build(dep, unmanaged, flinkconf.BuildOptions{JobID: "0000000000000000000000000000abcd"})
 	require.NoError(t, err)
 	assert.Nil(t, cluster.Ingress)
 	require.NoError(t, Apply(ctx, c, c, cluster))
@@ -34,7 +36,7 @@ func TestIngressManageFalse(t *testing.T) {
 	// The user's own Ingress for the cluster, owned by the FlinkDeployment as the operator's
 	// would be: left alone when the spec no longer has spec.ingress.
 	t.Run("an existing Ingress is left alone", func(t *testing.T) {
-		managed, err := Build(dep, Defaults{}, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+		managed, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{JobID: "0000000000000000000000000000abcd"})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, managed))
 		ing := &networkingv1.Ingress{}
@@ -43,7 +45,7 @@ func TestIngressManageFalse(t *testing.T) {
 
 		changed := dep.DeepCopy()
 		changed.Spec.Ingress = nil
-		next, err := Build(changed, unmanaged, BuildOptions{JobID: "0000000000000000000000000000abcd"})
+		next, err := Build(changed, unmanaged, flinkconf.BuildOptions{JobID: "0000000000000000000000000000abcd"})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, next))
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, ing), "not deleted")

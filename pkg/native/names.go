@@ -1,7 +1,7 @@
 // Package native builds the Kubernetes objects that run a Flink cluster described by a
 // FlinkDeployment, in native mode (the JobManager creates TaskManager pods itself) and in
-// standalone mode (the operator creates a TaskManager Deployment), and applies them. It is
-// pure Go over the API types: it never talks to Flink.
+// standalone mode (the operator creates a TaskManager Deployment), and applies and deletes them.
+// It renders them from the Flink configuration pkg/flinkconf computes, and never talks to Flink.
 //
 // Names, labels and config keys are the ones the upstream operator (through Flink's own
 // native Kubernetes integration) uses, so dashboards, scripts and HA metadata of existing
@@ -53,20 +53,13 @@ const (
 	PortNameRPC   = "jobmanager-rpc"
 	PortNameBlob  = "blobserver"
 	PortNameTMRPC = "taskmanager-rpc"
-
-	DefaultRESTPort  = 8081
-	DefaultRPCPort   = 6123
-	DefaultBlobPort  = 6124
-	DefaultTMRPCPort = 6122
 )
 
 // Paths inside Flink containers.
 const (
-	FlinkConfDir       = "/opt/flink/conf"
-	PodTemplateDir     = "/opt/flink/pod-template"
-	TaskManagerPodFile = "taskmanager-pod-template.yaml"
-	configVolume       = "flink-config-volume"
-	podTemplateVolume  = "pod-template-volume"
+	FlinkConfDir      = "/opt/flink/conf"
+	configVolume      = "flink-config-volume"
+	podTemplateVolume = "pod-template-volume"
 )
 
 // JobManagerDeploymentName is the JobManager Deployment of a cluster.
@@ -74,12 +67,6 @@ func JobManagerDeploymentName(cluster string) string { return cluster }
 
 // TaskManagerDeploymentName is the TaskManager Deployment of a standalone cluster.
 func TaskManagerDeploymentName(cluster string) string { return cluster + "-taskmanager" }
-
-// RESTServiceName is the Service in front of the JobManager's REST endpoint.
-func RESTServiceName(cluster string) string { return cluster + "-rest" }
-
-// InternalServiceName is the headless Service TaskManagers reach the JobManager by (without HA).
-func InternalServiceName(cluster string) string { return cluster }
 
 // ConfigMapName holds the Flink configuration and logging files.
 func ConfigMapName(cluster string) string { return "flink-config-" + cluster }

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -29,7 +30,7 @@ type Cluster struct {
 	// are never applied to nor deleted (ownership.go).
 	Owner types.UID
 	// Config is the effective Flink configuration written into ConfigMap.
-	Config Config
+	Config flinkconf.Config
 	// ResultStoreID names the result stores of this deployment (BuildOptions.ResultStoreID, or
 	// the random one Build chose); empty when the cluster has none (no HA storage, a session).
 	ResultStoreID string
@@ -95,11 +96,11 @@ func isNil(o client.Object) bool {
 // A cluster to deploy always gets result stores of its own: without opts.ResultStoreID, Build
 // picks a random one (fresh per call, so a caller that retries a deployment and must keep its
 // stores passes the id it recorded).
-func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptions) (*Cluster, error) {
+func Build(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Defaults, opts flinkconf.BuildOptions) (*Cluster, error) {
 	if opts.ResultStoreID == "" {
 		opts.ResultStoreID = string(uuid.NewUUID())
 	}
-	conf, err := EffectiveConfig(dep, defaults, opts)
+	conf, err := flinkconf.EffectiveConfig(dep, defaults, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -110,14 +111,14 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 	if b.templates, err = templateOptionsOf(dep, defaults); err != nil {
 		return nil, err
 	}
-	ports, err := Ports(conf)
+	ports, err := flinkconf.Ports(conf)
 	if err != nil {
 		return nil, err
 	}
 	b.restPort, b.rpcPort, b.blobPort, b.tmRPCPort = ports[0], ports[1], ports[2], ports[3]
 
 	c := &Cluster{Config: conf, Owner: dep.UID}
-	if dep.Spec.Job != nil && haStorageDir(conf) != "" {
+	if dep.Spec.Job != nil && flinkconf.HAStorageDir(conf) != "" {
 		c.ResultStoreID = opts.ResultStoreID // the condition resultStores wrote the stores under
 	}
 	if c.PodTemplate, err = b.taskManagerPodTemplate(); err != nil {
@@ -157,7 +158,7 @@ func Build(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts BuildOptio
 
 type builder struct {
 	dep                                    *flinkv1beta1.FlinkDeployment
-	conf                                   Config
+	conf                                   flinkconf.Config
 	clusterType                            string
 	restPort, rpcPort, blobPort, tmRPCPort int32
 	templates                              templateOptions
@@ -174,12 +175,12 @@ func (b *builder) meta(name string, component string) metav1.ObjectMeta {
 }
 
 func (b *builder) configMap() (*corev1.ConfigMap, error) {
-	file, err := RenderConfigFile(b.conf, b.dep.Spec.FlinkVersion)
+	file, err := flinkconf.RenderConfigFile(b.conf, b.dep.Spec.FlinkVersion)
 	if err != nil {
 		return nil, err
 	}
 	data := LoggingFiles(&b.dep.Spec)
-	data[ConfigFileName(b.dep.Spec.FlinkVersion)] = file
+	data[flinkconf.ConfigFileName(b.dep.Spec.FlinkVersion)] = file
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta(ConfigMapName(b.name()), ""),
@@ -224,7 +225,7 @@ func (b *builder) taskManagerPodTemplate() (*corev1.ConfigMap, error) {
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: b.meta(PodTemplateConfigMapName(b.name()), ""),
-		Data:       map[string]string{TaskManagerPodFile: string(out)},
+		Data:       map[string]string{flinkconf.TaskManagerPodFile: string(out)},
 	}, nil
 }
 
@@ -275,7 +276,7 @@ func containerResources(res *corev1.ResourceRequirements, legacy *flinkv1beta1.R
 		list[corev1.ResourceCPU] = *resource.NewMilliQuantity(int64(*legacy.CPU*1000), resource.DecimalSI)
 	}
 	if legacy.Memory != "" {
-		if bytes, err := MemoryBytes(legacy.Memory); err == nil {
+		if bytes, err := flinkconf.MemoryBytes(legacy.Memory); err == nil {
 			list[corev1.ResourceMemory] = *resource.NewQuantity(bytes, resource.BinarySI)
 		}
 	}
@@ -410,7 +411,7 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		podSpec.Volumes = append(podSpec.Volumes, corev1.Volume{Name: podTemplateVolume, VolumeSource: corev1.VolumeSource{
 			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: PodTemplateConfigMapName(b.name())}}}})
 		podSpec.Containers[0].VolumeMounts = append(podSpec.Containers[0].VolumeMounts,
-			corev1.VolumeMount{Name: podTemplateVolume, MountPath: PodTemplateDir})
+			corev1.VolumeMount{Name: podTemplateVolume, MountPath: flinkconf.PodTemplateDir})
 	}
 	return b.deployment(JobManagerDeploymentName(b.name()), ComponentJobManager, replicas, user, podSpec,
 		"kubernetes.jobmanager.labels", "kubernetes.jobmanager.annotations")
@@ -424,7 +425,7 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 	if tm := spec.TaskManager; tm != nil {
 		tmTemplate, res, legacy = tm.PodTemplate, tm.Resources, tm.Resource
 	}
-	replicas, err := TaskManagerReplicas(b.conf, spec)
+	replicas, err := flinkconf.TaskManagerReplicas(b.conf, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -494,7 +495,7 @@ func (b *builder) deployment(name, component string, replicas int32, user *corev
 func (b *builder) restService() (*corev1.Service, error) {
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: b.meta(RESTServiceName(b.name()), ComponentJobManager),
+		ObjectMeta: b.meta(flinkconf.RESTServiceName(b.name()), ComponentJobManager),
 		Spec: corev1.ServiceSpec{
 			Selector: SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
 			Ports: []corev1.ServicePort{{Name: PortNameREST, Port: b.restPort, Protocol: corev1.ProtocolTCP,
@@ -520,7 +521,7 @@ func (b *builder) restService() (*corev1.Service, error) {
 func (b *builder) internalService() *corev1.Service {
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: b.meta(InternalServiceName(b.name()), ComponentJobManager),
+		ObjectMeta: b.meta(flinkconf.InternalServiceName(b.name()), ComponentJobManager),
 		Spec: corev1.ServiceSpec{
 			ClusterIP: corev1.ClusterIPNone,
 			Selector:  SelectorLabels(b.name(), ComponentJobManager, b.clusterType),
@@ -572,7 +573,7 @@ func ownerRef(dep *flinkv1beta1.FlinkDeployment) metav1.OwnerReference {
 }
 
 // parseMap reads Flink's map syntax "k1:v1,k2:v2" from a configuration key.
-func parseMap(conf Config, key string) (map[string]string, error) {
+func parseMap(conf flinkconf.Config, key string) (map[string]string, error) {
 	return ParseMap(conf[key], key)
 }
 

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // webService is another application's Service, made with kubectl (no owner, no operator fields).
@@ -42,7 +44,7 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		before := &corev1.Service{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, before))
 		dep := createDeployment(t, c, ns, nativeApp)
-		cluster, err := Build(dep, Defaults{}, BuildOptions{})
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		require.NotNil(t, cluster.InternalService, "no HA: the internal Service is named like the resource")
 
@@ -63,16 +65,16 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 
 	t.Run("a foreign Service of the REST Service's name", func(t *testing.T) {
 		ns := env.NewNamespace(t, "foreign-rest")
-		require.NoError(t, c.Create(ctx, webService(ns, RESTServiceName("orders"))))
+		require.NoError(t, c.Create(ctx, webService(ns, flinkconf.RESTServiceName("orders"))))
 		dep := createDeployment(t, c, ns, nativeApp)
-		cluster, err := Build(dep, Defaults{}, BuildOptions{})
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 
 		if foreign, ok := IsForeignObject(Apply(ctx, c, c, cluster)); assert.True(t, ok) {
-			assert.Equal(t, RESTServiceName("orders"), foreign.Name)
+			assert.Equal(t, flinkconf.RESTServiceName("orders"), foreign.Name)
 		}
 		after := &corev1.Service{}
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: RESTServiceName("orders")}, after))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName("orders")}, after))
 		assert.Equal(t, map[string]string{"app": "web"}, after.Spec.Selector, "the Service's traffic was redirected")
 	})
 
@@ -82,7 +84,7 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		other := metav1.OwnerReference{APIVersion: "example.com/v1", Kind: "App", Name: "orders", UID: types.UID("other-uid")}
 		require.NoError(t, c.Create(ctx, webDeployment(ns, "orders", other)))
 		dep := createDeployment(t, c, ns, nativeApp)
-		cluster, err := Build(dep, Defaults{}, BuildOptions{})
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 
 		foreign, ok := IsForeignObject(Apply(ctx, c, c, cluster))
@@ -105,7 +107,7 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		// As in the captures of upstream/status-samples: the JobManager Deployment has a
 		// non-controller reference to the FlinkDeployment; Flink's Services and ConfigMaps have
 		// a controller reference to the JobManager Deployment.
-		cluster, err := Build(dep, Defaults{}, BuildOptions{})
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		jm := cluster.JobManager.DeepCopy()
 		jm.OwnerReferences = []metav1.OwnerReference{{APIVersion: "flink.apache.org/v1beta1", Kind: "FlinkDeployment",
@@ -113,7 +115,7 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		require.NoError(t, c.Create(ctx, jm, client.FieldOwner("fabric8-kubernetes-client")))
 		byJM := []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "orders", UID: jm.UID,
 			Controller: ptr(true), BlockOwnerDeletion: ptr(true)}}
-		rest := webService(ns, RESTServiceName("orders"))
+		rest := webService(ns, flinkconf.RESTServiceName("orders"))
 		rest.OwnerReferences = byJM
 		conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ConfigMapName("orders"), OwnerReferences: byJM}}
 		for _, o := range []client.Object{rest, conf} {
@@ -121,14 +123,14 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		}
 		require.NoError(t, Apply(ctx, c, c, cluster))
 		live := &corev1.Service{}
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: RESTServiceName("orders")}, live))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName("orders")}, live))
 		assert.Equal(t, SelectorLabels("orders", ComponentJobManager, TypeNative), live.Spec.Selector, "taken over as the cluster's")
 	})
 
 	t.Run("dependents left by an orphaning deletion are the cluster's own", func(t *testing.T) {
 		ns := env.NewNamespace(t, "orphans")
 		dep := createDeployment(t, c, ns, nativeApp)
-		cluster, err := Build(dep, Defaults{}, BuildOptions{})
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, cluster))
 		// What the garbage collector leaves after an orphaning deletion of the JobManager:
@@ -137,11 +139,11 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
 		require.NoError(t, c.Delete(ctx, jm))
 		svc := &corev1.Service{}
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: RESTServiceName("orders")}, svc))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName("orders")}, svc))
 		svc.OwnerReferences = nil
 		require.NoError(t, c.Update(ctx, svc))
 
-		again, err := Build(dep, Defaults{}, BuildOptions{})
+		again, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, again))
 	})

@@ -11,6 +11,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestJobManagerProbesAsUpstream: upstream's FlinkUtils.addStartupProbe gives the JobManager's
@@ -62,7 +63,7 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 				case "common":
 					dep.Spec.PodTemplate = user
 				}
-				cluster, err := Build(dep, Defaults{}, BuildOptions{})
+				cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 				require.NoError(t, err)
 				jm := cluster.JobManager.Spec.Template.Spec.Containers[0]
 				require.Equal(t, MainContainer, jm.Name)
@@ -83,11 +84,11 @@ func TestJobManagerProbesAsUpstream(t *testing.T) {
 func TestStartupProbeOptionMustBeABoolean(t *testing.T) {
 	dep := deployment(t, `{metadata: {name: probes}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.JMStartupProbe.Key: "sometimes"})
-	_, err := Build(dep, Defaults{}, BuildOptions{})
+	_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.ErrorContains(t, err, options.JMStartupProbe.Key)
 	// The operator's configuration sets it for every resource.
 	dep.Spec.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{}
-	cluster, err := Build(dep, Defaults{Operator: map[string]string{options.JMStartupProbe.Key: "false"}}, BuildOptions{})
+	cluster, err := Build(dep, flinkconf.Defaults{Operator: map[string]string{options.JMStartupProbe.Key: "false"}}, flinkconf.BuildOptions{})
 	require.NoError(t, err)
 	assert.Nil(t, cluster.JobManager.Spec.Template.Spec.Containers[0].StartupProbe)
 }

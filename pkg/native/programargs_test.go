@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // hardArgs are arguments a plain ';'-join splits, unquotes or trims.
@@ -35,11 +36,11 @@ func TestProgramArgsReadBackByFlinksRules(t *testing.T) {
 			dep := deployment(t, `{metadata: {name: args}, spec: {job: {jarURI: "local:///x.jar"}}}`)
 			dep.Spec.FlinkVersion = tt.version
 			dep.Spec.Job.Args = tt.args
-			cluster, err := Build(dep, Defaults{}, BuildOptions{})
+			cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
-			file := cluster.ConfigMap.Data[ConfigFileName(tt.version)]
-			raw := readConfigValue(t, file, ConfigFileName(tt.version), ProgramArgsKey)
-			got, err := decodeFlinkList(raw, ConfigFileName(tt.version) == "config.yaml")
+			file := cluster.ConfigMap.Data[flinkconf.ConfigFileName(tt.version)]
+			raw := readConfigValue(t, file, flinkconf.ConfigFileName(tt.version), flinkconf.ProgramArgsKey)
+			got, err := decodeFlinkList(raw, flinkconf.ConfigFileName(tt.version) == "config.yaml")
 			require.NoError(t, err, "value %q", raw)
 			assert.Equal(t, tt.args, got, "value %q", raw)
 		})
@@ -47,14 +48,14 @@ func TestProgramArgsReadBackByFlinksRules(t *testing.T) {
 }
 
 func TestProgramArgsFlinkConfYamlLimits(t *testing.T) {
-	_, err := ProgramArgs([]string{"ok", "a#b"}, flinkv1beta1.FlinkVersion1_18, true)
+	_, err := flinkconf.ProgramArgs([]string{"ok", "a#b"}, flinkv1beta1.FlinkVersion1_18, true)
 	require.ErrorContains(t, err, "spec.job.args[1]")
-	_, err = ProgramArgs([]string{"a\nb"}, flinkv1beta1.FlinkVersion1_18, false)
+	_, err = flinkconf.ProgramArgs([]string{"a\nb"}, flinkv1beta1.FlinkVersion1_18, false)
 	require.ErrorContains(t, err, "spec.job.args[0]")
-	got, err := ProgramArgs([]string{"a#b"}, flinkv1beta1.FlinkVersion1_18, false)
+	got, err := flinkconf.ProgramArgs([]string{"a#b"}, flinkv1beta1.FlinkVersion1_18, false)
 	require.NoError(t, err, "standalone clusters take their arguments from the command line")
 	assert.Equal(t, "a#b", got)
-	got, err = ProgramArgs([]string{"--a", "b"}, flinkv1beta1.FlinkVersion1_17, true)
+	got, err = flinkconf.ProgramArgs([]string{"--a", "b"}, flinkv1beta1.FlinkVersion1_17, true)
 	require.NoError(t, err)
 	assert.Equal(t, "--a;b", got, "plain arguments stay readable")
 }
@@ -75,8 +76,8 @@ func readConfigValue(t *testing.T, file, name, key string) string {
 	for _, line := range strings.FieldsFunc(file, func(r rune) bool { return r == '\n' || r == '\r' }) {
 		line, _, _ = strings.Cut(line, "#")
 		k, v, ok := strings.Cut(line, ": ")
-		if ok && TrimKey(k) == key {
-			value, found = TrimKey(v), true
+		if ok && flinkconf.TrimKey(k) == key {
+			value, found = flinkconf.TrimKey(v), true
 		}
 	}
 	require.True(t, found, "%s in flink-conf.yaml", key)
@@ -147,7 +148,7 @@ func splitEscaped(s string, delim rune) ([]string, error) {
 			for j < len(runes) && runes[j] != delim {
 				j++
 			}
-			tokens = append(tokens, token{"literal", TrimKey(string(runes[i:j]))})
+			tokens = append(tokens, token{"literal", flinkconf.TrimKey(string(runes[i:j]))})
 			i = j
 		default:
 			i++

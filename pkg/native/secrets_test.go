@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // kubernetes.secrets mounts Secrets into the pods the operator builds, as Flink's
@@ -20,7 +21,7 @@ func TestKubernetesSecretsAreMounted(t *testing.T) {
 			dep.Spec.Mode = mode
 			dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 				"kubernetes.secrets": "basic-secure-cert:/opt/flink/tls-cert, extra:/opt/extra"})
-			cluster, err := Build(dep, Defaults{}, BuildOptions{})
+			cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			pods := []corev1.PodSpec{cluster.JobManager.Spec.Template.Spec}
 			if cluster.TaskManager != nil {
@@ -38,6 +39,6 @@ func TestKubernetesSecretsAreMounted(t *testing.T) {
 	}
 	dep := deployment(t, `{metadata: {name: bad}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{"kubernetes.secrets": "nopath"})
-	_, err := Build(dep, Defaults{}, BuildOptions{})
+	_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.ErrorContains(t, err, "kubernetes.secrets")
 }

@@ -9,6 +9,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestMergeTemplates: upstream's FlinkUtils.mergePodTemplates, by index (its default) and by
@@ -142,7 +143,7 @@ spec:
 			if tt.option != "" {
 				dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.PodTemplateMergeArraysByName.Key: tt.option})
 			}
-			cluster, err := Build(dep, Defaults{}, BuildOptions{})
+			cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			for _, d := range []string{"jobmanager", "taskmanager"} {
 				c := cluster.JobManager.Spec.Template.Spec.Containers[0]
@@ -161,6 +162,6 @@ spec:
 	}
 	dep := deployment(t, `{metadata: {name: bad}, spec: {job: {jarURI: "local:///x.jar", parallelism: 1}}}`)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{options.PodTemplateMergeArraysByName.Key: "yes"})
-	_, err := Build(dep, Defaults{}, BuildOptions{})
+	_, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 	require.ErrorContains(t, err, options.PodTemplateMergeArraysByName.Key)
 }

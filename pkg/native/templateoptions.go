@@ -2,6 +2,7 @@ package native
 
 import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -11,8 +12,8 @@ type templateOptions struct {
 	mergeByName  bool
 }
 
-func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (templateOptions, error) {
-	conf, err := UserConfig(dep, defaults)
+func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Defaults) (templateOptions, error) {
+	conf, err := flinkconf.UserConfig(dep, defaults)
 	if err != nil {
 		return templateOptions{}, err
 	}
@@ -27,7 +28,7 @@ func templateOptionsOf(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (te
 }
 
 // flinkBool reads a boolean option with the registry's parser; its default when unset.
-func flinkBool(conf Config, o options.BoolOption) (bool, error) {
+func flinkBool(conf flinkconf.Config, o options.BoolOption) (bool, error) {
 	v, set, err := o.Lookup(conf)
 	if err != nil || !set {
 		return o.Get(nil), err

@@ -1,11 +1,15 @@
-package native
+// Package flinkconf is the Flink configuration model of a FlinkDeployment: the operator's
+// default layering (base < namespace < Flink version < the resource's flinkConfiguration), the
+// keys the operator derives from the spec, and the resulting effective configuration Flink
+// gets, with its readers (ports, memory, durations) and its file formats. It builds no
+// Kubernetes object (pkg/native renders those from it) and never talks to Flink.
+package flinkconf
 
 import (
 	"fmt"
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -69,7 +73,7 @@ func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
 			ver, key, ok := strings.Cut(strings.TrimPrefix(k, versionDefaultsPrefix), ".")
 			andNewer := strings.HasSuffix(ver, "+")
 			fv := flinkv1beta1.FlinkVersion(strings.TrimSuffix(ver, "+"))
-			if !ok || key == "" || versionRank(fv) < 0 {
+			if !ok || key == "" || !isKnownVersion(fv) {
 				return Defaults{}, fmt.Errorf("operator configuration key %q: want %s<v1_20>[+].<flink key>", k, versionDefaultsPrefix)
 			}
 			vd := versions[ver]
@@ -92,33 +96,9 @@ func DefaultsFromOperatorConfig(conf map[string]string) (Defaults, error) {
 	for _, ver := range slices.Sorted(maps.Keys(versions)) {
 		d.Version = append(d.Version, *versions[ver])
 	}
-	sort.SliceStable(d.Version, func(i, j int) bool {
-		return versionRank(d.Version[i].Version) < versionRank(d.Version[j].Version)
-	})
+	slices.SortStableFunc(d.Version, func(a, b VersionDefaults) int { return compareVersions(a.Version, b.Version) })
 	return d, nil
 }
-
-// versionOrder lists the Flink versions from oldest to newest.
-var versionOrder = []flinkv1beta1.FlinkVersion{
-	flinkv1beta1.FlinkVersion1_13, flinkv1beta1.FlinkVersion1_14, flinkv1beta1.FlinkVersion1_15,
-	flinkv1beta1.FlinkVersion1_16, flinkv1beta1.FlinkVersion1_17, flinkv1beta1.FlinkVersion1_18,
-	flinkv1beta1.FlinkVersion1_19, flinkv1beta1.FlinkVersion1_20, flinkv1beta1.FlinkVersion2_0,
-	flinkv1beta1.FlinkVersion2_1, flinkv1beta1.FlinkVersion2_2, flinkv1beta1.FlinkVersion2_3,
-	flinkv1beta1.FlinkVersion2_4,
-}
-
-// versionRank orders versions; -1 for an unknown one.
-func versionRank(v flinkv1beta1.FlinkVersion) int {
-	for i, known := range versionOrder {
-		if known == v {
-			return i
-		}
-	}
-	return -1
-}
-
-// atLeast reports whether v is min or newer.
-func atLeast(v, min flinkv1beta1.FlinkVersion) bool { return versionRank(v) >= versionRank(min) }
 
 // isOperatorOnlyKey: these keys configure the operator and the autoscaler, never Flink.
 func isOperatorOnlyKey(k string) bool {
@@ -245,7 +225,7 @@ func UserConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults) (Config, e
 	merge(conf, defaults.Namespace[dep.Namespace])
 	version := dep.Spec.FlinkVersion
 	for _, vd := range defaults.Version {
-		if vd.Version == version || (vd.AndNewer && atLeast(version, vd.Version)) {
+		if vd.Version == version || (vd.AndNewer && atLeastVersion(version, vd.Version)) {
 			merge(conf, vd.Config)
 		}
 	}
@@ -290,15 +270,33 @@ func EffectiveConfig(dep *flinkv1beta1.FlinkDeployment, defaults Defaults, opts 
 	return conf, nil
 }
 
+// deriveFromSpec sets the keys the operator derives from the spec, over the user's: the
+// cluster's identity and addresses, its components' resources, and for an application
+// cluster its job.
 func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOptions) error {
 	spec := &dep.Spec
-	name, ns := dep.Name, dep.Namespace
-	standalone := spec.Mode == flinkv1beta1.DeploymentModeStandalone
+	deriveCluster(conf, spec, dep.Name, dep.Namespace)
+	if err := deriveComponents(conf, spec); err != nil {
+		return err
+	}
+	if spec.Job == nil {
+		if spec.Mode == flinkv1beta1.DeploymentModeStandalone {
+			conf["execution.target"] = "remote"
+		} else {
+			conf["execution.target"] = "kubernetes-session"
+		}
+		return nil
+	}
+	return deriveJob(conf, spec, dep.Name, opts)
+}
 
+// deriveCluster sets the cluster's identity (id, namespace, image, service account), its
+// ports and the addresses its processes listen on and reach each other by.
+func deriveCluster(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, name, ns string) {
 	conf["kubernetes.cluster-id"] = name
 	conf["kubernetes.namespace"] = ns
 	if spec.Image != "" {
-		if spec.FlinkVersion != "" && !atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_17) {
+		if spec.FlinkVersion != "" && !AtLeast(spec.FlinkVersion, 1, 17) {
 			conf["kubernetes.container.image"] = spec.Image
 		} else {
 			conf["kubernetes.container.image.ref"] = spec.Image
@@ -327,7 +325,12 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 	setDefault(conf, "taskmanager.bind-host", "0.0.0.0")
 	setDefault(conf, "rest.bind-address", "0.0.0.0")
 	setDefault(conf, "rest.address", RESTServiceName(name)+"."+ns)
+}
 
+// deriveComponents sets the JobManager's and TaskManagers' resources and the JobManager's
+// replicas; a native cluster's JobManager also gets the TaskManager pod template it creates
+// pods from.
+func deriveComponents(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) error {
 	if jm := spec.JobManager; jm != nil {
 		if err := deriveResources(conf, "jobmanager", "spec.jobManager", jm.Resources, jm.Resource); err != nil {
 			return err
@@ -343,21 +346,17 @@ func deriveFromSpec(conf Config, dep *flinkv1beta1.FlinkDeployment, opts BuildOp
 			return err
 		}
 	}
-	if !standalone {
+	if spec.Mode != flinkv1beta1.DeploymentModeStandalone {
 		conf["kubernetes.pod-template-file.taskmanager"] = PodTemplateDir + "/" + TaskManagerPodFile
 	}
+	return nil
+}
 
+// deriveJob sets what an application cluster runs: the job's code, entry point, arguments,
+// parallelism, id and restore, and how the cluster ends with it.
+func deriveJob(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, name string, opts BuildOptions) error {
 	job := spec.Job
-	if job == nil {
-		if standalone {
-			conf["execution.target"] = "remote"
-		} else {
-			conf["execution.target"] = "kubernetes-session"
-		}
-		return nil
-	}
-
-	// Application cluster.
+	standalone := spec.Mode == flinkv1beta1.DeploymentModeStandalone
 	if standalone {
 		conf["execution.target"] = "remote"
 		if job.JarURI != "" {
@@ -428,7 +427,7 @@ func deriveRestore(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, opts Bui
 	// Write the names of the cluster's version, so an older name in the user's configuration
 	// cannot shadow what is written here.
 	pathKey, ignoreKey := savepointPathKey, savepointIgnoreKey
-	if spec.FlinkVersion == "" || atLeast(spec.FlinkVersion, flinkv1beta1.FlinkVersion1_20) {
+	if spec.FlinkVersion == "" || AtLeast(spec.FlinkVersion, 1, 20) {
 		pathKey, ignoreKey = stateRecoveryPathKey, stateRecoveryIgnoreKey
 	}
 	switch {
@@ -468,12 +467,12 @@ func UserJobID(spec *flinkv1beta1.FlinkDeploymentSpec) string {
 // application store). The storage path is always the operator's, as upstream; a user-set
 // delete-on-commit is kept.
 func resultStores(conf Config, version flinkv1beta1.FlinkVersion, cluster, id string) {
-	dir := haStorageDir(conf)
+	dir := HAStorageDir(conf)
 	if dir == "" || id == "" {
 		return
 	}
 	stores := []string{"job-result-store"}
-	if version == "" || atLeast(version, flinkv1beta1.FlinkVersion2_3) {
+	if version == "" || AtLeast(version, 2, 3) {
 		// Flink 2.3 added the application result store; older versions have no such option.
 		stores = append(stores, "application-result-store")
 	}
@@ -483,8 +482,8 @@ func resultStores(conf Config, version flinkv1beta1.FlinkVersion, cluster, id st
 	}
 }
 
-// haStorageDir is the HA storage directory Flink uses, without a trailing slash; "" when none.
-func haStorageDir(conf Config) string {
+// HAStorageDir is the HA storage directory Flink uses, without a trailing slash; "" when none.
+func HAStorageDir(conf Config) string {
 	for _, key := range haStorageDirKeys {
 		if dir := strings.TrimSuffix(strings.TrimSpace(conf[key]), "/"); dir != "" {
 			return dir
@@ -558,9 +557,9 @@ func TaskManagerReplicas(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec) (i
 func deriveResources(conf Config, component, field string, res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource) error {
 	if res != nil {
 		if mem, ok := pick(res, corev1.ResourceMemory); ok {
-			conf[component+".memory.process.size"] = FlinkMemory(memoryValue(*mem.(*resource.Quantity)))
+			conf[component+".memory.process.size"] = FlinkMemory(MemoryValue(*mem.(*resource.Quantity)))
 			if req, lim := res.Requests.Memory(), res.Limits.Memory(); !req.IsZero() && !lim.IsZero() {
-				conf["kubernetes."+component+".memory.limit-factor"] = formatFactor(float64(memoryValue(*lim)) / float64(memoryValue(*req)))
+				conf["kubernetes."+component+".memory.limit-factor"] = formatFactor(float64(MemoryValue(*lim)) / float64(MemoryValue(*req)))
 			}
 		}
 		if cpu, ok := pick(res, corev1.ResourceCPU); ok {
