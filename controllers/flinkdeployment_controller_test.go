@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,11 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -30,217 +27,6 @@ import (
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
-
-func fastIntervals() Intervals {
-	return Intervals{Reconcile: time.Second, ProgressCheck: 100 * time.Millisecond}
-}
-
-func newDeployment(t *testing.T, ns, name string) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	dep := &flinkv1beta1.FlinkDeployment{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(`
-spec:
-  image: flink:1.20
-  flinkVersion: v1_20
-  serviceAccount: flink
-  flinkConfiguration: {state.checkpoints.dir: "file:///cp", state.savepoints.dir: "file:///sp", taskmanager.numberOfTaskSlots: "2"}
-  jobManager: {resource: {memory: 1g, cpu: 1}}
-  taskManager: {resource: {memory: 1g, cpu: 1}}
-  job: {jarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", parallelism: 2, upgradeMode: savepoint}
-`), dep))
-	dep.Namespace, dep.Name = ns, name
-	return dep
-}
-
-// cluster plays the parts envtest lacks: the JobManager Deployment becomes available (as the
-// deployment controller and kubelet would make it) and the garbage collector finishes
-// foreground deletions. The fake Flink runs whatever job id the JobManager was deployed with.
-type cluster struct {
-	t     *testing.T
-	c     client.Client
-	flink *fakeflink.Server
-}
-
-func (k *cluster) jobManager(ns, name string) *appsv1.Deployment {
-	jm := &appsv1.Deployment{}
-	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, jm); err != nil {
-		return nil
-	}
-	return jm
-}
-
-// run makes the JobManager available and its job RUNNING in the fake Flink.
-func (k *cluster) run(ns, name, jobID string) {
-	k.t.Helper()
-	k.makeAvailable(ns, name)
-	k.flink.SetJob(jobID, "RUNNING")
-	k.writeHAMetadata(ns, name, jobID)
-}
-
-// makeAvailable makes the JobManager Deployment available, as the deployment controller and
-// kubelet would.
-func (k *cluster) makeAvailable(ns, name string) {
-	k.t.Helper()
-	require.Eventually(k.t, func() bool {
-		jm := k.jobManager(ns, name)
-		if jm == nil || !jm.DeletionTimestamp.IsZero() {
-			return false
-		}
-		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
-		return k.c.Status().Update(context.Background(), jm) == nil
-	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
-}
-
-// writeHAMetadata does what Flink's Kubernetes HA services do for a running job of a cluster
-// with HA enabled: a ConfigMap with the job's checkpoint pointers, labelled for its cluster and
-// owned by nothing (so it survives the cluster).
-func (k *cluster) writeHAMetadata(ns, name, jobID string) {
-	k.t.Helper()
-	var d flinkv1beta1.FlinkDeployment
-	require.NoError(k.t, k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &d))
-	conf, err := d.Spec.FlinkConfiguration.Flatten()
-	require.NoError(k.t, err)
-	if conf["high-availability.type"] == "" && conf["high-availability"] == "" {
-		return
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-" + jobID + "-config-map", Labels: native.HALabels(name)},
-		Data: map[string]string{"counter": "2", "checkpointID-0000000000000000001": "pointer"}}
-	if err := k.c.Create(context.Background(), cm); err != nil && !apierrors.IsAlreadyExists(err) {
-		require.NoError(k.t, err)
-	}
-	// The submitted job's graph, which a JobManager recovers when it finds it.
-	require.NoError(k.t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		graphs := &corev1.ConfigMap{}
-		err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.HAClusterConfigMapName(name)}, graphs)
-		if apierrors.IsNotFound(err) {
-			graphs = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: native.HAClusterConfigMapName(name), Labels: native.HALabels(name)},
-				Data: map[string]string{"jobGraph-" + jobID: "graph"}}
-			return k.c.Create(context.Background(), graphs)
-		}
-		if err != nil {
-			return err
-		}
-		if graphs.Data == nil {
-			graphs.Data = map[string]string{}
-		}
-		graphs.Data["jobGraph-"+jobID] = "graph"
-		return k.c.Update(context.Background(), graphs)
-	}))
-}
-
-// jobGraphs are the job graphs the cluster's HA metadata holds.
-func (k *cluster) jobGraphs(ns, name string) []string {
-	k.t.Helper()
-	graphs := &corev1.ConfigMap{}
-	if err := k.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.HAClusterConfigMapName(name)}, graphs); err != nil {
-		return nil
-	}
-	var keys []string
-	for key := range graphs.Data {
-		if strings.HasPrefix(key, "jobGraph-") {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
-// collect finishes the foreground deletion of the current JobManager Deployment, and returns
-// once it is gone (the operator may already have created the next one).
-func (k *cluster) collect(ns, name string) {
-	k.t.Helper()
-	current := k.jobManager(ns, name)
-	require.NotNil(k.t, current)
-	require.Eventually(k.t, func() bool {
-		jm := k.jobManager(ns, name)
-		if jm == nil || jm.UID != current.UID {
-			return true
-		}
-		if jm.DeletionTimestamp.IsZero() {
-			return false
-		}
-		jm.Finalizers = nil
-		_ = k.c.Update(context.Background(), jm)
-		return false
-	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment was never deleted")
-}
-
-type recordedEvents struct {
-	mu     sync.Mutex
-	events []string
-}
-
-func (r *recordedEvents) record(rec *record.FakeRecorder) {
-	go func() {
-		for e := range rec.Events {
-			r.mu.Lock()
-			r.events = append(r.events, e)
-			r.mu.Unlock()
-		}
-	}()
-}
-
-// seen waits for an event containing substr: events are drained from the recorder
-// asynchronously, so one emitted before the status a test waited for may not be here yet.
-func (r *recordedEvents) seen(t *testing.T, substr string) {
-	t.Helper()
-	require.Eventually(t, func() bool { return r.has(substr) }, 10*time.Second, 20*time.Millisecond, "no event with %q", substr)
-}
-
-func (r *recordedEvents) has(substr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range r.events {
-		if strings.Contains(e, substr) {
-			return true
-		}
-	}
-	return false
-}
-
-func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	dep := &flinkv1beta1.FlinkDeployment{}
-	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, dep))
-	return dep
-}
-
-// waitFor waits until the FlinkDeployment satisfies cond and returns it; on timeout the test
-// fails with its last status.
-func waitFor(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	var last *flinkv1beta1.FlinkDeployment
-	wait.For(t, 30*time.Second, what, func() bool {
-		last = get(t, c, ns, name)
-		return cond(last)
-	}, func() string { return fmt.Sprintf("status %+v", last.Status) })
-	return last
-}
-
-func lifecycleIs(state flinkv1beta1.LifecycleState) func(*flinkv1beta1.FlinkDeployment) bool {
-	return func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.LifecycleState == state }
-}
-
-func restorePath(t *testing.T, c client.Client, ns, name string) string {
-	t.Helper()
-	cm := &corev1.ConfigMap{}
-	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
-	for _, line := range strings.Split(cm.Data["config.yaml"], "\n") {
-		if strings.HasPrefix(line, "execution.state-recovery.path:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "execution.state-recovery.path:"))
-		}
-	}
-	return ""
-}
-
-// runningDeployment creates the FlinkDeployment "orders" in a scenario of its own (see
-// newScenario), lets its job run and waits until it is STABLE: where most lifecycle scenarios
-// start.
-func runningDeployment(t *testing.T, prefix string) (ns string, flink *fakeflink.Server, k *cluster, events *recordedEvents, d *flinkv1beta1.FlinkDeployment) {
-	t.Helper()
-	ns, flink, k, events = newScenario(t, prefix)
-	d = stableDeployment(t, testEnv(t).Client, k, newDeployment(t, ns, "orders"))
-	return ns, flink, k, events, d
-}
 
 // TestFlinkDeploymentLifecycle walks one FlinkDeployment's life in scenarios that each start
 // from a fresh deployment of their own, so one failing says nothing about the next and any of

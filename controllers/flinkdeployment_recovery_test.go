@@ -16,19 +16,6 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// haDeployment is newDeployment with last-state upgrades and Kubernetes HA, plus extra options.
-func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
-	dep := newDeployment(t, ns, name)
-	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
-	conf := map[string]string{"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
-		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
-	for k, v := range extra {
-		conf[k] = v
-	}
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
-	return dep
-}
-
 // TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
 // an ended job's JobManager.
 func TestRecovery(t *testing.T) {

@@ -22,26 +22,6 @@ import (
 // Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
 // 17, 18, 37). Each scenario runs in a namespace of its own on one control plane.
 
-// stableDeployment creates dep, lets its job run and waits until it is STABLE.
-func stableDeployment(t *testing.T, c client.Client, k *cluster, dep *flinkv1beta1.FlinkDeployment) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	require.NoError(t, c.Create(context.Background(), dep))
-	d := waitFor(t, c, dep.Namespace, dep.Name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
-		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
-	})
-	k.run(dep.Namespace, dep.Name, d.Status.JobStatus.JobID)
-	return waitFor(t, c, dep.Namespace, dep.Name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
-}
-
-func update(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkDeployment)) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		d := get(t, c, ns, name)
-		change(d)
-		return c.Update(context.Background(), d) == nil
-	}, 10*time.Second, 50*time.Millisecond, "update %s/%s", ns, name)
-}
-
 func haConfigMaps(t *testing.T, c client.Client, ns, name string) []string {
 	t.Helper()
 	var list corev1.ConfigMapList

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -16,42 +15,6 @@ import (
 // Review finding 33: upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
 // false) for session jobs as for deployments, and its savepoint history bounded by count and
 // age, with the trimmed savepoints disposed.
-
-// runLegacySessionJob creates a savepoint-mode session job in legacy snapshot mode, with extra
-// options in its own flinkConfiguration, and waits until it runs.
-func (e *sessionJobs) runLegacySessionJob(name string, extra map[string]string) (client.ObjectKey, string) {
-	e.t.Helper()
-	conf := map[string]string{"kubernetes.operator.snapshot.resource.enabled": "false", "state.savepoints.dir": "file:///sp"}
-	for k, v := range extra {
-		conf[k] = v
-	}
-	return e.runWith(name, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.NewFlinkConfiguration(conf))
-}
-
-// waitSessionJob waits until cond holds for the session job and returns it.
-func (e *sessionJobs) waitSessionJob(key client.ObjectKey, what string, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
-	e.t.Helper()
-	var last *flinkv1beta1.FlinkSessionJob
-	wait.For(e.t, 20*time.Second, what, func() bool {
-		last = e.get(key)
-		return last != nil && cond(last)
-	}, func() string {
-		return fmt.Sprintf("status %+v; requests %v", last.Status.JobStatus, e.flink.Requests())
-	})
-	return last
-}
-
-func savepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) {
-	return func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.SavepointTriggerNonce = &n }
-}
-
-// lastSavepointNonce: the job's last savepoint is the manual one of nonce n.
-func lastSavepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) bool {
-	return func(j *flinkv1beta1.FlinkSessionJob) bool {
-		info := j.Status.JobStatus.SavepointInfo
-		return info != nil && info.LastSavepoint != nil && info.LastSavepoint.TriggerNonce != nil && *info.LastSavepoint.TriggerNonce == n
-	}
-}
 
 // TestSessionJobLegacyManualSnapshots: a session job's savepointTriggerNonce and
 // checkpointTriggerNonce take a savepoint and a checkpoint, recorded in savepointInfo and

@@ -2,126 +2,16 @@ package controllers
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 )
-
-// sessionJobs is one scenario's session clusters (ready, on the fake Flink) and the session
-// job operator, in a namespace of its own.
-type sessionJobs struct {
-	t      *testing.T
-	c      client.Client
-	flink  *fakeflink.Server
-	events *recordedEvents
-	ns     string
-	jar    string
-}
-
-// newSessionJobs creates a namespace named after prefix, ready session clusters in it (HA
-// ones when ha is set) and the session job operator watching it.
-func newSessionJobs(t *testing.T, prefix string, ha bool, sessions ...string) *sessionJobs {
-	t.Helper()
-	ns := testEnv(t).NewNamespace(t, prefix)
-	e := &sessionJobs{t: t, c: testEnv(t).Client, flink: fakeflink.New(t), ns: ns, jar: filepath.Join(t.TempDir(), "job.jar")}
-	ctx := context.Background()
-	require.NoError(t, os.WriteFile(e.jar, []byte("PK fake jar"), 0o644))
-	for _, name := range sessions {
-		session := newDeployment(t, ns, name)
-		if ha {
-			session = haDeployment(t, ns, name, nil)
-		}
-		session.Spec.Job = nil
-		require.NoError(t, e.c.Create(ctx, session))
-		e.setSession(name, flinkv1beta1.JobManagerReady)
-	}
-	e.events = startSessionJobOperator(t, e.flink, ns)
-	return e
-}
-
-func (e *sessionJobs) setSession(name string, jm flinkv1beta1.JobManagerDeploymentStatus) {
-	e.t.Helper()
-	require.Eventually(e.t, func() bool {
-		s := get(e.t, e.c, e.ns, name)
-		s.Status.JobManagerDeploymentStatus = jm
-		return e.c.Status().Update(context.Background(), s) == nil
-	}, 10*time.Second, 50*time.Millisecond)
-}
-
-// run creates a session job on session "session" and waits until it runs (the fake Flink runs
-// what was submitted); it returns the job's key and Flink job id.
-func (e *sessionJobs) run(name string, mode flinkv1beta1.UpgradeMode) (client.ObjectKey, string) {
-	e.t.Helper()
-	return e.runWith(name, mode, flinkv1beta1.FlinkConfiguration{})
-}
-
-// runWith is run with the session job's own flinkConfiguration.
-func (e *sessionJobs) runWith(name string, mode flinkv1beta1.UpgradeMode, conf flinkv1beta1.FlinkConfiguration) (client.ObjectKey, string) {
-	e.t.Helper()
-	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
-		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", FlinkConfiguration: conf, Job: &flinkv1beta1.JobSpec{
-			JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: mode, State: flinkv1beta1.JobStateRunning}}}
-	require.NoError(e.t, e.c.Create(context.Background(), job))
-	key := client.ObjectKeyFromObject(job)
-	require.Eventually(e.t, func() bool {
-		j := e.get(key)
-		if id := j.Status.JobStatus.JobID; id != "" && e.flink.Job(id) == "" && e.submitted(id) > 0 {
-			e.flink.SetJob(id, "RUNNING")
-		}
-		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
-	}, 20*time.Second, 50*time.Millisecond, "%s never ran", name)
-	return key, e.get(key).Status.JobStatus.JobID
-}
-
-func (e *sessionJobs) get(key client.ObjectKey) *flinkv1beta1.FlinkSessionJob {
-	e.t.Helper()
-	j := &flinkv1beta1.FlinkSessionJob{}
-	if err := e.c.Get(context.Background(), key, j); err != nil {
-		return nil
-	}
-	return j
-}
-
-func (e *sessionJobs) update(key client.ObjectKey, change func(*flinkv1beta1.FlinkSessionJob)) {
-	e.t.Helper()
-	require.Eventually(e.t, func() bool {
-		j := e.get(key)
-		change(j)
-		return e.c.Update(context.Background(), j) == nil
-	}, 10*time.Second, 50*time.Millisecond)
-}
-
-// submitted counts the submissions of a Flink job id.
-func (e *sessionJobs) submitted(id string) int {
-	n := 0
-	for _, r := range e.flink.Runs() {
-		if r.JobID == id {
-			n++
-		}
-	}
-	return n
-}
-
-// lastSubmission waits for a submission of another job id than old, and returns it.
-func (e *sessionJobs) lastSubmission(old string) fakeflink.RunRequest {
-	e.t.Helper()
-	require.Eventually(e.t, func() bool {
-		runs := e.flink.Runs()
-		return runs[len(runs)-1].JobID != old
-	}, 20*time.Second, 50*time.Millisecond, "never submitted again")
-	runs := e.flink.Runs()
-	return runs[len(runs)-1]
-}
 
 // TestLostSessionJobs (review finding 1, session side): when its session no longer knows a
 // running job, only a stateless job is submitted again. A savepoint or last-state job would
