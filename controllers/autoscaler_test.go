@@ -253,7 +253,7 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	jm := k.jobManager(ns, name)
 
 	source.set(1800, 1000) // the map vertex needs about four subtasks at 50% utilization
-	require.Eventually(t, func() bool { return fl.Vertices(jobID)[string(vertexMap)] > 1 }, 30*time.Second, 50*time.Millisecond, "scaled up")
+	wait.For(t, 30*time.Second, "scaled up", func() bool { return fl.Vertices(jobID)[string(vertexMap)] > 1 })
 	up := fl.Vertices(jobID)[string(vertexMap)]
 	events.seen(t, ReasonScalingReport)
 	events.seen(t, "Scaled the running job in place")
@@ -268,12 +268,12 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	assert.Empty(t, fl.Stops(), "no savepoint: rescaled in place")
 
 	source.set(100, 1000) // the load falls
-	require.Eventually(t, func() bool { return fl.Vertices(jobID)[string(vertexMap)] < up }, 30*time.Second, 50*time.Millisecond, "scaled down")
+	wait.For(t, 30*time.Second, "scaled down", func() bool { return fl.Vertices(jobID)[string(vertexMap)] < up })
 	down := fl.Vertices(jobID)[string(vertexMap)]
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "the scale-down is in the ConfigMap", func() bool {
 		state, _ := autoscalerState(t, c, ns, name)
 		return state.Overrides[vertexMap] == down
-	}, 10*time.Second, 50*time.Millisecond, "the scale-down is in the ConfigMap")
+	})
 
 	// A restarted operator continues from the ConfigMap: the overrides stay in force, nothing
 	// restarts.
@@ -318,7 +318,7 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 
 	events.seen(t, ReasonScalingReport)
 	before := source.samples()
-	require.Eventually(t, func() bool { return source.samples() > before+5 }, 30*time.Second, 50*time.Millisecond, "evaluated again")
+	wait.For(t, 30*time.Second, "evaluated again", func() bool { return source.samples() > before+5 })
 	assert.Equal(t, 1, fl.Vertices(jobID)[string(vertexMap)], "Flink's parallelism unchanged")
 	assert.Empty(t, jobActions(fl), "nothing rescaled, stopped or submitted")
 	d := get(t, c, ns, name)

@@ -251,9 +251,9 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.NotContains(t, flink.Stops(), blueJob)
 		assert.Equal(t, name+"-blue-rest", ingressBackend(t, c, ns, name))
 		events.seen(t, ReasonBlueGreenAborted)
-		assert.Never(t, func() bool {
+		wait.Never(t, time.Second, "the same spec is not retried", func() bool {
 			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenActiveBlue
-		}, time.Second, 100*time.Millisecond, "the same spec is not retried")
+		})
 	})
 
 	t.Run("a savepoint that never completes keeps blue, and its snapshot stops", func(t *testing.T) {
@@ -345,9 +345,9 @@ func TestBlueGreenDeployment(t *testing.T) {
 			}
 			return false
 		}, func() string { return fmt.Sprintf("requests %v", flink.Requests()) })
-		assert.Never(t, func() bool {
+		wait.Never(t, 2*time.Second, "no green child", func() bool {
 			return c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{}) == nil
-		}, 2*time.Second, 100*time.Millisecond, "no green child")
+		})
 		bg := getBlueGreen(t, c, ns, name)
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
 		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint for a switch")
@@ -402,9 +402,9 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
 		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
-		assert.Never(t, func() bool {
+		wait.Never(t, 2*time.Second, "the new child never gets the suspend", func() bool {
 			return get(t, c, ns, name+"-green").Spec.Job.State == flinkv1beta1.JobStateSuspended
-		}, 2*time.Second, 100*time.Millisecond, "the new child never gets the suspend")
+		})
 		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, getBlueGreen(t, c, ns, name).Status.BlueGreenState, "the switch goes on")
 		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
 
@@ -439,9 +439,9 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
 		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
 		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
-		assert.Never(t, func() bool {
+		wait.Never(t, time.Second, "waits for the savepoint", func() bool {
 			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenSavepointingBlue
-		}, time.Second, 100*time.Millisecond, "waits for the savepoint")
+		})
 		flink.SetAutoComplete(true)
 		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "")
 
@@ -476,10 +476,10 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Equal(t, "Transition to GREEN not possible, current Flink Deployment 'orders-blue' is not READY. FAILING 'orders'", bg.Status.Error)
 		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
-		assert.Never(t, func() bool {
+		wait.Never(t, 2*time.Second, "blue untouched, no green", func() bool {
 			return get(t, c, ns, name+"-blue").Spec.Image != "flink:1.20" ||
 				c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{}) == nil
-		}, 2*time.Second, 100*time.Millisecond, "blue untouched, no green")
+		})
 		assert.Empty(t, flink.Stops())
 	})
 

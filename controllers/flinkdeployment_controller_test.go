@@ -80,11 +80,11 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		}
 		flink.AddException(job, "java.lang.IllegalStateException", "bad record 1", "Window(TumblingEventTimeWindows)", 1000)
 		flink.AddException(job, "java.io.IOException", "sink unavailable", "Sink: Print", 2000)
-		require.Eventually(t, func() bool { return count() == 2 }, 10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "count() == 2", func() bool { return count() == 2 })
 		events.seen(t, "java.io.IOException: sink unavailable (task Sink: Print)")
-		assert.Never(t, func() bool { return count() != 2 }, 1500*time.Millisecond, 50*time.Millisecond, "more reconciles: nothing is reported twice")
+		wait.Never(t, 1500*time.Millisecond, "more reconciles: nothing is reported twice", func() bool { return count() != 2 })
 		flink.AddException(job, "java.lang.RuntimeException", "again", "Sink: Print", 3000)
-		require.Eventually(t, func() bool { return count() == 3 }, 10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "count() == 3", func() bool { return count() == 3 })
 	})
 
 	t.Run("savepoint upgrade restores from a fresh savepoint", func(t *testing.T) {
@@ -394,9 +394,9 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 	})
 	assert.Equal(t, "FINISHED", flink.Job(d.Status.JobStatus.JobID), "stopped with a savepoint before the cluster went")
 	k.collect(ns, name)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{}))", func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &flinkv1beta1.FlinkDeployment{}))
-	}, 20*time.Second, 50*time.Millisecond)
+	})
 }
 
 // TestRollback: with rollback enabled, a change that does not become healthy within the
@@ -424,7 +424,7 @@ func TestRollback(t *testing.T) {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`)
 	})
 	waitFor(t, c, ns, name, "ROLLING_BACK", lifecycleIs(flinkv1beta1.LifecycleRollingBack))
-	require.Eventually(t, func() bool { return events.has("rolling back to the last stable spec") }, 5*time.Second, 50*time.Millisecond)
+	wait.For(t, 5*time.Second, "events.has(\"rolling back to the last stable spec\")", func() bool { return events.has("rolling back to the last stable spec") })
 	k.collect(ns, name)
 	d = waitFor(t, c, ns, name, "ROLLED_BACK", lifecycleIs(flinkv1beta1.LifecycleRolledBack))
 	k.run(ns, name, d.Status.JobStatus.JobID)
@@ -433,8 +433,7 @@ func TestRollback(t *testing.T) {
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
 	assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "the stable spec runs again")
-	assert.Never(t, func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack },
-		time.Second, 50*time.Millisecond, "not retried until the spec changes")
+	wait.Never(t, time.Second, "not retried until the spec changes", func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack })
 }
 
 // TestPartlyAppliedClusterIsAppliedAgain (review finding 11): an apply that fails after the

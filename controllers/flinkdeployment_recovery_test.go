@@ -12,6 +12,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -58,7 +59,7 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ClusterInfo[clusterInfoHealthKey] != ""
 		})
-		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, 300*time.Millisecond, 20*time.Millisecond, "healthy: left alone")
+		wait.Never(t, 300*time.Millisecond, "healthy: left alone", func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil })
 
 		flink.SetJobMetric(jobID, "numRestarts", "9") // 8 restarts within the window > 5
 		waitFor(t, c, ns, name, "old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -87,14 +88,14 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
 		})
-		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, time.Second, 50*time.Millisecond, "kept until the TTL ends")
+		wait.Never(t, time.Second, "kept until the TTL ends", func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil })
 		k.collect(ns, name)
 		d := waitFor(t, c, ns, name, "JobManager removed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
 		})
 		assert.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
 		events.seen(t, "JobManager deployment removed")
-		assert.Never(t, func() bool { return k.jobManager(ns, name) != nil }, 500*time.Millisecond, 20*time.Millisecond, "an ended job is not recovered")
+		wait.Never(t, 500*time.Millisecond, "an ended job is not recovered", func() bool { return k.jobManager(ns, name) != nil })
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[string]string) *flinkv1beta1.FlinkDeploymentSpec {
@@ -108,7 +109,7 @@ func TestInPlaceScaling(t *testing.T) {
 	})
 	assert.Equal(t, map[string]int{"source": 4, "sink": 1}, flink.Vertices(jobID))
 	// The event follows Flink's answer: it is waited for, not raced.
-	require.Eventually(t, func() bool { return events.has("Scaled the running job in place: source:4,sink:1") }, 10*time.Second, 20*time.Millisecond)
+	wait.For(t, 10*time.Second, "events.has(\"Scaled the running job in place: source:4,sink:1\")", func() bool { return events.has("Scaled the running job in place: source:4,sink:1") })
 	d = waitFor(t, c, ns, name, "recorded as deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.ObservedGeneration == d.Generation
 	})
@@ -182,11 +183,11 @@ func TestReactiveScaling(t *testing.T) {
 	jm := k.jobManager(ns, name)
 
 	setParallelism(t, c, ns, name, 6)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "TaskManagers scaled to ceil(6/2)", func() bool {
 		tm := &appsv1.Deployment{}
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.TaskManagerDeploymentName(name)}, tm) == nil &&
 			tm.Spec.Replicas != nil && *tm.Spec.Replicas == 3
-	}, 20*time.Second, 50*time.Millisecond, "TaskManagers scaled to ceil(6/2)")
+	})
 	d = waitFor(t, c, ns, name, "recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ObservedGeneration == d.Generation && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":6`)
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
@@ -86,7 +87,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
 		// Every stop-with-savepoint fails, as with a savepoint directory that is not writable.
 		failed := map[string]bool{}
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the stateless upgrade never went through", func() bool {
 			for _, trigger := range flink.Stops() {
 				if !failed[trigger] {
 					flink.CompleteSavepoint(oldJob, trigger, "savepoint directory not writable")
@@ -100,7 +101,7 @@ func TestUpstreamSemantics(t *testing.T) {
 			d := get(t, c, ns, "job")
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
 				jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation)
-		}, 30*time.Second, 50*time.Millisecond, "the stateless upgrade never went through")
+		})
 		d = get(t, c, ns, "job")
 		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":3`)
 		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"upgradeMode":"stateless"`)
@@ -120,12 +121,12 @@ func TestUpstreamSemantics(t *testing.T) {
 		k.collect(ns, "job")
 		d = redeployed(t, c, k, ns, "job", oldJob)
 		k.run(ns, "job", d.Status.JobStatus.JobID)
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the manual savepoint asked for with the upgrade was never requested", func() bool {
 			var snaps flinkv1beta1.FlinkStateSnapshotList
 			require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
 				client.MatchingLabels{LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
 			return len(snaps.Items) == 1
-		}, 30*time.Second, 50*time.Millisecond, "the manual savepoint asked for with the upgrade was never requested")
+		})
 		// The snapshot resource is created before the status that records the nonce is written
 		// (its name, derived from the request, keeps a repeated reconcile from asking twice).
 		waitFor(t, c, ns, "job", "the nonce recorded in lastReconciledSpec", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -197,7 +198,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:does-not-exist" })
 		k.collect(ns, "job")
 		broken := redeployed(t, c, k, ns, "job", oldJob) // its JobManager never becomes available
-		require.Eventually(t, func() bool { return events.has("Rollback is not possible") }, 10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "events.has(\"Rollback is not possible\")", func() bool { return events.has("Rollback is not possible") })
 		assert.NotEqual(t, flinkv1beta1.LifecycleRollingBack, get(t, c, ns, "job").Status.LifecycleState)
 
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:1.20" })
@@ -244,10 +245,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		k.run(ns, "job", jobID)
 
 		require.NoError(t, c.Delete(context.Background(), k.jobManager(ns, "job"))) // gone at once: envtest runs no garbage collector
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the rolled-back cluster was not recovered", func() bool {
 			jm := k.jobManager(ns, "job")
 			return jm != nil && jm.DeletionTimestamp.IsZero() && get(t, c, ns, "job").Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack
-		}, 30*time.Second, 50*time.Millisecond, "the rolled-back cluster was not recovered")
+		})
 		cm := &corev1.ConfigMap{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-job"}, cm))
 		assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "recovered with the stable spec, not the failed one")

@@ -80,14 +80,14 @@ func (k *cluster) run(ns, name, jobID string) {
 // kubelet would.
 func (k *cluster) makeAvailable(ns, name string) {
 	k.t.Helper()
-	require.Eventually(k.t, func() bool {
+	wait.For(k.t, 20*time.Second, "JobManager deployment never appeared", func() bool {
 		jm := k.jobManager(ns, name)
 		if jm == nil || !jm.DeletionTimestamp.IsZero() {
 			return false
 		}
 		jm.Status.Replicas, jm.Status.AvailableReplicas, jm.Status.ReadyReplicas = 1, 1, 1
 		return k.c.Status().Update(context.Background(), jm) == nil
-	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment never appeared")
+	})
 }
 
 // writeHAMetadata does what Flink's Kubernetes HA services do for a running job of a cluster
@@ -149,7 +149,7 @@ func (k *cluster) collect(ns, name string) {
 	k.t.Helper()
 	current := k.jobManager(ns, name)
 	require.NotNil(k.t, current)
-	require.Eventually(k.t, func() bool {
+	wait.For(k.t, 20*time.Second, "JobManager deployment was never deleted", func() bool {
 		jm := k.jobManager(ns, name)
 		if jm == nil || jm.UID != current.UID {
 			return true
@@ -160,7 +160,7 @@ func (k *cluster) collect(ns, name string) {
 		jm.Finalizers = nil
 		_ = k.c.Update(context.Background(), jm)
 		return false
-	}, 20*time.Second, 50*time.Millisecond, "JobManager deployment was never deleted")
+	})
 }
 
 type recordedEvents struct {
@@ -182,7 +182,7 @@ func (r *recordedEvents) record(rec *record.FakeRecorder) {
 // asynchronously, so one emitted before the status a test waited for may not be here yet.
 func (r *recordedEvents) seen(t *testing.T, substr string) {
 	t.Helper()
-	require.Eventually(t, func() bool { return r.has(substr) }, 10*time.Second, 20*time.Millisecond, "no event with %q", substr)
+	wait.For(t, 10*time.Second, fmt.Sprintf("no event with %q", substr), func() bool { return r.has(substr) })
 }
 
 func (r *recordedEvents) has(substr string) bool {
@@ -217,11 +217,11 @@ func waitFor(t *testing.T, c client.Client, ns, name, what string, cond func(*fl
 
 func update(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkDeployment)) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, fmt.Sprintf("update %s/%s", ns, name), func() bool {
 		d := get(t, c, ns, name)
 		change(d)
 		return c.Update(context.Background(), d) == nil
-	}, 10*time.Second, 50*time.Millisecond, "update %s/%s", ns, name)
+	})
 }
 
 func lifecycleIs(state flinkv1beta1.LifecycleState) func(*flinkv1beta1.FlinkDeployment) bool {
@@ -308,11 +308,11 @@ func newSessionJobs(t *testing.T, prefix string, ha bool, sessions ...string) *s
 
 func (e *sessionJobs) setSession(name string, jm flinkv1beta1.JobManagerDeploymentStatus) {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool {
+	wait.For(e.t, 10*time.Second, fmt.Sprintf("session %s marked %s", name, jm), func() bool {
 		s := get(e.t, e.c, e.ns, name)
 		s.Status.JobManagerDeploymentStatus = jm
 		return e.c.Status().Update(context.Background(), s) == nil
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 }
 
 // run creates a session job on session "session" and waits until it runs (the fake Flink runs
@@ -330,13 +330,13 @@ func (e *sessionJobs) runWith(name string, mode flinkv1beta1.UpgradeMode, conf f
 			JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: mode, State: flinkv1beta1.JobStateRunning}}}
 	require.NoError(e.t, e.c.Create(context.Background(), job))
 	key := client.ObjectKeyFromObject(job)
-	require.Eventually(e.t, func() bool {
+	wait.For(e.t, 20*time.Second, fmt.Sprintf("%s never ran", name), func() bool {
 		j := e.get(key)
 		if id := j.Status.JobStatus.JobID; id != "" && e.flink.Job(id) == "" && e.submitted(id) > 0 {
 			e.flink.SetJob(id, "RUNNING")
 		}
 		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
-	}, 20*time.Second, 50*time.Millisecond, "%s never ran", name)
+	})
 	return key, e.get(key).Status.JobStatus.JobID
 }
 
@@ -351,11 +351,11 @@ func (e *sessionJobs) get(key client.ObjectKey) *flinkv1beta1.FlinkSessionJob {
 
 func (e *sessionJobs) update(key client.ObjectKey, change func(*flinkv1beta1.FlinkSessionJob)) {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool {
+	wait.For(e.t, 10*time.Second, fmt.Sprintf("update of %s", key), func() bool {
 		j := e.get(key)
 		change(j)
 		return e.c.Update(context.Background(), j) == nil
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 }
 
 // submitted counts the submissions of a Flink job id.
@@ -372,10 +372,10 @@ func (e *sessionJobs) submitted(id string) int {
 // lastSubmission waits for a submission of another job id than old, and returns it.
 func (e *sessionJobs) lastSubmission(old string) fakeflink.RunRequest {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool {
+	wait.For(e.t, 20*time.Second, "never submitted again", func() bool {
 		runs := e.flink.Runs()
 		return runs[len(runs)-1].JobID != old
-	}, 20*time.Second, 50*time.Millisecond, "never submitted again")
+	})
 	runs := e.flink.Runs()
 	return runs[len(runs)-1]
 }

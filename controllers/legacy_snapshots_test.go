@@ -80,16 +80,14 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
 	seen := polls(e.flink, jobID, manual)
-	require.Eventually(t, func() bool { return polls(e.flink, jobID, manual) >= seen+3 }, 20*time.Second, 50*time.Millisecond,
-		"the pending manual savepoint is no longer followed")
+	wait.For(t, 20*time.Second, "the pending manual savepoint is no longer followed", func() bool { return polls(e.flink, jobID, manual) >= seen+3 })
 	j = e.get(key)
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, j.Status.ReconciliationStatus.State, "no upgrade starts while the manual savepoint is in flight")
 	assert.Equal(t, manual, j.Status.JobStatus.SavepointInfo.TriggerID, "the manual savepoint stays recorded")
 	assert.Zero(t, stopRequests(e.flink, jobID), "the job is not stopped while the manual savepoint is in flight")
 
 	e.flink.CompleteSavepoint(jobID, manual, "")
-	require.Eventually(t, func() bool { return stopRequests(e.flink, jobID) > 0 }, 20*time.Second, 50*time.Millisecond,
-		"the upgrade never stopped the job")
+	wait.For(t, 20*time.Second, "the upgrade never stopped the job", func() bool { return stopRequests(e.flink, jobID) > 0 })
 	j = e.get(key)
 	last := j.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")

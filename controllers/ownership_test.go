@@ -46,10 +46,9 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		if stalled := meta.FindStatusCondition(d.Status.Conditions, lifecycle.ConditionStalled); assert.NotNil(t, stalled) {
 			assert.Equal(t, string(flinkv1beta1.ErrorReasonForeignObject), stalled.Reason, "a human must remove or rename the object")
 		}
-		assert.Eventually(t, func() bool {
+		wait.For(t, 10*time.Second, "no Warning event naming the Service", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Service " + ns + "/x already exists")
-		},
-			10*time.Second, 20*time.Millisecond, "no Warning event naming the Service")
+		})
 
 		live := &corev1.Service{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(web), live))
@@ -71,10 +70,9 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "y")))
 		d := waitFor(t, c, ns, "y", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
-		assert.Eventually(t, func() bool {
+		wait.For(t, 10*time.Second, "no Warning event naming the Deployment", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Deployment " + ns + "/y already exists")
-		},
-			10*time.Second, 20*time.Millisecond, "no Warning event naming the Deployment")
+		})
 
 		require.NoError(t, c.Delete(ctx, get(t, c, ns, "y")))
 		webTouched := func() bool {

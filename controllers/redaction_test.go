@@ -56,7 +56,7 @@ func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 		return strings.Contains(d.Status.Error, "job.autoscaler.target.utilization")
 	})
 	require.Contains(t, d.Status.Error, "******", "the rejected value is shown masked")
-	require.Eventually(t, func() bool { return events.has("job.autoscaler.target.utilization") }, 5*time.Second, 50*time.Millisecond)
+	wait.For(t, 5*time.Second, "events.has(\"job.autoscaler.target.utilization\")", func() bool { return events.has("job.autoscaler.target.utilization") })
 	collected := func() (allEvents, allLogs string) {
 		events.mu.Lock()
 		allEvents = strings.Join(events.events, "\n")

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // readySession creates an HA session cluster (no FlinkSessionJobs) and waits until it is
@@ -44,19 +45,19 @@ func TestSessionClusterDeletionWaitsForUnmanagedJobs(t *testing.T) {
 
 	require.NoError(t, c.Delete(context.Background(), get(t, c, ns, "session")))
 	events.seen(t, "non terminated jobs ["+cliJob+"]")
-	assert.Never(t, func() bool {
+	wait.Never(t, 1500*time.Millisecond, "the session cluster was deleted under a running job", func() bool {
 		jm := k.jobManager(ns, "session")
 		return jm == nil || !jm.DeletionTimestamp.IsZero()
-	}, 1500*time.Millisecond, 50*time.Millisecond, "the session cluster was deleted under a running job")
+	})
 	assert.ElementsMatch(t, haBefore, haConfigMaps(t, c, ns, "session"), "the running job's HA metadata is kept")
 	assert.False(t, events.has(ended), "an ended job does not block")
 	assert.Equal(t, "RUNNING", fake.Job(cliJob), "the operator does not cancel a job it does not manage")
 
 	fake.SetJob(cliJob, "CANCELED")
 	k.collect(ns, "session")
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the session cluster goes once its jobs ended", func() bool {
 		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session"}, &flinkv1beta1.FlinkDeployment{}))
-	}, 20*time.Second, 50*time.Millisecond, "the session cluster goes once its jobs ended")
+	})
 }
 
 // TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs: with the option false (or its
@@ -70,9 +71,9 @@ func TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs(t *testing.T) {
 			readySession(t, c, k, ns, map[string]string{key: "false"}, "0123456789abcdef0123456789abcdef")
 			require.NoError(t, c.Delete(context.Background(), get(t, c, ns, "session")))
 			k.collect(ns, "session")
-			require.Eventually(t, func() bool {
+			wait.For(t, 20*time.Second, "the session cluster goes", func() bool {
 				return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session"}, &flinkv1beta1.FlinkDeployment{}))
-			}, 20*time.Second, 50*time.Millisecond, "the session cluster goes")
+			})
 		})
 	}
 }

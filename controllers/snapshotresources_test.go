@@ -16,6 +16,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestNonceCreatesSnapshotResource: a changed savepointTriggerNonce becomes one
@@ -35,10 +36,10 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 	waitFor(t, c, ns, name, "nonce recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":7`)
 	})
-	assert.Never(t, func() bool {
+	wait.Never(t, 500*time.Millisecond, "one nonce, one snapshot", func() bool {
 		var again flinkv1beta1.FlinkStateSnapshotList
 		return c.List(ctx, &again, client.InNamespace(ns)) != nil || len(again.Items) != 1
-	}, 500*time.Millisecond, 50*time.Millisecond, "one nonce, one snapshot")
+	})
 	events.seen(t, "MANUAL snapshot requested")
 }
 
@@ -231,9 +232,9 @@ func requestSavepoint(t *testing.T, c client.Client, ns, name string, nonce int6
 	d.Spec.Job.SavepointTriggerNonce = &nonce
 	require.NoError(t, c.Update(context.Background(), d))
 	var list flinkv1beta1.FlinkStateSnapshotList
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "one snapshot resource", func() bool {
 		require.NoError(t, c.List(context.Background(), &list, client.InNamespace(ns)))
 		return len(list.Items) == 1
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 	return list.Items[0]
 }

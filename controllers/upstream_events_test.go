@@ -1,14 +1,15 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // since are the events recorded after the first n.
@@ -89,14 +90,14 @@ func TestUpstreamEvents(t *testing.T) {
 			if prefix, cut := strings.CutSuffix(line, "…"); cut {
 				line = prefix
 			}
-			require.Eventually(t, func() bool {
+			wait.For(t, 10*time.Second, fmt.Sprintf("%s: no event %q among %q", step.action, line, events.since(before)), func() bool {
 				for _, e := range events.since(before) {
 					if e == line || (strings.HasSuffix(want.message, "…") && strings.HasPrefix(e, line)) {
 						return true
 					}
 				}
 				return false
-			}, 10*time.Second, 20*time.Millisecond, "%s: no event %q among %q", step.action, line, events.since(before))
+			})
 		}
 		for _, e := range events.since(before) {
 			for _, reason := range step.not {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // count is the number of events containing substr.
@@ -38,8 +40,7 @@ func TestUnsupportedOptionEvents(t *testing.T) {
 	k.collect(ns, "job")
 	d = redeployed(t, c, k, ns, "job", d.Status.JobStatus.JobID)
 	k.run(ns, "job", d.Status.JobStatus.JobID)
-	assert.Eventually(t, func() bool { return events.count(want) == 2 }, 10*time.Second, 20*time.Millisecond,
-		"one event per generation, not per reconcile: %d", events.count(want))
+	wait.For(t, 10*time.Second, fmt.Sprintf("one event per generation, not per reconcile: %d", events.count(want)), func() bool { return events.count(want) == 2 })
 	waitFor(t, c, ns, "job", "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 	assert.Equal(t, 2, events.count(want), "no more events for a generation already reported")
 }
