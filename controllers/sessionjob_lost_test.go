@@ -11,6 +11,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestLostSessionJobs (review finding 1, session side): when its session no longer knows a
@@ -26,34 +27,42 @@ func TestLostSessionJobs(t *testing.T) {
 	// The session restarted without its jobs.
 	e.flink.SetJob(statefulID, "")
 	e.flink.SetJob(statelessID, "")
-	require.Eventually(t, func() bool { return e.submitted(statelessID) > statelessRuns }, 20*time.Second, 50*time.Millisecond,
-		"the stateless job was not submitted again")
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the stateless job was not submitted again", func() bool { return e.submitted(statelessID) > statelessRuns })
+	wait.For(t, 20*time.Second, "the lost stateful job was not reported", func() bool {
 		return flinkv1beta1.ErrorReason(e.get(statefulKey).Status.Error) == flinkv1beta1.ErrorReasonJobNotFound
-	}, 20*time.Second, 50*time.Millisecond, "the lost stateful job was not reported")
-	assert.Never(t, func() bool { return e.submitted(statefulID) > statefulRuns }, time.Second, 50*time.Millisecond,
-		"a savepoint-mode job is never submitted again with no state")
+	})
+	wait.Never(t, time.Second, "a savepoint-mode job is never submitted again with no state", func() bool { return e.submitted(statefulID) > statefulRuns })
 	assert.Contains(t, flinkv1beta1.ErrorMessage(e.get(statefulKey).Status.Error), "Job Not Found")
 	e.events.seen(t, "Missing")
 
 	// HA brings it back: it is observed running again and the report goes.
 	e.flink.SetJob(statefulID, "RUNNING")
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the recovered job was not observed", func() bool {
 		st := e.get(statefulKey).Status
 		return st.JobStatus.State == flinkv1beta1.JobStatusRunning && st.Error == ""
-	}, 20*time.Second, 50*time.Millisecond, "the recovered job was not observed")
+	})
 }
 
 // TestSessionJobUpdateTimeIsTheLastChange (review finding 36): jobStatus.updateTime is when the
 // job's state last changed, so an unchanged job is not written on every reconcile.
 func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
 	e := newSessionJobs(t, "update-time", false, "session")
-	key, _ := e.run("orders", flinkv1beta1.UpgradeModeStateless)
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	seen := e.get(key)
-	assert.Never(t, func() bool {
+	since := len(e.flink.Requests())
+	wait.Never(t, 2500*time.Millisecond, "an unchanged running job is not written again", func() bool {
 		now := e.get(key)
 		return now.Status.JobStatus.UpdateTime != seen.Status.JobStatus.UpdateTime || now.ResourceVersion != seen.ResourceVersion
-	}, 1500*time.Millisecond, 50*time.Millisecond, "an unchanged running job is not written again")
+	})
+	// The liveness witness: the job was observed (asked of Flink) during the window, more than
+	// once, so nothing was written because nothing changed, not because nothing ran.
+	observes := 0
+	for _, r := range e.flink.Requests()[since:] {
+		if strings.HasPrefix(r, "GET ") && strings.Contains(r, jobID) {
+			observes++
+		}
+	}
+	assert.GreaterOrEqual(t, observes, 2, "observes of the job during the window; requests %v", e.flink.Requests()[since:])
 }
 
 // TestSessionJobStaysOnItsSession (review finding 26): without the webhook, a changed
@@ -64,11 +73,10 @@ func TestSessionJobStaysOnItsSession(t *testing.T) {
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	runs := len(e.flink.Runs())
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.DeploymentName = "other" })
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the move is refused, naming the field", func() bool {
 		return strings.Contains(e.get(key).Status.Error, "spec.deploymentName")
-	}, 20*time.Second, 50*time.Millisecond, "the move is refused, naming the field")
-	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs || e.flink.Job(jobID) != "RUNNING" }, time.Second, 50*time.Millisecond,
-		"the job keeps running where it is; nothing is submitted elsewhere")
+	})
+	wait.Never(t, time.Second, "the job keeps running where it is; nothing is submitted elsewhere", func() bool { return len(e.flink.Runs()) != runs || e.flink.Job(jobID) != "RUNNING" })
 }
 
 // TestDeletedSessionJobNeverRunsUnmanaged (review finding 7): while its HA session cannot be
@@ -79,12 +87,11 @@ func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.setSession("session", flinkv1beta1.JobManagerDeploying) // its JobManager restarts
 	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
-	assert.Never(t, func() bool { return e.get(key) == nil }, time.Second, 50*time.Millisecond,
-		"the finalizer stays while the job may still run")
+	wait.Never(t, time.Second, "the finalizer stays while the job may still run", func() bool { return e.get(key) == nil })
 	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
 
 	e.setSession("session", flinkv1beta1.JobManagerReady)
-	require.Eventually(t, func() bool { return e.get(key) == nil }, 20*time.Second, 50*time.Millisecond, "deleted once the job is stopped")
+	wait.For(t, 20*time.Second, "deleted once the job is stopped", func() bool { return e.get(key) == nil })
 	assert.Equal(t, "CANCELED", e.flink.Job(jobID), "the job was cancelled before its resource went")
 }
 
@@ -95,9 +102,9 @@ func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
 	e := newSessionJobs(t, "failed-session-job", false, "session")
 	key, failedID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetJob(failedID, "FAILED")
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the failed job's latest checkpoint is recorded", func() bool {
 		return e.get(key).Status.JobStatus.UpgradeSavepointPath == fakeflink.CheckpointPath(failedID)
-	}, 20*time.Second, 50*time.Millisecond, "the failed job's latest checkpoint is recorded")
+	})
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
 	assert.Equal(t, fakeflink.CheckpointPath(failedID), e.lastSubmission(failedID).SavepointPath, "submitted from the failed job's last checkpoint")
 }
