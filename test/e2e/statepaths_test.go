@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestStatePaths walks the paths where upstream's semantics decide what state a job runs with,
@@ -146,25 +148,24 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 	jobID := d.Status.JobStatus.JobID
 	// Flink caches job details for a few seconds (web.refresh-interval): ask until it says so.
 	var finished *flink.JobDetails
-	deadline := time.Now().Add(time.Minute)
-	for {
-		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
+	var err error
+	wait.For(t, time.Minute, "Flink reports job "+jobID+" FINISHED", func() bool {
+		var details *flink.JobDetails
+		details, err = flinkREST(t, key).JobDetails(ctx, jobID)
 		if err == nil && details.State == flink.JobFinished {
 			finished = details
-			break
 		}
-		require.True(t, time.Now().Before(deadline), "Flink never reported job %s FINISHED: %v", jobID, err)
-		time.Sleep(time.Second)
-	}
+		return finished != nil
+	}, func() string { return fmt.Sprintf("last error %v", err) })
 
 	pod := jobManagerPod(t, key)
 	killContainer(t, pod)
 	waitContainerRestarted(t, pod)
 	// For a while after the JobManager is back, Flink must not run the job again: no job is
 	// running, and none started after the one that finished.
-	deadline = time.Now().Add(30 * time.Second)
 	answered := 0
-	for time.Now().Before(deadline) {
+	// The checks fail the test themselves (naming the job); the condition never holds.
+	wait.Never(t, 30*time.Second, "a job ran again after the JobManager restart", func() bool {
 		jobs, err := flinkREST(t, key).JobsOverview(ctx)
 		if err == nil {
 			answered++
@@ -173,8 +174,8 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 				require.LessOrEqual(t, j.StartTime, finished.StartTime, "job %s started again after the JobManager restart", j.ID)
 			}
 		}
-		time.Sleep(time.Second)
-	}
+		return false
+	})
 	require.Positive(t, answered, "the restarted JobManager never answered")
 	d = &flinkv1beta1.FlinkDeployment{}
 	require.NoError(t, env.Client.Get(ctx, key, d))
