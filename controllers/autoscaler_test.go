@@ -241,6 +241,7 @@ func autoscalerState(t *testing.T, c client.Client, ns, name string) (autoscaler
 // ConfigMap (no restart of the job, the overrides kept); autoscalerResetNonce clears the state
 // and returns the job to the spec's parallelism.
 func TestAutoscalerScalesADeployment(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "autoscale")
 	fl := fakeflink.New(t)
@@ -305,6 +306,7 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 // TestAutoscalerRecommendOnly: with job.autoscaler.scaling.enabled false the autoscaler reports
 // what it would do and changes nothing.
 func TestAutoscalerRecommendOnly(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "recommend")
 	fl := fakeflink.New(t)
@@ -333,6 +335,7 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 // with its upgrade mode (stop with a savepoint, resubmit from it), the overrides in the job's
 // recorded configuration and the autoscaler ConfigMap, never in its spec.
 func TestAutoscalerScalesASessionJob(t *testing.T) {
+	t.Parallel()
 	fl := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

@@ -23,6 +23,7 @@ import (
 // upstream's examples/canary.yaml, with no spec, gets no finalizer, no status, no events and
 // no cluster; deleting one is immediate. A session job canary is treated the same.
 func TestCanaryResourcesAreNotReconciled(t *testing.T) {
+	t.Parallel()
 	fake := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

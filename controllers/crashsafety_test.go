@@ -64,6 +64,7 @@ func distinct(ids []string) int {
 // ends running the second change from the one savepoint taken when it was stopped: no
 // savepoint is taken twice or lost, no spec change is dropped.
 func TestCrashSafeSavepointUpgrade(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -126,6 +127,7 @@ func TestCrashSafeSavepointUpgrade(t *testing.T) {
 // with a new operator for every step: the HA metadata is never deleted, no savepoint is taken,
 // and the new cluster resumes the same job (same id) from it.
 func TestCrashSafeLastStateUpgrade(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

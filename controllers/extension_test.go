@@ -116,6 +116,7 @@ func extensionOperator(t *testing.T, flink *fakeflink.Server, ns string, conf ma
 }
 
 func TestCustomValidatorRefusesInReconciler(t *testing.T) {
+	t.Parallel()
 	ctx, c := context.Background(), testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "ext-validator")
 	flink := fakeflink.New(t)
@@ -160,6 +161,7 @@ func TestCustomValidatorRefusesInReconciler(t *testing.T) {
 }
 
 func TestCustomValidatorTimeoutFailsClosedInReconciler(t *testing.T) {
+	t.Parallel()
 	ctx, c := context.Background(), testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "ext-timeout")
 	flink := fakeflink.New(t)

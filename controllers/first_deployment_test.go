@@ -22,6 +22,7 @@ func recordedFirstDeployment(t *testing.T, raw string, spec any) bool {
 }
 
 func TestFirstDeploymentSurvivesANonce(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, _ := newScenario(t, "first-deployment")
 	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
@@ -43,6 +44,7 @@ func TestFirstDeploymentSurvivesANonce(t *testing.T) {
 }
 
 func TestSessionJobFirstDeploymentSurvivesANonce(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "first-deployment-job", false, "session")
 	key, _ := e.runLegacySessionJob("orders", nil)
 	spec := &flinkv1beta1.FlinkSessionJobSpec{}

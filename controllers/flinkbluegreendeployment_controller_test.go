@@ -190,6 +190,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	const name = "orders"
 
 	t.Run("a template change switches blue to green from a savepoint of blue", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-switch")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -225,6 +226,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a green that never becomes ready is aborted, blue keeps running", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-abort")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -257,6 +259,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a savepoint that never completes keeps blue, and its snapshot stops", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-savepoint-fails")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -284,6 +287,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("suspend and resume act on the active child in place", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-suspend")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -319,6 +323,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a trigger nonce or an operator option patches the active child, no switch", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-patch")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -364,6 +369,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a savepoint redeploy starts green from the user's savepoint, without a savepoint of blue", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-redeploy")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -392,6 +398,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a suspend during the switch waits for it, then suspends the new active child", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-suspend-switch")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -428,6 +435,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a suspend during the savepoint waits for it, then suspends blue in place", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-suspend-savepoint")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -461,6 +469,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("a change while blue is not ready fails and touches nothing", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-not-ready")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -484,6 +493,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 	})
 
 	t.Run("an operator restarted mid-switch resumes it", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-restart")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}

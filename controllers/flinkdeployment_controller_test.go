@@ -37,6 +37,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	const name = "orders"
 
 	t.Run("deploys and becomes stable", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "lifecycle-deploy")
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
 		d := waitFor(t, c, ns, name, "deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -65,6 +66,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("job failures become Warning events, each once", func(t *testing.T) {
+		t.Parallel()
 		_, flink, _, events, d := runningDeployment(t, "lifecycle-exceptions")
 		job := d.Status.JobStatus.JobID
 		count := func() int {
@@ -88,6 +90,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("savepoint upgrade restores from a fresh savepoint", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "lifecycle-upgrade")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
@@ -130,6 +133,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("suspend and resume", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events, running := runningDeployment(t, "lifecycle-suspend")
 		before := running.Status.JobStatus.UpgradeSavepointPath
 		running.Spec.Job.State = flinkv1beta1.JobStateSuspended
@@ -155,6 +159,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("an invalid change is reported and the running cluster kept", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, _, events, d := runningDeployment(t, "lifecycle-invalid")
 		jobID := d.Status.JobStatus.JobID
 		parallelism := d.Spec.Job.Parallelism
@@ -174,6 +179,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	})
 
 	t.Run("deletion removes the cluster, then the finalizer", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events, d := runningDeployment(t, "lifecycle-delete")
 		require.NoError(t, c.Delete(ctx, d))
 		wait.For(t, 30*time.Second, "the FlinkDeployment to be deleted", func() bool {
@@ -264,6 +270,7 @@ func TestUpgradeModes(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			ns, flink, k, _ := newScenario(t, "mode-"+tt.name)
 			dep := newDeployment(t, ns, "job")
 			dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeMode(tt.mode)
@@ -298,6 +305,7 @@ func TestUpgradeModes(t *testing.T) {
 	}
 
 	t.Run("a failed savepoint keeps the job running and says why", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, events := newScenario(t, "savepoint-fails")
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -325,6 +333,7 @@ func TestUpgradeModes(t *testing.T) {
 	})
 
 	t.Run("a JobManager deleted behind the operator's back is reported", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "missing")
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -361,6 +370,7 @@ func TestUpgradeModes(t *testing.T) {
 // FAILED job is redeployed; with kubernetes.operator.job.savepoint-on-deletion deleting the
 // resource stops the job with a savepoint before the cluster goes.
 func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "restarts")
@@ -403,6 +413,7 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 // readiness timeout is rolled back to the last stable spec, keeping HA metadata; the failed
 // spec is not tried again until the spec changes.
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "rollback")
@@ -489,6 +500,7 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 // one REST call for the job's state (with the job's exceptions, reported as events): the
 // version recorded in the status stands in for GET /config, which was asked every observe.
 func TestStableJobObserveAsksFlinkOnce(t *testing.T) {
+	t.Parallel()
 	_, flink, _, _, _ := runningDeployment(t, "observe-cost")
 	since := len(flink.Requests())
 	var calls []string

@@ -33,6 +33,7 @@ func TestRecovery(t *testing.T) {
 	}
 
 	t.Run("a missing JobManager deployment is recovered from HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "recover-jm")
 		const name = "job"
 		jobID := start(t, k, haDeployment(t, ns, name, nil))
@@ -50,6 +51,7 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("an unhealthy job is restarted from HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, events := newScenario(t, "health")
 		const name = "job"
 		jobID := start(t, k, haDeployment(t, ns, name, map[string]string{
@@ -77,6 +79,7 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("the JobManager of an ended job goes after the shutdown TTL", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, events := newScenario(t, "ttl")
 		const name = "job"
 		dep := newDeployment(t, ns, name)

@@ -85,6 +85,7 @@ func TestInPlaceScaleTarget(t *testing.T) {
 // TestInPlaceScaling: a per-vertex parallelism change on the adaptive scheduler rescales the
 // running job without a restart; removing an override falls back to an upgrade.
 func TestInPlaceScaling(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "scaling")
@@ -168,6 +169,7 @@ func TestReactiveScaleTarget(t *testing.T) {
 // TestReactiveScaling: a standalone reactive-mode cluster scales its TaskManager Deployment
 // for a parallelism change, without touching the job.
 func TestReactiveScaling(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "reactive")

@@ -53,6 +53,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// the upgrade mode: the job is cancelled without a savepoint and its HA metadata is dropped.
 	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeStateless, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
 		t.Run("savepoint redeploy restores the chosen path/"+string(mode), func(t *testing.T) {
+			t.Parallel()
 			ns, flink, k, _ := newScenario(t, "redeploy-"+string(mode))
 			dep := haDeployment(t, ns, "job", nil)
 			dep.Spec.Job.UpgradeMode = mode
@@ -75,6 +76,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 8: a stop that cannot succeed does not wedge the resource; switching upgradeMode
 	// (upstream's escape hatch) gets the upgrade through.
 	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "stuck-savepoint")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -111,6 +113,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 15: a trigger nonce changed together with an upgrade is not lost: the snapshot is
 	// taken once the upgraded job runs.
 	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "nonce-with-upgrade")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -137,6 +140,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 17: a job cancelled through Flink's REST API outside the operator is marked
 	// suspended, then restored from its last checkpoint (upstream's markSuspended).
 	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancelled-outside")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -152,6 +156,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 18: a FINISHED job (desired running) is stable, and is never rolled back (re-run).
 	t.Run("a finished job is stable and not rolled back", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "finished")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
@@ -172,6 +177,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 37: setting restartNonce to null (removing it) restarts nothing.
 	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "null-nonce")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.RestartNonce = ptr(int64(3))
@@ -189,6 +195,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 9: no rollback without HA metadata to roll back with, and a spec change (the fix)
 	// is applied instead of being ignored.
 	t.Run("a rollback needs HA metadata, and a fixed spec is applied", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "rollback-no-ha")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
@@ -210,6 +217,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 16: a last-state upgrade without HA cancels first and reads the latest checkpoint
 	// once the job is CANCELED, so a checkpoint completing during the cancel is not lost.
 	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancel-race")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
@@ -232,6 +240,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 25: after a rollback the stable spec is what runs: a lost JobManager comes back
 	// with it (not with the failed spec), and setting the spec back to it restarts nothing.
 	t.Run("a rolled-back cluster runs the stable spec", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "rolled-back")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"}))
@@ -264,6 +273,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// of a job whose latest checkpoint is too old takes a savepoint instead (the fake reports a
 	// job started long ago and checkpoints without timestamps).
 	t.Run("a last-state upgrade with a too old checkpoint takes a savepoint", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "checkpoint-too-old")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{options.MaxCheckpointAge.Key: "1 min"}))
 		oldJob := d.Status.JobStatus.JobID
@@ -277,6 +287,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 	// Finding 35: a job id the user fixed in flinkConfiguration wins, and is what the status says.
 	t.Run("a user-fixed job id wins", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "fixed-job-id")
 		const fixed = "0000000000000000000000000000cafe"
 		dep := newDeployment(t, ns, "job")
@@ -300,6 +311,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "session-ha")
 		dep := haDeployment(t, ns, "session", nil)
 		dep.Spec.Job = nil

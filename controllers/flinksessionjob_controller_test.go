@@ -23,6 +23,7 @@ import (
 // TestFlinkSessionJobLifecycle drives a session job through submission (with a failed first
 // attempt), a savepoint upgrade and deletion against a scripted session cluster.
 func TestFlinkSessionJobLifecycle(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -125,6 +126,7 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 // TestFlinkSessionJobErrors: bad jars give clear errors, and a job whose session is gone is
 // deleted without waiting.
 func TestFlinkSessionJobErrors(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -185,6 +187,7 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 // change does not submit it with no state; a savepoint redeploy (the user saying where its
 // state is) does.
 func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "lost-then-changed", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetJob(jobID, "") // the session restarted without HA
@@ -210,6 +213,7 @@ func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
 // job that failed with no checkpoint or savepoint known is not submitted with no state on a spec
 // change: upstream's "Manual restore required" failure.
 func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "ended-no-checkpoint", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetLatestCheckpoint(jobID, "") // it never completed a checkpoint
@@ -230,6 +234,7 @@ func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
 // while its upgrade savepoint is being taken (the savepoint fails with it) restores the latest
 // checkpoint observed while it is failed, not nothing.
 func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "failed-mid-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetAutoComplete(false)
@@ -243,6 +248,7 @@ func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
 // TestDeletedSessionJobWaitsForItsCancel (review finding 7): while cancelling a deleted session
 // job fails, its finalizer stays and a Warning says why; it goes once the job is cancelled.
 func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "delete-cancel-fails", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.flink.FailCancel("JobManager overloaded")
@@ -260,6 +266,7 @@ func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
 // whose REST endpoint cannot be addressed is not taken for a session without the job, even
 // without HA: deletion waits.
 func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "delete-unreachable", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	wait.For(t, 10*time.Second, "the session's rest.port broken", func() bool {
@@ -283,6 +290,7 @@ func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
 // as for deployments), and reads it again once the job is CANCELED: a checkpoint completing
 // during the cancel subsumes the recorded one, and is what the new job restores.
 func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "cancel-then-read", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeLastState)
 	e.flink.FailCancel("busy")
@@ -307,6 +315,7 @@ func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
 // savepoint that cannot complete: the upgrade waits for the user, whose savepoint redeploy
 // replaces its target.
 func TestSessionJobLostMidUpgradeTakesTheUsersAnswer(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "lost-mid-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetAutoComplete(false)

@@ -22,6 +22,7 @@ import (
 // StateSnapshotReconciler.cleanup waits on IN_PROGRESS), then disposes of it: the savepoint being
 // written is not orphaned. One without disposeOnDelete goes at once, as upstream.
 func TestDeletingAnInProgressSavepointWaits(t *testing.T) {
+	t.Parallel()
 	fl := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

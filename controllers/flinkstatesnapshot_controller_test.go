@@ -21,6 +21,7 @@ import (
 // scripted JobManager: savepoint and checkpoint completion, alreadyExists, abandonment,
 // failures with back-off up to backoffLimit, and disposal on deletion.
 func TestFlinkStateSnapshots(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 // within kubernetes.operator.savepoint.trigger.grace-period of its trigger is triggered again;
 // one failing after it is reported and not retried (upstream's SnapshotObserver).
 func TestLegacyManualSavepointGracePeriod(t *testing.T) {
+	t.Parallel()
 	const grace = 5 * time.Second
 	e := newSessionJobs(t, "legacy-sp-grace", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{"kubernetes.operator.savepoint.trigger.grace-period": "5 s"})
@@ -35,6 +36,7 @@ func TestLegacyManualSavepointGracePeriod(t *testing.T) {
 // kubernetes.operator.checkpoint.trigger.grace-period (default 1 min) is triggered again until
 // one completes.
 func TestLegacyManualCheckpointGracePeriod(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-cp-grace", false, "session")
 	key, _ := e.runLegacySessionJob("orders", nil)
 	e.flink.SetCheckpointFailure("not all required tasks are currently running")

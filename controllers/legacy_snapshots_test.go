@@ -20,6 +20,7 @@ import (
 // checkpointTriggerNonce take a savepoint and a checkpoint, recorded in savepointInfo and
 // checkpointInfo with the nonce, each once.
 func TestSessionJobLegacyManualSnapshots(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-manual", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", nil)
 
@@ -48,6 +49,7 @@ func TestSessionJobLegacyManualSnapshots(t *testing.T) {
 // TestSessionJobLegacyPeriodicSnapshots: kubernetes.operator.periodic.savepoint.interval and
 // .periodic.checkpoint.interval take periodic savepoints and checkpoints of a session job.
 func TestSessionJobLegacyPeriodicSnapshots(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-periodic", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{
 		"kubernetes.operator.periodic.savepoint.interval": "1 s", "kubernetes.operator.periodic.checkpoint.interval": "1 s"})
@@ -68,6 +70,7 @@ func TestSessionJobLegacyPeriodicSnapshots(t *testing.T) {
 // (TestUpgradeWaitsForPendingLegacySavepoint), a session job's spec change waits for a manual
 // savepoint in flight, and its stop then takes a savepoint with a trigger of its own.
 func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-pending", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", nil)
 	e.flink.SetAutoComplete(false)
@@ -106,6 +109,7 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 // the newest, which stays however old; every entry trimmed is disposed through Flink
 // (POST /savepoint-disposal), oldest first.
 func TestSessionJobLegacySavepointHistoryTrimmed(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-history", false, "session")
 	const maxAge = 6 * time.Second
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{
@@ -168,6 +172,7 @@ func historyLocations(j *flinkv1beta1.FlinkSessionJob) []string {
 func TestLegacySavepointHistoryTrimmedByAge(t *testing.T) {
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%t", cleanup), func(t *testing.T) {
+			t.Parallel()
 			c := testEnv(t).Client
 			ns, flink, k, _ := newScenario(t, "legacy-age")
 			d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, map[string]string{

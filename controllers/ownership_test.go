@@ -33,6 +33,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("a Service of another application is not taken over", func(t *testing.T) {
+		t.Parallel()
 		ns, _, _, events := newScenario(t, "foreign-svc")
 		c := testEnv(t).Client
 		// Without HA the cluster's internal Service is named like the FlinkDeployment.
@@ -58,6 +59,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	})
 
 	t.Run("a Deployment of another application is neither taken over nor deleted", func(t *testing.T) {
+		t.Parallel()
 		ns, _, _, events := newScenario(t, "foreign-deploy")
 		c := testEnv(t).Client
 		labels := map[string]string{"app": "web"}

@@ -71,6 +71,7 @@ func polls(flink *fakeflink.Server, jobID, trigger string) int {
 }
 
 func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, flink, k, _ := newScenario(t, "pending-savepoint")
 	d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, nil))
@@ -105,6 +106,7 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 }
 
 func TestUpgradeIgnoresPendingLegacySavepointWhenConfigured(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, flink, k, events := newScenario(t, "ignore-pending")
 	d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, map[string]string{"kubernetes.operator.job.upgrade.ignore-pending-savepoint": "true"}))

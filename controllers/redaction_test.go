@@ -24,6 +24,7 @@ import (
 // rejects), and whose pod template carries an env value: the operator's log lines, events and
 // status never contain either.
 func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
+	t.Parallel()
 	const secret, envSecret = "hunter2-XYZ", "pw-in-env-123"
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client

@@ -35,6 +35,7 @@ func readySession(t *testing.T, c client.Client, k *cluster, ns string, conf map
 // the job's HA metadata stay. Jobs that ended do not block; once the job is cancelled, the
 // cluster goes.
 func TestSessionClusterDeletionWaitsForUnmanagedJobs(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, fake, k, events := newScenario(t, "unmanaged-jobs")
 	cliJob, ended := "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
@@ -67,6 +68,7 @@ func TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs(t *testing.T) {
 	c := testEnv(t).Client
 	for _, key := range []string{"kubernetes.operator.session.deletion.block-on-unmanaged-jobs", "kubernetes.operator.session.block-on-unmanaged-jobs"} {
 		t.Run(key, func(t *testing.T) {
+			t.Parallel()
 			ns, _, k, _ := newScenario(t, "unmanaged-not-blocking")
 			readySession(t, c, k, ns, map[string]string{key: "false"}, "0123456789abcdef0123456789abcdef")
 			require.NoError(t, c.Delete(context.Background(), get(t, c, ns, "session")))

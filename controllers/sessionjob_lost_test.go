@@ -19,6 +19,7 @@ import (
 // start with no state: it is reported ("Job Not Found") and left for the user, as upstream;
 // when the session recovers it (HA), it is observed running again.
 func TestLostSessionJobs(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "lost-jobs", false, "session")
 	statefulKey, statefulID := e.run("stateful", flinkv1beta1.UpgradeModeSavepoint)
 	_, statelessID := e.run("stateless", flinkv1beta1.UpgradeModeStateless)
@@ -46,6 +47,7 @@ func TestLostSessionJobs(t *testing.T) {
 // TestSessionJobUpdateTimeIsTheLastChange (review finding 36): jobStatus.updateTime is when the
 // job's state last changed, so an unchanged job is not written on every reconcile.
 func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "update-time", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	seen := e.get(key)
@@ -69,6 +71,7 @@ func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
 // deploymentName is refused by the controller itself, naming the field, and the job keeps
 // running on its session; nothing is cancelled or submitted elsewhere.
 func TestSessionJobStaysOnItsSession(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "moved-job", false, "session", "other")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	runs := len(e.flink.Runs())
@@ -83,6 +86,7 @@ func TestSessionJobStaysOnItsSession(t *testing.T) {
 // asked, a deleted session job keeps its finalizer; once the session answers, the job is
 // cancelled and only then does the resource go.
 func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "delete-session-job", true, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.setSession("session", flinkv1beta1.JobManagerDeploying) // its JobManager restarts
@@ -99,6 +103,7 @@ func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
 // job that failed is submitted again (on a spec change) from its latest checkpoint, recorded
 // while it was failed, never with no state.
 func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "failed-session-job", false, "session")
 	key, failedID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetJob(failedID, "FAILED")
@@ -113,6 +118,7 @@ func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
 // checkpoint completing while a last-state session job is cancelled for an upgrade is the one
 // restored, not the one read before the cancel (which it subsumed).
 func TestLastStateSessionJobRestoresTheLatestCheckpoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "session-cancel-race", false, "session")
 	key, oldID := e.run("orders", flinkv1beta1.UpgradeModeLastState)
 	newer := "file:/flink/checkpoints/" + oldID + "/chk-8"

@@ -30,6 +30,7 @@ func manualSnapshots(t *testing.T, c client.Client, ns string) []flinkv1beta1.Fl
 // taken of the upgraded job (upstream's ReconciliationUtils.updateStatusForSpecReconciliation
 // keeps the old trigger nonces in the spec it records for an upgrade).
 func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "sj-nonce-with-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
@@ -51,6 +52,7 @@ func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
 // null is no change (upstream's @SpecDiff on these fields ignores null): the job keeps running
 // and nothing is submitted.
 func TestSessionJobRemovedNoncesRestartNothing(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "sj-removed-nonces", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {

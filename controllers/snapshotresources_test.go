@@ -22,6 +22,7 @@ import (
 // TestNonceCreatesSnapshotResource: a changed savepointTriggerNonce becomes one
 // FlinkStateSnapshot (labelled, no owner), and the nonce is recorded so it is not repeated.
 func TestNonceCreatesSnapshotResource(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, _, k, events := newScenario(t, "nonce")
@@ -48,6 +49,7 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 // and hand-made snapshots stay whatever their age; the newest completed savepoint and the
 // num-retained newest checkpoints stay; other jobs' snapshots are not touched.
 func TestTrimSavepointHistory(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "history")
@@ -205,6 +207,7 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 // reconcile on a cached object older than the nonce's write) does not request a second
 // savepoint: the snapshot of one nonce change has one name, whenever it is asked for.
 func TestManualSnapshotRequestedOnce(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "nonce-once")

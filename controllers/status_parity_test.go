@@ -59,6 +59,7 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("FlinkDeployment jobStatus and clusterInfo", func(t *testing.T) {
+		t.Parallel()
 		captured, _ := loadUpstreamCapture(t, "testdata/upstream/s1-laststate/01-running-stable.yaml")
 		want := captured.Status
 		ns, _, k, _ := newScenario(t, "status-shape")
@@ -90,6 +91,7 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 	})
 
 	t.Run("FlinkStateSnapshot timestamps", func(t *testing.T) {
+		t.Parallel()
 		flink := fakeflink.New(t)
 		ns := testEnv(t).NewNamespace(t, "snapshot-shape")
 		dep := newDeployment(t, ns, "orders")

@@ -31,6 +31,7 @@ func (r *recordedEvents) len() int {
 // parallelism : 1 -> 2, ...]), starting reconciliation.", "Suspending existing deployment."),
 // where tools and upstream's e2e tests match on them.
 func TestUpstreamEvents(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, events := newScenario(t, "upstream-events")
 	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))

@@ -28,6 +28,7 @@ func (r *recordedEvents) count(substr string) int {
 // TestUnsupportedOptionEvents (review finding 39): an Apache operator option with no effect
 // here is recorded on the resource as a Warning event, once per generation of the spec.
 func TestUnsupportedOptionEvents(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, events := newScenario(t, "unsupported-option")
 	dep := haDeployment(t, ns, "job", map[string]string{"kubernetes.operator.observer.rest-ready.delay": "30 s"})
