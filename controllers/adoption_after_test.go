@@ -164,7 +164,7 @@ func TestRecordedUpgradeModeIsNotTheUsersIntent(t *testing.T) {
 		require.Equal(t, 1, e.submitted(id), "changing upgradeMode alone submits nothing")
 		e.flink.SetLatestCheckpoint(id, "file:/flink/checkpoints/"+id+"/chk-9")
 		e.flink.SetJob(id, "")
-		wait.For(t, 20*time.Second, "the lost job was not reported", func() bool {
+		wait.For(t, 20*time.Second, "the lost job reported", func() bool {
 			return flinkv1beta1.ErrorReason(e.get(key).Status.Error) == flinkv1beta1.ErrorReasonJobNotFound
 		})
 		wait.Never(t, time.Second, "a savepoint-mode job is never submitted again without its state", func() bool { return len(e.flink.Runs()) > 1 })
@@ -240,7 +240,8 @@ func failsAndRestartsFromItsCheckpoint(t *testing.T, a *adopted, events *recorde
 	checkpoint := "file:/flink/checkpoints/" + jobID + "/chk-42"
 	a.flink.SetLatestCheckpoint(jobID, checkpoint)
 	a.flink.SetJob(jobID, "FAILED")
-	wait.For(t, 20*time.Second, fmt.Sprintf("never restarted: %+v", get(t, a.c, a.ns, name).Status), func() bool { return events.has(ReasonRestartFailed) })
+	wait.For(t, 20*time.Second, "a restart ("+ReasonRestartFailed+" event)", func() bool { return events.has(ReasonRestartFailed) },
+		func() string { return fmt.Sprintf("status %+v", get(t, a.c, a.ns, name).Status) })
 	a.collect(name)
 	waitFor(t, a.c, a.ns, name, "restarted", a.redeployed(name))
 	assert.Equal(t, checkpoint, restorePath(t, a.c, a.ns, name), "the failed job's latest checkpoint is restored")

@@ -91,7 +91,7 @@ func TestStatusEventsMaskSecretsByPlace(t *testing.T) {
 				assert.Equal(t, map[string]string{"x.password": redact.Mask, "taskmanager.numberOfTaskSlots": "2"}, got)
 			}
 
-			wait.For(t, 10*time.Second, "the status CloudEvent was not sent", func() bool {
+			wait.For(t, 10*time.Second, "the status CloudEvent", func() bool {
 				_, ok := sink.find(listener.TypeStatusChanged, "")
 				return ok
 			})

@@ -80,7 +80,7 @@ func (k *cluster) run(ns, name, jobID string) {
 // kubelet would.
 func (k *cluster) makeAvailable(ns, name string) {
 	k.t.Helper()
-	wait.For(k.t, 20*time.Second, "JobManager deployment never appeared", func() bool {
+	wait.For(k.t, 20*time.Second, "the JobManager deployment, made available", func() bool {
 		jm := k.jobManager(ns, name)
 		if jm == nil || !jm.DeletionTimestamp.IsZero() {
 			return false
@@ -149,7 +149,7 @@ func (k *cluster) collect(ns, name string) {
 	k.t.Helper()
 	current := k.jobManager(ns, name)
 	require.NotNil(k.t, current)
-	wait.For(k.t, 20*time.Second, "JobManager deployment was never deleted", func() bool {
+	wait.For(k.t, 20*time.Second, "the JobManager deployment deleted", func() bool {
 		jm := k.jobManager(ns, name)
 		if jm == nil || jm.UID != current.UID {
 			return true
@@ -182,7 +182,7 @@ func (r *recordedEvents) record(rec *record.FakeRecorder) {
 // asynchronously, so one emitted before the status a test waited for may not be here yet.
 func (r *recordedEvents) seen(t *testing.T, substr string) {
 	t.Helper()
-	wait.For(t, 10*time.Second, fmt.Sprintf("no event with %q", substr), func() bool { return r.has(substr) })
+	wait.For(t, 10*time.Second, fmt.Sprintf("an event with %q", substr), func() bool { return r.has(substr) })
 }
 
 func (r *recordedEvents) has(substr string) bool {
@@ -330,7 +330,7 @@ func (e *sessionJobs) runWith(name string, mode flinkv1beta1.UpgradeMode, conf f
 			JarURI: "file://" + e.jar, Parallelism: 1, UpgradeMode: mode, State: flinkv1beta1.JobStateRunning}}}
 	require.NoError(e.t, e.c.Create(context.Background(), job))
 	key := client.ObjectKeyFromObject(job)
-	wait.For(e.t, 20*time.Second, fmt.Sprintf("%s never ran", name), func() bool {
+	wait.For(e.t, 20*time.Second, name+" running", func() bool {
 		j := e.get(key)
 		if id := j.Status.JobStatus.JobID; id != "" && e.flink.Job(id) == "" && e.submitted(id) > 0 {
 			e.flink.SetJob(id, "RUNNING")
@@ -372,7 +372,7 @@ func (e *sessionJobs) submitted(id string) int {
 // lastSubmission waits for a submission of another job id than old, and returns it.
 func (e *sessionJobs) lastSubmission(old string) fakeflink.RunRequest {
 	e.t.Helper()
-	wait.For(e.t, 20*time.Second, "never submitted again", func() bool {
+	wait.For(e.t, 20*time.Second, "a submission of another job id", func() bool {
 		runs := e.flink.Runs()
 		return runs[len(runs)-1].JobID != old
 	})

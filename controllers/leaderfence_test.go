@@ -312,11 +312,11 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		waitClosed(t, paused, "A paused before its stop")
 		tookOver := b.waitElected(t)
 		// B follows the recorded trigger: it sends the stop itself.
-		wait.For(t, 30*time.Second, "B never stopped the job", func() bool { return len(b.rest.since(tookOver, func(l string) bool { return l == stop })) > 0 })
+		wait.For(t, 30*time.Second, "B stopping the job", func() bool { return len(b.rest.since(tookOver, func(l string) bool { return l == stop })) > 0 })
 
 		resumed := time.Now()
 		resume()
-		wait.For(t, 30*time.Second, "A's paused reconcile never ended", func() bool { return a.reconcileEndedSince(resumed) })
+		wait.For(t, 30*time.Second, "A's paused reconcile to end", func() bool { return a.reconcileEndedSince(resumed) })
 		assert.Empty(t, a.rest.since(tookOver, func(l string) bool { return !strings.HasPrefix(l, "GET ") }),
 			"A changed the job after B took over")
 		var stops []string
@@ -353,7 +353,7 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		// B carries the upgrade on: the old cluster goes, the new one is deployed.
 		k.collect(ns, "orders")
 		var fresh *flinkv1beta1.FlinkDeployment
-		wait.For(t, 30*time.Second, "B never deployed the new cluster", func() bool {
+		wait.For(t, 30*time.Second, "B deploying the new cluster", func() bool {
 			jm := k.jobManager(ns, "orders")
 			return jm != nil && jm.UID != old.UID
 		})
@@ -362,7 +362,7 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 
 		resumed := time.Now()
 		resume()
-		wait.For(t, 30*time.Second, "A's paused reconcile never ended", func() bool { return a.reconcileEndedSince(resumed) })
+		wait.For(t, 30*time.Second, "A's paused reconcile to end", func() bool { return a.reconcileEndedSince(resumed) })
 		assert.Empty(t, a.client.deletes.since(tookOver, func(string) bool { return true }), "A deleted after B took over")
 		now := k.jobManager(ns, "orders")
 		require.NotNil(t, now, "the new cluster is gone")

@@ -90,7 +90,7 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	assert.Zero(t, stopRequests(e.flink, jobID), "the job is not stopped while the manual savepoint is in flight")
 
 	e.flink.CompleteSavepoint(jobID, manual, "")
-	wait.For(t, 20*time.Second, "the upgrade never stopped the job", func() bool { return stopRequests(e.flink, jobID) > 0 })
+	wait.For(t, 20*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(e.flink, jobID) > 0 })
 	j = e.get(key)
 	last := j.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")

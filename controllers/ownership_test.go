@@ -47,7 +47,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		if stalled := meta.FindStatusCondition(d.Status.Conditions, lifecycle.ConditionStalled); assert.NotNil(t, stalled) {
 			assert.Equal(t, string(flinkv1beta1.ErrorReasonForeignObject), stalled.Reason, "a human must remove or rename the object")
 		}
-		wait.For(t, 10*time.Second, "no Warning event naming the Service", func() bool {
+		wait.For(t, 10*time.Second, "a Warning event naming the Service", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Service " + ns + "/x already exists")
 		})
 
@@ -72,7 +72,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "y")))
 		d := waitFor(t, c, ns, "y", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
-		wait.For(t, 10*time.Second, "no Warning event naming the Deployment", func() bool {
+		wait.For(t, 10*time.Second, "a Warning event naming the Deployment", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Deployment " + ns + "/y already exists")
 		})
 

@@ -91,7 +91,7 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	// Once it completes it is recorded as the manual savepoint, and then the upgrade stops the
 	// job with a savepoint of its own.
 	flink.CompleteSavepoint(oldJob, manual, "")
-	wait.For(t, 30*time.Second, "the upgrade never stopped the job", func() bool { return stopRequests(flink, oldJob) > 0 })
+	wait.For(t, 30*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(flink, oldJob) > 0 })
 	d = get(t, c, ns, "job")
 	last := d.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")

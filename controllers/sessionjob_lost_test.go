@@ -28,8 +28,8 @@ func TestLostSessionJobs(t *testing.T) {
 	// The session restarted without its jobs.
 	e.flink.SetJob(statefulID, "")
 	e.flink.SetJob(statelessID, "")
-	wait.For(t, 20*time.Second, "the stateless job was not submitted again", func() bool { return e.submitted(statelessID) > statelessRuns })
-	wait.For(t, 20*time.Second, "the lost stateful job was not reported", func() bool {
+	wait.For(t, 20*time.Second, "the stateless job submitted again", func() bool { return e.submitted(statelessID) > statelessRuns })
+	wait.For(t, 20*time.Second, "the lost stateful job reported", func() bool {
 		return flinkv1beta1.ErrorReason(e.get(statefulKey).Status.Error) == flinkv1beta1.ErrorReasonJobNotFound
 	})
 	wait.Never(t, time.Second, "a savepoint-mode job is never submitted again with no state", func() bool { return e.submitted(statefulID) > statefulRuns })
@@ -38,7 +38,7 @@ func TestLostSessionJobs(t *testing.T) {
 
 	// HA brings it back: it is observed running again and the report goes.
 	e.flink.SetJob(statefulID, "RUNNING")
-	wait.For(t, 20*time.Second, "the recovered job was not observed", func() bool {
+	wait.For(t, 20*time.Second, "the recovered job observed", func() bool {
 		st := e.get(statefulKey).Status
 		return st.JobStatus.State == flinkv1beta1.JobStatusRunning && st.Error == ""
 	})

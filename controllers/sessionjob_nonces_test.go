@@ -39,7 +39,7 @@ func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
 	})
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, 2, run.Parallelism)
-	wait.For(t, 20*time.Second, "the manual savepoint asked for with the upgrade was never requested", func() bool { return len(manualSnapshots(t, e.c, e.ns)) == 1 })
+	wait.For(t, 20*time.Second, "the manual savepoint asked for with the upgrade", func() bool { return len(manualSnapshots(t, e.c, e.ns)) == 1 })
 	snap := manualSnapshots(t, e.c, e.ns)[0]
 	require.NotNil(t, snap.Spec.JobReference)
 	assert.Equal(t, "orders", snap.Spec.JobReference.Name)
