@@ -344,7 +344,7 @@ func TestApplicationWithHA(t *testing.T) {
 			conf := setConfig(t, d.Spec.FlinkConfiguration, "kubernetes.operator.periodic.savepoint.interval", "0")
 			d.Spec.FlinkConfiguration = conf
 		})
-		require.Eventually(t, func() bool {
+		wait.For(t, time.Minute, "at most max.count (2) completed periodic savepoint snapshots are kept, and at least one", func() bool {
 			completed := 0
 			for _, s := range listSnapshots(t, key.Namespace, key.Name, "PERIODIC") {
 				if s.Status.State == flinkv1beta1.SnapshotCompleted && s.DeletionTimestamp.IsZero() {
@@ -352,7 +352,7 @@ func TestApplicationWithHA(t *testing.T) {
 				}
 			}
 			return completed >= 1 && completed <= 2
-		}, time.Minute, time.Second, "at most max.count (2) completed periodic savepoint snapshots are kept, and at least one")
+		})
 		// Trimming never touches what a user asked for: the nonce savepoint and the hand-made one.
 		manual := map[string]bool{}
 		for _, s := range listSnapshots(t, key.Namespace, key.Name, "MANUAL") {

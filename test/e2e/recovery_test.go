@@ -130,7 +130,7 @@ func deleteAndWait(t *testing.T, dep *flinkv1beta1.FlinkDeployment) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, env.Client.Delete(ctx, dep))
-	require.Eventually(t, func() bool {
+	wait.For(t, 2*time.Minute, dep.Name+" gone", func() bool {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &flinkv1beta1.FlinkDeployment{}) != nil
-	}, 2*time.Minute, time.Second)
+	})
 }
