@@ -140,7 +140,7 @@ func withRecordedConfig(t *testing.T, raw string, kv map[string]string) string {
 	return string(out)
 }
 
-// TestAdoptsAnAutoscaledDeployment (review finding 19): a running deployment the Apache
+// TestAdoptsAnAutoscaledDeployment: a running deployment the Apache
 // operator's autoscaler had scaled carries the overrides in its lastReconciledSpec, not in its
 // spec. Adopted, it keeps running at that parallelism: no upgrade, no JobManager rollout, no
 // job stopped; the overrides stay in force (in the autoscaler's ConfigMap, which is created

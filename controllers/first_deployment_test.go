@@ -10,7 +10,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// Review finding 31: resource_metadata.firstDeployment in lastReconciledSpec stays true until
+// resource_metadata.firstDeployment in lastReconciledSpec stays true until
 // the first upgrade, as upstream writes it; taking a trigger nonce deploys nothing.
 
 func recordedFirstDeployment(t *testing.T, raw string, spec any) bool {

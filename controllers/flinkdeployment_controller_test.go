@@ -447,7 +447,7 @@ func TestRollback(t *testing.T) {
 	wait.Never(t, time.Second, "not retried until the spec changes", func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack })
 }
 
-// TestPartlyAppliedClusterIsAppliedAgain (review finding 11): an apply that fails after the
+// TestPartlyAppliedClusterIsAppliedAgain: an apply that fails after the
 // JobManager Deployment (here every Service is refused, as by a quota) leaves the attempt
 // incomplete; it is never taken for deployed, and is applied again once it can be.
 func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
-// 17, 18, 37). Each scenario runs in a namespace of its own on one control plane.
+// Upstream's semantics on the paths the first tests did not walk.
+// Each scenario runs in a namespace of its own on one control plane.
 
 func haConfigMaps(t *testing.T, c client.Client, ns, name string) []string {
 	t.Helper()
@@ -49,7 +49,7 @@ func redeployed(t *testing.T, c client.Client, k *cluster, ns, name, oldJob stri
 func TestUpstreamSemantics(t *testing.T) {
 	c := testEnv(t).Client
 
-	// Finding 3: savepointRedeployNonce on a running job restores initialSavepointPath, whatever
+	// savepointRedeployNonce on a running job restores initialSavepointPath, whatever
 	// the upgrade mode: the job is cancelled without a savepoint and its HA metadata is dropped.
 	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeStateless, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
 		t.Run("savepoint redeploy restores the chosen path/"+string(mode), func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		})
 	}
 
-	// Finding 8: a stop that cannot succeed does not wedge the resource; switching upgradeMode
+	// A stop that cannot succeed does not wedge the resource; switching upgradeMode
 	// (upstream's escape hatch) gets the upgrade through.
 	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
 		t.Parallel()
@@ -110,7 +110,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "", restorePath(t, c, ns, "job"), "stateless: nothing restored")
 	})
 
-	// Finding 15: a trigger nonce changed together with an upgrade is not lost: the snapshot is
+	// A trigger nonce changed together with an upgrade is not lost: the snapshot is
 	// taken once the upgraded job runs.
 	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
 		t.Parallel()
@@ -137,7 +137,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		})
 	})
 
-	// Finding 17: a job cancelled through Flink's REST API outside the operator is marked
+	// A job cancelled through Flink's REST API outside the operator is marked
 	// suspended, then restored from its last checkpoint (upstream's markSuspended).
 	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
 		t.Parallel()
@@ -154,7 +154,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "CANCELED", flink.Job(oldJob))
 	})
 
-	// Finding 18: a FINISHED job (desired running) is stable, and is never rolled back (re-run).
+	// A FINISHED job (desired running) is stable, and is never rolled back (re-run).
 	t.Run("a finished job is stable and not rolled back", func(t *testing.T) {
 		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
 		ns, _, k, events := newScenario(t, "finished")
@@ -175,7 +175,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.False(t, events.has("rolling back"), "a finished job is not rolled back")
 	})
 
-	// Finding 37: setting restartNonce to null (removing it) restarts nothing.
+	// Setting restartNonce to null (removing it) restarts nothing.
 	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, _ := newScenario(t, "null-nonce")
@@ -192,7 +192,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "the JobManager was not replaced")
 	})
 
-	// Finding 9: no rollback without HA metadata to roll back with, and a spec change (the fix)
+	// No rollback without HA metadata to roll back with, and a spec change (the fix)
 	// is applied instead of being ignored.
 	t.Run("a rollback needs HA metadata, and a fixed spec is applied", func(t *testing.T) {
 		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
@@ -214,7 +214,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "flink:1.20", k.jobManager(ns, "job").Spec.Template.Spec.Containers[0].Image, "the fix is deployed")
 	})
 
-	// Finding 16: a last-state upgrade without HA cancels first and reads the latest checkpoint
+	// A last-state upgrade without HA cancels first and reads the latest checkpoint
 	// once the job is CANCELED, so a checkpoint completing during the cancel is not lost.
 	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
 		t.Parallel()
@@ -237,7 +237,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "CANCELED", flink.Job(oldJob))
 	})
 
-	// Finding 25: after a rollback the stable spec is what runs: a lost JobManager comes back
+	// After a rollback the stable spec is what runs: a lost JobManager comes back
 	// with it (not with the failed spec), and setting the spec back to it restarts nothing.
 	t.Run("a rolled-back cluster runs the stable spec", func(t *testing.T) {
 		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
@@ -285,7 +285,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Contains(t, restorePath(t, c, ns, "job"), "file:/flink/savepoints/", "restored from that savepoint")
 	})
 
-	// Finding 35: a job id the user fixed in flinkConfiguration wins, and is what the status says.
+	// A job id the user fixed in flinkConfiguration wins, and is what the status says.
 	t.Run("a user-fixed job id wins", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, _ := newScenario(t, "fixed-job-id")
@@ -308,7 +308,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, fixed, d.Status.JobStatus.JobID, "still the user's job id after a stateless upgrade")
 	})
 
-	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
+	// A session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
 		t.Parallel()

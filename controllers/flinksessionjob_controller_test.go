@@ -182,7 +182,7 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 	return false
 }
 
-// TestSessionJobLostIsNeverUpgradedEmpty (review finding 1, session side): a savepoint-mode job
+// TestSessionJobLostIsNeverUpgradedEmpty: a savepoint-mode job
 // its session lost is reported with upstream's "Job Not Found" and waits for the user: a spec
 // change does not submit it with no state; a savepoint redeploy (the user saying where its
 // state is) does.
@@ -209,7 +209,7 @@ func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
 	assert.Equal(t, 2, run.Parallelism)
 }
 
-// TestSessionJobEndedWithoutCheckpointNeedsManualRestore (review finding 4): a savepoint-mode
+// TestSessionJobEndedWithoutCheckpointNeedsManualRestore: a savepoint-mode
 // job that failed with no checkpoint or savepoint known is not submitted with no state on a spec
 // change: upstream's "Manual restore required" failure.
 func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
@@ -230,7 +230,7 @@ func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
 	wait.Never(t, time.Second, "never submitted with no state", func() bool { return len(e.flink.Runs()) != runs })
 }
 
-// TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint (review finding 4): a job that fails
+// TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint: a job that fails
 // while its upgrade savepoint is being taken (the savepoint fails with it) restores the latest
 // checkpoint observed while it is failed, not nothing.
 func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
@@ -245,7 +245,7 @@ func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
 	assert.Equal(t, fakeflink.CheckpointPath(jobID), e.lastSubmission(jobID).SavepointPath, "restored from its latest checkpoint")
 }
 
-// TestDeletedSessionJobWaitsForItsCancel (review finding 7): while cancelling a deleted session
+// TestDeletedSessionJobWaitsForItsCancel: while cancelling a deleted session
 // job fails, its finalizer stays and a Warning says why; it goes once the job is cancelled.
 func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
 	t.Parallel()
@@ -262,7 +262,7 @@ func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
 	assert.Equal(t, "CANCELED", e.flink.Job(jobID))
 }
 
-// TestDeletedSessionJobWaitsForAnUnreachableSession (review finding 7): a session reported ready
+// TestDeletedSessionJobWaitsForAnUnreachableSession: a session reported ready
 // whose REST endpoint cannot be addressed is not taken for a session without the job, even
 // without HA: deletion waits.
 func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
@@ -285,7 +285,7 @@ func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
 	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
 }
 
-// TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel (review finding 16, session side):
+// TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel:
 // a last-state upgrade records the latest checkpoint before the job is cancelled (write-ahead,
 // as for deployments), and reads it again once the job is CANCELED: a checkpoint completing
 // during the cancel subsumes the recorded one, and is what the new job restores.
@@ -310,7 +310,7 @@ func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
 	assert.Equal(t, newer, e.lastSubmission(jobID).SavepointPath, "restored from the checkpoint read once it was cancelled")
 }
 
-// TestSessionJobLostMidUpgradeTakesTheUsersAnswer (review finding 1, session side): a job lost
+// TestSessionJobLostMidUpgradeTakesTheUsersAnswer: a job lost
 // while its upgrade savepoint is being taken is neither submitted empty nor left waiting for a
 // savepoint that cannot complete: the upgrade waits for the user, whose savepoint redeploy
 // replaces its target.

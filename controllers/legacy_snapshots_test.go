@@ -12,7 +12,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Review finding 33: upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
+// Upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
 // false) for session jobs as for deployments, and its savepoint history bounded by count and
 // age, with the trimmed savepoints disposed.
 

@@ -26,7 +26,7 @@ import (
 // errorReported: the resource's status carries an error.
 func errorReported(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Error != "" }
 
-// TestForeignObjectsAreLeftAlone (review finding F11): a tenant who may create FlinkDeployments
+// TestForeignObjectsAreLeftAlone: a tenant who may create FlinkDeployments
 // cannot use the operator to overwrite or delete another application's objects by naming a
 // FlinkDeployment after them.
 func TestForeignObjectsAreLeftAlone(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Review finding 33: in the legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
+// In the legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
 // false) a manual or periodic savepoint in flight is recorded in status.jobStatus.savepointInfo,
 // the same place an upgrade's stop-with-savepoint records its trigger. An upgrade must neither
 // take that savepoint for its own stop (the job would be taken for stopped while it still runs)

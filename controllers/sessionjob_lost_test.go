@@ -14,7 +14,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// TestLostSessionJobs (review finding 1, session side): when its session no longer knows a
+// TestLostSessionJobs: when its session no longer knows a
 // running job, only a stateless job is submitted again. A savepoint or last-state job would
 // start with no state: it is reported ("Job Not Found") and left for the user, as upstream;
 // when the session recovers it (HA), it is observed running again.
@@ -44,7 +44,7 @@ func TestLostSessionJobs(t *testing.T) {
 	})
 }
 
-// TestSessionJobUpdateTimeIsTheLastChange (review finding 36): jobStatus.updateTime is when the
+// TestSessionJobUpdateTimeIsTheLastChange: jobStatus.updateTime is when the
 // job's state last changed, so an unchanged job is not written on every reconcile.
 func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
 	t.Parallel()
@@ -67,7 +67,7 @@ func TestSessionJobUpdateTimeIsTheLastChange(t *testing.T) {
 	assert.GreaterOrEqual(t, observes, 2, "observes of the job during the window; requests %v", e.flink.Requests()[since:])
 }
 
-// TestSessionJobStaysOnItsSession (review finding 26): without the webhook, a changed
+// TestSessionJobStaysOnItsSession: without the webhook, a changed
 // deploymentName is refused by the controller itself, naming the field, and the job keeps
 // running on its session; nothing is cancelled or submitted elsewhere.
 func TestSessionJobStaysOnItsSession(t *testing.T) {
@@ -82,7 +82,7 @@ func TestSessionJobStaysOnItsSession(t *testing.T) {
 	wait.Never(t, time.Second, "the job keeps running where it is; nothing is submitted elsewhere", func() bool { return len(e.flink.Runs()) != runs || e.flink.Job(jobID) != "RUNNING" })
 }
 
-// TestDeletedSessionJobNeverRunsUnmanaged (review finding 7): while its HA session cannot be
+// TestDeletedSessionJobNeverRunsUnmanaged: while its HA session cannot be
 // asked, a deleted session job keeps its finalizer; once the session answers, the job is
 // cancelled and only then does the resource go.
 func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
@@ -99,7 +99,7 @@ func TestDeletedSessionJobNeverRunsUnmanaged(t *testing.T) {
 	assert.Equal(t, "CANCELED", e.flink.Job(jobID), "the job was cancelled before its resource went")
 }
 
-// TestFailedSessionJobRestoresItsLastCheckpoint (review finding 4): a savepoint-mode session
+// TestFailedSessionJobRestoresItsLastCheckpoint: a savepoint-mode session
 // job that failed is submitted again (on a spec change) from its latest checkpoint, recorded
 // while it was failed, never with no state.
 func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
@@ -114,7 +114,7 @@ func TestFailedSessionJobRestoresItsLastCheckpoint(t *testing.T) {
 	assert.Equal(t, fakeflink.CheckpointPath(failedID), e.lastSubmission(failedID).SavepointPath, "submitted from the failed job's last checkpoint")
 }
 
-// TestLastStateSessionJobRestoresTheLatestCheckpoint (review finding 16, session side): a
+// TestLastStateSessionJobRestoresTheLatestCheckpoint: a
 // checkpoint completing while a last-state session job is cancelled for an upgrade is the one
 // restored, not the one read before the cancel (which it subsumed).
 func TestLastStateSessionJobRestoresTheLatestCheckpoint(t *testing.T) {

@@ -168,7 +168,7 @@ func TestPeriodicDue(t *testing.T) {
 	}
 }
 
-// TestPeriodicSnapshotMinimum (review finding F19): periodic snapshots are never taken more
+// TestPeriodicSnapshotMinimum: periodic snapshots are never taken more
 // often than the operator's reconcile interval, whatever interval or cron expression a resource
 // asks for; a shorter duration is clamped, with a Warning event saying so.
 func TestPeriodicSnapshotMinimum(t *testing.T) {

@@ -21,7 +21,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Status fields in upstream's shapes (review findings 29 and 30), compared field by field with
+// Status fields in upstream's shapes, compared field by field with
 // what the Apache operator wrote for the same spec (testdata/upstream, captured on real Flink).
 
 var (

@@ -69,7 +69,7 @@ type upgradePlan struct {
 	Reason  string
 }
 
-// planUpgrade is upstream's upgrade decision table (SEMANTICS.md §2.5), as one pure function.
+// planUpgrade is upstream's upgrade decision table (AbstractJobReconciler#getJobUpgrade), as one pure function.
 // It is evaluated again at every step of an upgrade, and each step moves the situation to a
 // row that continues the same plan: a completed stop-with-savepoint leaves a FINISHED job with
 // a recorded path (stop none, restore savepoint); a last-state stop leaves no JobManager and HA

@@ -25,7 +25,7 @@ func (r *recordedEvents) len() int {
 	return len(r.events)
 }
 
-// TestUpstreamEvents (review finding 38): for each action, the operator's events carry
+// TestUpstreamEvents: for each action, the operator's events carry
 // upstream's reasons and messages (as the Apache operator wrote them in the capture of
 // status-samples/s1-laststate: "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.
 // parallelism : 1 -> 2, ...]), starting reconciliation.", "Suspending existing deployment."),

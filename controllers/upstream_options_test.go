@@ -25,7 +25,7 @@ func (r *recordedEvents) count(substr string) int {
 	return n
 }
 
-// TestUnsupportedOptionEvents (review finding 39): an Apache operator option with no effect
+// TestUnsupportedOptionEvents: an Apache operator option with no effect
 // here is recorded on the resource as a Warning event, once per generation of the spec.
 func TestUnsupportedOptionEvents(t *testing.T) {
 	t.Parallel()

@@ -44,7 +44,7 @@ func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1bet
 	}))
 }
 
-// TestBlueGreen is issue #20's scenario on real Flink 1.20: a template change switches blue to
+// TestBlueGreen is the blue/green scenario on real Flink 1.20: a template change switches blue to
 // green with the job's state carried by a savepoint of blue (Flink says green's job restored
 // from it), and a broken next child (an image no node can run) is aborted while the active
 // child's job runs on, never stopped or restarted.

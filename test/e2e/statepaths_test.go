@@ -17,7 +17,7 @@ import (
 )
 
 // TestStatePaths walks the paths where upstream's semantics decide what state a job runs with,
-// each asserted on what Flink itself answers (review findings 3, 8, 17): a job cancelled
+// each asserted on what Flink itself answers: a job cancelled
 // through Flink's REST API behind the operator's back resumes from its last checkpoint; a
 // savepoint redeploy restores the savepoint the user chose, not the running job's state; a
 // savepoint upgrade whose savepoints keep failing is got through by switching to stateless.
@@ -132,7 +132,7 @@ func TestLastStateUpgradeOnFlink2(t *testing.T) {
 	requireNoPods(t, key)
 }
 
-// TestFinishedJobIsNotRunAgain (review finding 6, FLINK-27569): a bounded job with HA reaches
+// TestFinishedJobIsNotRunAgain (FLINK-27569): a bounded job with HA reaches
 // FINISHED; its JobManager is killed within the shutdown TTL and comes back; the job does not
 // run again (Flink's job result store, kept after commit, says it ended).
 func TestFinishedJobIsNotRunAgain(t *testing.T) {

@@ -28,7 +28,7 @@ const webhookTimeout = 5 * time.Second
 // operator's own finalizer does while it is down.
 const holdFinalizer = "e2e.flink-operator.test/hold"
 
-// TestWebhookOutage is finding F9: with the operator hung (SIGSTOPped: the webhook port takes
+// TestWebhookOutage: with the operator hung (SIGSTOPped: the webhook port takes
 // connections and never answers) and then stopped (the port refuses them), the installed
 // webhooks (config/webhook, failurePolicy Fail) must (a) let the finalizers of a FlinkDeployment
 // that is being deleted be removed, so the object goes away, and (b) refuse an update of a live
