@@ -25,7 +25,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
-// TestCacheHoldsOnlyFlinkObjects (review finding F7): a namespace full of objects that are not
+// TestCacheHoldsOnlyFlinkObjects: a namespace full of objects that are not
 // Flink's (200 ConfigMaps of 100 KiB, some with a common app label, pods, Deployments,
 // Services, Ingresses) beside one with a FlinkDeployment. The operator still deploys the
 // FlinkDeployment and sees what Flink wrote, but its caches hold none of the other objects,

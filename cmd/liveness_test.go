@@ -12,7 +12,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// TestStuckReconcilesCheck (review finding F17): liveness fails while a controller's worker
+// TestStuckReconcilesCheck: liveness fails while a controller's worker
 // has been processing one item longer than the bound, read from the workqueue metrics
 // controller-runtime keeps for every controller, and recovers once the item is done.
 func TestStuckReconcilesCheck(t *testing.T) {

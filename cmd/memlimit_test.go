@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestMemoryLimitFromContainer (review finding F7): the Go heap's soft limit follows the
+// TestMemoryLimitFromContainer: the Go heap's soft limit follows the
 // container's memory limit (90 %), and an explicit GOMEMLIMIT wins.
 func TestMemoryLimitFromContainer(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)

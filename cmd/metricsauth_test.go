@@ -23,7 +23,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
 
-// TestSecureMetricsNeedAnAuthorizedToken (review finding F8): with --metrics-secure the
+// TestSecureMetricsNeedAnAuthorizedToken: with --metrics-secure the
 // metrics endpoint answers only callers the API server authenticates (TokenReview) and
 // authorizes for get on /metrics (SubjectAccessReview), as config/rbac/metrics_reader_role.yaml
 // grants it: no token 401, a ServiceAccount without the role 403, with it 200.

@@ -15,7 +15,7 @@ import (
 )
 
 // TestWebhookAppliesTheLiveOperatorPolicy: the admission webhook's validator reads the operator
-// configuration in force (review finding F11), so a privileged pod template is refused at
+// configuration in force, so a privileged pod template is refused at
 // admission once kubernetes.operator.pod-security.level is baseline, and allowed again when the
 // configuration changes back, without a restart.
 func TestWebhookAppliesTheLiveOperatorPolicy(t *testing.T) {

@@ -75,7 +75,7 @@ spec:
 	return dep
 }
 
-// TestShardedInstancesSplitResources (issue #21 part 4): two operator instances over disjoint
+// TestShardedInstancesSplitResources: two operator instances over disjoint
 // halves of one namespace, by label selector: instance a from --label-selector, instance b from
 // the operator ConfigMap (kubernetes.operator.label.selector, and its Lease from
 // kubernetes.operator.leader-election.lease-name). Each deploys exactly its half, under a

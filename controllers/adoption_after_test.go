@@ -160,15 +160,14 @@ func TestRecordedUpgradeModeIsNotTheUsersIntent(t *testing.T) {
 		e := newSessionJobs(t, "lost-mode-only", false, "session")
 		key, id := e.run("job", flinkv1beta1.UpgradeModeStateless)
 		e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeSavepoint })
-		require.Eventually(t, func() bool { return sessionJobObserved(e.get(key)) }, 10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "sessionJobObserved(e.get(key))", func() bool { return sessionJobObserved(e.get(key)) })
 		require.Equal(t, 1, e.submitted(id), "changing upgradeMode alone submits nothing")
 		e.flink.SetLatestCheckpoint(id, "file:/flink/checkpoints/"+id+"/chk-9")
 		e.flink.SetJob(id, "")
-		require.Eventually(t, func() bool {
+		wait.For(t, 20*time.Second, "the lost job reported", func() bool {
 			return flinkv1beta1.ErrorReason(e.get(key).Status.Error) == flinkv1beta1.ErrorReasonJobNotFound
-		}, 20*time.Second, 50*time.Millisecond, "the lost job was not reported")
-		assert.Never(t, func() bool { return len(e.flink.Runs()) > 1 }, time.Second, 50*time.Millisecond,
-			"a savepoint-mode job is never submitted again without its state")
+		})
+		wait.Never(t, time.Second, "a savepoint-mode job is never submitted again without its state", func() bool { return len(e.flink.Runs()) > 1 })
 	})
 
 	// The checkpoint of an ended job: upstream records it whatever the recorded mode, so a
@@ -241,8 +240,8 @@ func failsAndRestartsFromItsCheckpoint(t *testing.T, a *adopted, events *recorde
 	checkpoint := "file:/flink/checkpoints/" + jobID + "/chk-42"
 	a.flink.SetLatestCheckpoint(jobID, checkpoint)
 	a.flink.SetJob(jobID, "FAILED")
-	require.Eventually(t, func() bool { return events.has(ReasonRestartFailed) }, 20*time.Second, 50*time.Millisecond,
-		"never restarted: %+v", get(t, a.c, a.ns, name).Status)
+	wait.For(t, 20*time.Second, "a restart ("+ReasonRestartFailed+" event)", func() bool { return events.has(ReasonRestartFailed) },
+		func() string { return fmt.Sprintf("status %+v", get(t, a.c, a.ns, name).Status) })
 	a.collect(name)
 	waitFor(t, a.c, a.ns, name, "restarted", a.redeployed(name))
 	assert.Equal(t, checkpoint, restorePath(t, a.c, a.ns, name), "the failed job's latest checkpoint is restored")
@@ -260,8 +259,7 @@ func sessionForgetsTheJob(t *testing.T, a *adopted, events *recordedEvents) {
 	wait.For(t, 20*time.Second, "the lost job reported", func() bool {
 		return flinkv1beta1.ErrorReason(a.sessionJob().Status.Error) == flinkv1beta1.ErrorReasonJobNotFound
 	}, func() string { return fmt.Sprintf("status %+v", a.sessionJob().Status) })
-	assert.Never(t, func() bool { return len(a.flink.Runs()) > 0 || a.flink.Jars() > 0 }, time.Second, 50*time.Millisecond,
-		"nothing uploaded or submitted")
+	wait.Never(t, time.Second, "nothing uploaded or submitted", func() bool { return len(a.flink.Runs()) > 0 || a.flink.Jars() > 0 })
 	assert.False(t, events.has("submitting it again"))
 	assert.Equal(t, j.Status.JobStatus.UpgradeSavepointPath, a.sessionJob().Status.JobStatus.UpgradeSavepointPath, "the recorded savepoint is kept")
 }

@@ -68,7 +68,7 @@ func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms
 }
 
 // TestAdoptsWhatTheApacheOperatorWrote: a platform moves its resources over from the Apache
-// operator (review finding 13). Its status conventions are understood: the last-state sentinel
+// operator. Its status conventions are understood: the last-state sentinel
 // in upgradeSavepointPath means "restore from HA metadata", never a path.
 func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
 	flink := fakeflink.New(t)

@@ -55,6 +55,7 @@ func stateBombs(t *testing.T) map[string]string {
 // owner reference, as the operator wrote it), the operator stays within its memory, keeps
 // reconciling, and a spec change still reaches Flink (the upgrade's stop-with-savepoint).
 func TestAutoscalerStateBombKeepsTheOperatorUp(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "autoscale-bomb")
 	fl := fakeflink.New(t)

@@ -17,6 +17,7 @@ import (
 // ScalingMetricCollector does: the samples before it are dropped and none is taken within the
 // stabilization interval after it (recovery and catch-up are not the job's load).
 func TestAutoscalerFailoverRestartsStabilization(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "autoscale-failover")
 	fl := fakeflink.New(t)

@@ -22,6 +22,7 @@ import (
 // else owns, the deployment is still deployed and upgraded (the reconcile does not fail); the
 // autoscaler only warns, collects nothing and never writes that ConfigMap.
 func TestForeignAutoscalerConfigMapPausesAutoscaling(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "autoscale-foreign")

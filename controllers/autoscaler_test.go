@@ -140,7 +140,7 @@ func withRecordedConfig(t *testing.T, raw string, kv map[string]string) string {
 	return string(out)
 }
 
-// TestAdoptsAnAutoscaledDeployment (review finding 19): a running deployment the Apache
+// TestAdoptsAnAutoscaledDeployment: a running deployment the Apache
 // operator's autoscaler had scaled carries the overrides in its lastReconciledSpec, not in its
 // spec. Adopted, it keeps running at that parallelism: no upgrade, no JobManager rollout, no
 // job stopped; the overrides stay in force (in the autoscaler's ConfigMap, which is created
@@ -241,6 +241,7 @@ func autoscalerState(t *testing.T, c client.Client, ns, name string) (autoscaler
 // ConfigMap (no restart of the job, the overrides kept); autoscalerResetNonce clears the state
 // and returns the job to the spec's parallelism.
 func TestAutoscalerScalesADeployment(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "autoscale")
 	fl := fakeflink.New(t)
@@ -253,7 +254,7 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	jm := k.jobManager(ns, name)
 
 	source.set(1800, 1000) // the map vertex needs about four subtasks at 50% utilization
-	require.Eventually(t, func() bool { return fl.Vertices(jobID)[string(vertexMap)] > 1 }, 30*time.Second, 50*time.Millisecond, "scaled up")
+	wait.For(t, 30*time.Second, "scaled up", func() bool { return fl.Vertices(jobID)[string(vertexMap)] > 1 })
 	up := fl.Vertices(jobID)[string(vertexMap)]
 	events.seen(t, ReasonScalingReport)
 	events.seen(t, "Scaled the running job in place")
@@ -268,12 +269,12 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	assert.Empty(t, fl.Stops(), "no savepoint: rescaled in place")
 
 	source.set(100, 1000) // the load falls
-	require.Eventually(t, func() bool { return fl.Vertices(jobID)[string(vertexMap)] < up }, 30*time.Second, 50*time.Millisecond, "scaled down")
+	wait.For(t, 30*time.Second, "scaled down", func() bool { return fl.Vertices(jobID)[string(vertexMap)] < up })
 	down := fl.Vertices(jobID)[string(vertexMap)]
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "the scale-down is in the ConfigMap", func() bool {
 		state, _ := autoscalerState(t, c, ns, name)
 		return state.Overrides[vertexMap] == down
-	}, 10*time.Second, 50*time.Millisecond, "the scale-down is in the ConfigMap")
+	})
 
 	// A restarted operator continues from the ConfigMap: the overrides stay in force, nothing
 	// restarts.
@@ -305,6 +306,7 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 // TestAutoscalerRecommendOnly: with job.autoscaler.scaling.enabled false the autoscaler reports
 // what it would do and changes nothing.
 func TestAutoscalerRecommendOnly(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "recommend")
 	fl := fakeflink.New(t)
@@ -318,7 +320,7 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 
 	events.seen(t, ReasonScalingReport)
 	before := source.samples()
-	require.Eventually(t, func() bool { return source.samples() > before+5 }, 30*time.Second, 50*time.Millisecond, "evaluated again")
+	wait.For(t, 30*time.Second, "evaluated again", func() bool { return source.samples() > before+5 })
 	assert.Equal(t, 1, fl.Vertices(jobID)[string(vertexMap)], "Flink's parallelism unchanged")
 	assert.Empty(t, jobActions(fl), "nothing rescaled, stopped or submitted")
 	d := get(t, c, ns, name)
@@ -333,6 +335,7 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 // with its upgrade mode (stop with a savepoint, resubmit from it), the overrides in the job's
 // recorded configuration and the autoscaler ConfigMap, never in its spec.
 func TestAutoscalerScalesASessionJob(t *testing.T) {
+	t.Parallel()
 	fl := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

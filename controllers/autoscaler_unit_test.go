@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
@@ -67,33 +69,63 @@ func TestAutoscaleKeepsOverridesWhenCollectionFails(t *testing.T) {
 // TestAutoscaleLeavesForeignConfigMaps: an autoscaler-<name> ConfigMap the resource does not own
 // is neither read nor written; autoscaling pauses with a Warning event instead of failing the
 // reconcile (so upgrades, suspend and snapshots go on), and the job keeps the overrides it runs
-// with (the user's own as the spec has them now).
+// with (the user's own as the spec has them now). The foreign ConfigMap holds an override (the
+// map vertex at 9) that would be in force if its data were read, and no write of any kind may
+// reach it, with a reset asked for (which rewrites the state) or not.
 func TestAutoscaleLeavesForeignConfigMaps(t *testing.T) {
-	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job")},
-		Data: map[string]string{"parallelismOverrides": string(vertexMap) + ":9"}}
-	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).Build()
-	rec := record.NewFakeRecorder(10)
-	sampled := 0
-	a := &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { sampled++; return failingMetrics{} }, Now: time.Now}
-	out, err := a.autoscale(context.Background(), c, rec, autoscaleInput{owner: dep, kind: metrics.KindDeployment,
-		conf: map[string]string{"job.autoscaler.enabled": "true", keyParallelismOverrides: string(vertexSink) + ":5"},
-		// Running: the autoscaler's map vertex at 3, the user's sink at 2 (now 5 in the spec).
-		deployedOverrides: string(vertexMap) + ":3," + string(vertexSink) + ":2",
-		reset:             true, evaluate: true, jobID: "j", rest: func(context.Context) (*flink.Client, error) { return nil, nil }})
-	require.NoError(t, err, "the reconcile goes on")
-	assert.Equal(t, autoscaler.FormatOverrides(map[autoscaler.VertexID]int{vertexMap: 3, vertexSink: 5}), out.overrides,
-		"the overrides in force are kept, with the user's own as the spec has them; none of the foreign ConfigMap's")
-	assert.False(t, out.scaled)
-	assert.Zero(t, sampled, "no metrics collected while paused")
-	require.Len(t, rec.Events, 1)
-	ev := <-rec.Events
-	assert.Contains(t, ev, "Warning AutoscalerError Autoscaling paused: ConfigMap ns/autoscaler-job is not owned by the resource")
-	var after corev1.ConfigMap
-	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cm), &after))
-	assert.Equal(t, cm.ResourceVersion, after.ResourceVersion, "the foreign ConfigMap is never written (not even by the reset)")
-	assert.Equal(t, cm.Data, after.Data)
-	assert.Empty(t, after.OwnerReferences)
+	for _, reset := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reset=%v", reset), func(t *testing.T) {
+			dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "job", UID: "uid-1"}}
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: AutoscalerConfigMapName("job")},
+				Data: map[string]string{"parallelismOverrides": string(vertexMap) + ":9"}}
+			var writes []string
+			write := func(verb string, obj client.Object) {
+				if _, ok := obj.(*corev1.ConfigMap); ok {
+					writes = append(writes, verb+" "+obj.GetName())
+				}
+			}
+			c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, cm).WithInterceptorFuncs(interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					write("create", obj)
+					return c.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					write("update", obj)
+					return c.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					write("patch", obj)
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					write("delete", obj)
+					return c.Delete(ctx, obj, opts...)
+				},
+			}).Build()
+			rec := record.NewFakeRecorder(10)
+			sampled := 0
+			a := &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { sampled++; return failingMetrics{} }, Now: time.Now}
+			out, err := a.autoscale(context.Background(), c, rec, autoscaleInput{owner: dep, kind: metrics.KindDeployment,
+				conf: map[string]string{"job.autoscaler.enabled": "true", keyParallelismOverrides: string(vertexSink) + ":5"},
+				// Running: the autoscaler's map vertex at 3, the user's sink at 2 (now 5 in the spec).
+				deployedOverrides: string(vertexMap) + ":3," + string(vertexSink) + ":2",
+				reset:             reset, evaluate: true, jobID: "j", rest: func(context.Context) (*flink.Client, error) { return nil, nil }})
+			require.NoError(t, err, "the reconcile goes on")
+			assert.Equal(t, autoscaler.FormatOverrides(map[autoscaler.VertexID]int{vertexMap: 3, vertexSink: 5}), out.overrides,
+				"the overrides in force are kept, with the user's own as the spec has them; none of the foreign ConfigMap's")
+			assert.False(t, out.scaled)
+			assert.Zero(t, sampled, "no metrics collected while paused")
+			require.Len(t, rec.Events, 1)
+			ev := <-rec.Events
+			assert.Contains(t, ev, "Warning AutoscalerError Autoscaling paused: ConfigMap ns/autoscaler-job is not owned by the resource")
+			assert.Empty(t, writes, "no write reaches the foreign ConfigMap")
+			var after corev1.ConfigMap
+			require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(cm), &after))
+			assert.Equal(t, cm.ResourceVersion, after.ResourceVersion, "the foreign ConfigMap is never written (not even by the reset)")
+			assert.Equal(t, cm.Data, after.Data)
+			assert.Empty(t, after.OwnerReferences)
+		})
+	}
 }
 
 // TestAutoscaleDropsOnlyUnreadableEntries: an entry of the state that cannot be read is dropped

@@ -89,6 +89,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 	}
 
 	t.Run("an annotation outside the allowlist", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-policy-annotation")
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.ingress.annotations.allowed", "cert-manager.io/*")
@@ -102,6 +103,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 	})
 
 	t.Run("a host outside the namespace's domains", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-policy-host")
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.ingress.hosts.allowed", "{{namespace}}.apps.example.com")
@@ -113,6 +115,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 	})
 
 	t.Run("a template whose pods break the pod security level", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-policy-pods")
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.pod-security.level", "baseline")
@@ -125,6 +128,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 	})
 
 	t.Run("the policy changes under a running resource: its Ingress is not changed", func(t *testing.T) {
+		t.Parallel()
 		ns := testEnv(t).NewNamespace(t, "bg-policy-change")
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}

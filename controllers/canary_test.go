@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestCanaryResourcesAreNotReconciled: resources labelled flink.apache.org/canary=true exist
@@ -22,6 +23,7 @@ import (
 // upstream's examples/canary.yaml, with no spec, gets no finalizer, no status, no events and
 // no cluster; deleting one is immediate. A session job canary is treated the same.
 func TestCanaryResourcesAreNotReconciled(t *testing.T) {
+	t.Parallel()
 	fake := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -70,13 +72,13 @@ metadata:
 		}
 		return ""
 	}
-	assert.Never(t, func() bool { return untouched() != "" }, 3*time.Second, 100*time.Millisecond, "canaries are not reconciled")
+	wait.Never(t, 3*time.Second, "canaries are not reconciled", func() bool { return untouched() != "" })
 	assert.Empty(t, untouched())
 
 	require.NoError(t, c.Delete(ctx, canary))
 	require.NoError(t, c.Delete(ctx, jobCanary))
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "canaries are deleted at once", func() bool {
 		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(canary), &flinkv1beta1.FlinkDeployment{})) &&
 			apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(jobCanary), &flinkv1beta1.FlinkSessionJob{}))
-	}, 10*time.Second, 50*time.Millisecond, "canaries are deleted at once")
+	})
 }

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // The controller tests' REST client times out after 2 s (flink.client.timeout); a JobManager
@@ -33,8 +33,7 @@ func TestSessionJobSubmissionTimeout(t *testing.T) {
 			j.Spec.FlinkConfiguration = conf
 			j.Spec.Job.Parallelism = 2 // an upgrade: cancel, then a new submission
 		})
-		require.Eventually(t, func() bool { return e.events.has("Job submission failed") }, 30*time.Second, 50*time.Millisecond,
-			"the run timed out after 1 s")
+		wait.For(t, 30*time.Second, "the run timed out after 1 s", func() bool { return e.events.has("Job submission failed") })
 	})
 }
 

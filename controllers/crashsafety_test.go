@@ -14,6 +14,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // crashHarness runs one operator at a time and replaces it between the steps of an upgrade:
@@ -63,6 +64,7 @@ func distinct(ids []string) int {
 // ends running the second change from the one savepoint taken when it was stopped: no
 // savepoint is taken twice or lost, no spec change is dropped.
 func TestCrashSafeSavepointUpgrade(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -89,7 +91,7 @@ func TestCrashSafeSavepointUpgrade(t *testing.T) {
 	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`, "the change is recorded before anything is touched")
 
 	// 2. A fresh operator follows the same savepoint instead of taking another one.
-	require.Never(t, func() bool { return distinct(flink.Stops()) > 1 }, time.Second, 50*time.Millisecond, "a second savepoint was triggered")
+	wait.Never(t, time.Second, "a second savepoint was triggered", func() bool { return distinct(flink.Stops()) > 1 })
 	flink.CompleteSavepoint(firstJob, trigger, "")
 	d = h.step(ns, name, "savepoint recorded, old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
 		jm := k.jobManager(ns, name)
@@ -125,6 +127,7 @@ func TestCrashSafeSavepointUpgrade(t *testing.T) {
 // with a new operator for every step: the HA metadata is never deleted, no savepoint is taken,
 // and the new cluster resumes the same job (same id) from it.
 func TestCrashSafeLastStateUpgrade(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()

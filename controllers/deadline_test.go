@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// TestReconcileDeadline (security review F5): a reconcile stuck on a peer that never answers
+// TestReconcileDeadline: a reconcile stuck on a peer that never answers
 // (a tarpit JobManager or jar host) gives its worker back at the deadline, with an error that
 // requeues the resource, instead of holding the worker and every other tenant behind it.
 func TestReconcileDeadline(t *testing.T) {

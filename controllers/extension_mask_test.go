@@ -18,6 +18,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/redact"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // statusListener is a Go listener that keeps the status changes it is told of.
@@ -90,10 +91,10 @@ func TestStatusEventsMaskSecretsByPlace(t *testing.T) {
 				assert.Equal(t, map[string]string{"x.password": redact.Mask, "taskmanager.numberOfTaskSlots": "2"}, got)
 			}
 
-			require.Eventually(t, func() bool {
+			wait.For(t, 10*time.Second, "the status CloudEvent", func() bool {
 				_, ok := sink.find(listener.TypeStatusChanged, "")
 				return ok
-			}, 10*time.Second, 10*time.Millisecond, "the status CloudEvent was not sent")
+			})
 			ev, _ := sink.find(listener.TypeStatusChanged, "")
 			var data listener.StatusData
 			require.NoError(t, ev.DataAs(&data))

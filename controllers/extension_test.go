@@ -25,6 +25,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // quotaValidator is a validator endpoint that refuses a parallelism above 4.
@@ -115,6 +116,7 @@ func extensionOperator(t *testing.T, flink *fakeflink.Server, ns string, conf ma
 }
 
 func TestCustomValidatorRefusesInReconciler(t *testing.T) {
+	t.Parallel()
 	ctx, c := context.Background(), testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "ext-validator")
 	flink := fakeflink.New(t)
@@ -140,11 +142,11 @@ func TestCustomValidatorRefusesInReconciler(t *testing.T) {
 	events.seen(t, "ValidationError")
 	assert.Nil(t, k.jobManager(ns, "orders"), "a refused spec was deployed")
 
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "the audit listener heard of the refusal", func() bool {
 		_, status := sink.find(listener.TypeStatusChanged, "at most 4 in this namespace")
 		_, event := sink.find(listener.TypeEvent, `"reason":"ValidationError"`)
 		return status && event
-	}, 30*time.Second, 50*time.Millisecond, "the audit listener heard of the refusal")
+	})
 	ev, _ := sink.find(listener.TypeStatusChanged, "at most 4 in this namespace")
 	assert.Equal(t, "/apis/flink.apache.org/v1beta1/namespaces/"+ns+"/flinkdeployments", ev.Source())
 	assert.Equal(t, "orders", ev.Subject())
@@ -155,10 +157,11 @@ func TestCustomValidatorRefusesInReconciler(t *testing.T) {
 	waitFor(t, c, ns, "orders", "the error cleared once the validator allows the spec", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.Error == ""
 	})
-	require.Eventually(t, func() bool { return k.jobManager(ns, "orders") != nil }, 30*time.Second, 50*time.Millisecond)
+	wait.For(t, 30*time.Second, "k.jobManager(ns, \"orders\") != nil", func() bool { return k.jobManager(ns, "orders") != nil })
 }
 
 func TestCustomValidatorTimeoutFailsClosedInReconciler(t *testing.T) {
+	t.Parallel()
 	ctx, c := context.Background(), testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "ext-timeout")
 	flink := fakeflink.New(t)

@@ -28,6 +28,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // tarpit is a jar server that answers at once and then sends one byte every interval, each
@@ -88,11 +89,11 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 		session := newDeployment(t, ns, "session")
 		session.Spec.Job = nil
 		require.NoError(t, c.Create(ctx, session))
-		require.Eventually(t, func() bool {
+		wait.For(t, 10*time.Second, "the session marked ready", func() bool {
 			s := get(t, c, ns, "session")
 			s.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
 			return c.Status().Update(ctx, s) == nil
-		}, 10*time.Second, 50*time.Millisecond)
+		})
 	}
 
 	// As the operator runs by default: 25 workers, a namespace's share of a quarter of them.
@@ -155,12 +156,12 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 	// Wait until the tarpit jobs hold all the downloads they can get: the jar stage's cap of
 	// a namespace, and no more coming for a while.
 	held, since := int32(0), time.Now()
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "the tarpit holds the jar stage's cap of downloads of a namespace", func() bool {
 		if n := pit.active.Load(); n != held {
 			held, since = n, time.Now()
 		}
 		return held >= int32(jarstage.DefaultPerNamespace) && time.Since(since) > 2*time.Second
-	}, 30*time.Second, 10*time.Millisecond, "the tarpit holds the jar stage's cap of downloads of a namespace")
+	})
 	t.Logf("the tarpit holds %d downloads", held)
 
 	bound := baseline + 5*time.Second

@@ -10,7 +10,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// Review finding 31: resource_metadata.firstDeployment in lastReconciledSpec stays true until
+// resource_metadata.firstDeployment in lastReconciledSpec stays true until
 // the first upgrade, as upstream writes it; taking a trigger nonce deploys nothing.
 
 func recordedFirstDeployment(t *testing.T, raw string, spec any) bool {
@@ -22,6 +22,7 @@ func recordedFirstDeployment(t *testing.T, raw string, spec any) bool {
 }
 
 func TestFirstDeploymentSurvivesANonce(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, _ := newScenario(t, "first-deployment")
 	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
@@ -43,6 +44,7 @@ func TestFirstDeploymentSurvivesANonce(t *testing.T) {
 }
 
 func TestSessionJobFirstDeploymentSurvivesANonce(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "first-deployment-job", false, "session")
 	key, _ := e.runLegacySessionJob("orders", nil)
 	spec := &flinkv1beta1.FlinkSessionJobSpec{}

@@ -12,22 +12,10 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func ptr[T any](v T) *T { return &v }
-
-// haDeployment is newDeployment with last-state upgrades and Kubernetes HA, plus extra options.
-func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
-	dep := newDeployment(t, ns, name)
-	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
-	conf := map[string]string{"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
-		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
-	for k, v := range extra {
-		conf[k] = v
-	}
-	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
-	return dep
-}
 
 // TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
 // an ended job's JobManager.
@@ -45,6 +33,7 @@ func TestRecovery(t *testing.T) {
 	}
 
 	t.Run("a missing JobManager deployment is recovered from HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, events := newScenario(t, "recover-jm")
 		const name = "job"
 		jobID := start(t, k, haDeployment(t, ns, name, nil))
@@ -62,6 +51,7 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("an unhealthy job is restarted from HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, events := newScenario(t, "health")
 		const name = "job"
 		jobID := start(t, k, haDeployment(t, ns, name, map[string]string{
@@ -71,7 +61,7 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ClusterInfo[clusterInfoHealthKey] != ""
 		})
-		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, 300*time.Millisecond, 20*time.Millisecond, "healthy: left alone")
+		wait.Never(t, 300*time.Millisecond, "healthy: left alone", func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil })
 
 		flink.SetJobMetric(jobID, "numRestarts", "9") // 8 restarts within the window > 5
 		waitFor(t, c, ns, name, "old cluster going", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -89,6 +79,7 @@ func TestRecovery(t *testing.T) {
 	})
 
 	t.Run("the JobManager of an ended job goes after the shutdown TTL", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, events := newScenario(t, "ttl")
 		const name = "job"
 		dep := newDeployment(t, ns, name)
@@ -100,14 +91,14 @@ func TestRecovery(t *testing.T) {
 		waitFor(t, c, ns, name, "FINISHED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.State == flinkv1beta1.JobStatusFinished
 		})
-		assert.Never(t, func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil }, time.Second, 50*time.Millisecond, "kept until the TTL ends")
+		wait.Never(t, time.Second, "kept until the TTL ends", func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil })
 		k.collect(ns, name)
 		d := waitFor(t, c, ns, name, "JobManager removed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
 		})
 		assert.Equal(t, flinkv1beta1.JobStatusFinished, d.Status.JobStatus.State)
 		events.seen(t, "JobManager deployment removed")
-		assert.Never(t, func() bool { return k.jobManager(ns, name) != nil }, 500*time.Millisecond, 20*time.Millisecond, "an ended job is not recovered")
+		wait.Never(t, 500*time.Millisecond, "an ended job is not recovered", func() bool { return k.jobManager(ns, name) != nil })
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[string]string) *flinkv1beta1.FlinkDeploymentSpec {
@@ -84,6 +85,7 @@ func TestInPlaceScaleTarget(t *testing.T) {
 // TestInPlaceScaling: a per-vertex parallelism change on the adaptive scheduler rescales the
 // running job without a restart; removing an override falls back to an upgrade.
 func TestInPlaceScaling(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "scaling")
@@ -108,7 +110,7 @@ func TestInPlaceScaling(t *testing.T) {
 	})
 	assert.Equal(t, map[string]int{"source": 4, "sink": 1}, flink.Vertices(jobID))
 	// The event follows Flink's answer: it is waited for, not raced.
-	require.Eventually(t, func() bool { return events.has("Scaled the running job in place: source:4,sink:1") }, 10*time.Second, 20*time.Millisecond)
+	wait.For(t, 10*time.Second, "events.has(\"Scaled the running job in place: source:4,sink:1\")", func() bool { return events.has("Scaled the running job in place: source:4,sink:1") })
 	d = waitFor(t, c, ns, name, "recorded as deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.ObservedGeneration == d.Generation
 	})
@@ -167,6 +169,7 @@ func TestReactiveScaleTarget(t *testing.T) {
 // TestReactiveScaling: a standalone reactive-mode cluster scales its TaskManager Deployment
 // for a parallelism change, without touching the job.
 func TestReactiveScaling(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "reactive")
@@ -182,11 +185,11 @@ func TestReactiveScaling(t *testing.T) {
 	jm := k.jobManager(ns, name)
 
 	setParallelism(t, c, ns, name, 6)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "TaskManagers scaled to ceil(6/2)", func() bool {
 		tm := &appsv1.Deployment{}
 		return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.TaskManagerDeploymentName(name)}, tm) == nil &&
 			tm.Spec.Replicas != nil && *tm.Spec.Replicas == 3
-	}, 20*time.Second, 50*time.Millisecond, "TaskManagers scaled to ceil(6/2)")
+	})
 	d = waitFor(t, c, ns, name, "recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ObservedGeneration == d.Generation && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":6`)
 	})

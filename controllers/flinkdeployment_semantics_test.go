@@ -17,30 +17,11 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Upstream's semantics on the paths the first tests did not walk (review findings 1, 3, 8, 15,
-// 17, 18, 37). Each scenario runs in a namespace of its own on one control plane.
-
-// stableDeployment creates dep, lets its job run and waits until it is STABLE.
-func stableDeployment(t *testing.T, c client.Client, k *cluster, dep *flinkv1beta1.FlinkDeployment) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	require.NoError(t, c.Create(context.Background(), dep))
-	d := waitFor(t, c, dep.Namespace, dep.Name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
-		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
-	})
-	k.run(dep.Namespace, dep.Name, d.Status.JobStatus.JobID)
-	return waitFor(t, c, dep.Namespace, dep.Name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
-}
-
-func update(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkDeployment)) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		d := get(t, c, ns, name)
-		change(d)
-		return c.Update(context.Background(), d) == nil
-	}, 10*time.Second, 50*time.Millisecond, "update %s/%s", ns, name)
-}
+// Upstream's semantics on the paths the first tests did not walk.
+// Each scenario runs in a namespace of its own on one control plane.
 
 func haConfigMaps(t *testing.T, c client.Client, ns, name string) []string {
 	t.Helper()
@@ -68,10 +49,11 @@ func redeployed(t *testing.T, c client.Client, k *cluster, ns, name, oldJob stri
 func TestUpstreamSemantics(t *testing.T) {
 	c := testEnv(t).Client
 
-	// Finding 3: savepointRedeployNonce on a running job restores initialSavepointPath, whatever
+	// savepointRedeployNonce on a running job restores initialSavepointPath, whatever
 	// the upgrade mode: the job is cancelled without a savepoint and its HA metadata is dropped.
 	for _, mode := range []flinkv1beta1.UpgradeMode{flinkv1beta1.UpgradeModeStateless, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.UpgradeModeLastState} {
 		t.Run("savepoint redeploy restores the chosen path/"+string(mode), func(t *testing.T) {
+			t.Parallel()
 			ns, flink, k, _ := newScenario(t, "redeploy-"+string(mode))
 			dep := haDeployment(t, ns, "job", nil)
 			dep.Spec.Job.UpgradeMode = mode
@@ -91,9 +73,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		})
 	}
 
-	// Finding 8: a stop that cannot succeed does not wedge the resource; switching upgradeMode
+	// A stop that cannot succeed does not wedge the resource; switching upgradeMode
 	// (upstream's escape hatch) gets the upgrade through.
 	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "stuck-savepoint")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -106,7 +89,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
 		// Every stop-with-savepoint fails, as with a savepoint directory that is not writable.
 		failed := map[string]bool{}
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the stateless upgrade to go through", func() bool {
 			for _, trigger := range flink.Stops() {
 				if !failed[trigger] {
 					flink.CompleteSavepoint(oldJob, trigger, "savepoint directory not writable")
@@ -120,16 +103,17 @@ func TestUpstreamSemantics(t *testing.T) {
 			d := get(t, c, ns, "job")
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && jm != nil && jm.DeletionTimestamp.IsZero() &&
 				jm.Annotations[native.AnnotationGeneration] == itoa(d.Generation)
-		}, 30*time.Second, 50*time.Millisecond, "the stateless upgrade never went through")
+		})
 		d = get(t, c, ns, "job")
 		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":3`)
 		assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"upgradeMode":"stateless"`)
 		assert.Equal(t, "", restorePath(t, c, ns, "job"), "stateless: nothing restored")
 	})
 
-	// Finding 15: a trigger nonce changed together with an upgrade is not lost: the snapshot is
+	// A trigger nonce changed together with an upgrade is not lost: the snapshot is
 	// taken once the upgraded job runs.
 	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "nonce-with-upgrade")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -140,12 +124,12 @@ func TestUpstreamSemantics(t *testing.T) {
 		k.collect(ns, "job")
 		d = redeployed(t, c, k, ns, "job", oldJob)
 		k.run(ns, "job", d.Status.JobStatus.JobID)
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the manual savepoint asked for with the upgrade", func() bool {
 			var snaps flinkv1beta1.FlinkStateSnapshotList
 			require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
 				client.MatchingLabels{LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
 			return len(snaps.Items) == 1
-		}, 30*time.Second, 50*time.Millisecond, "the manual savepoint asked for with the upgrade was never requested")
+		})
 		// The snapshot resource is created before the status that records the nonce is written
 		// (its name, derived from the request, keeps a repeated reconcile from asking twice).
 		waitFor(t, c, ns, "job", "the nonce recorded in lastReconciledSpec", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -153,9 +137,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		})
 	})
 
-	// Finding 17: a job cancelled through Flink's REST API outside the operator is marked
+	// A job cancelled through Flink's REST API outside the operator is marked
 	// suspended, then restored from its last checkpoint (upstream's markSuspended).
 	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancelled-outside")
 		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
@@ -169,8 +154,9 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "CANCELED", flink.Job(oldJob))
 	})
 
-	// Finding 18: a FINISHED job (desired running) is stable, and is never rolled back (re-run).
+	// A FINISHED job (desired running) is stable, and is never rolled back (re-run).
 	t.Run("a finished job is stable and not rolled back", func(t *testing.T) {
+		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
 		ns, _, k, events := newScenario(t, "finished")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
@@ -189,8 +175,9 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.False(t, events.has("rolling back"), "a finished job is not rolled back")
 	})
 
-	// Finding 37: setting restartNonce to null (removing it) restarts nothing.
+	// Setting restartNonce to null (removing it) restarts nothing.
 	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "null-nonce")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.RestartNonce = ptr(int64(3))
@@ -205,9 +192,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, jm.UID, k.jobManager(ns, "job").UID, "the JobManager was not replaced")
 	})
 
-	// Finding 9: no rollback without HA metadata to roll back with, and a spec change (the fix)
+	// No rollback without HA metadata to roll back with, and a spec change (the fix)
 	// is applied instead of being ignored.
 	t.Run("a rollback needs HA metadata, and a fixed spec is applied", func(t *testing.T) {
+		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
 		ns, _, k, events := newScenario(t, "rollback-no-ha")
 		dep := haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"})
@@ -217,7 +205,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:does-not-exist" })
 		k.collect(ns, "job")
 		broken := redeployed(t, c, k, ns, "job", oldJob) // its JobManager never becomes available
-		require.Eventually(t, func() bool { return events.has("Rollback is not possible") }, 10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "events.has(\"Rollback is not possible\")", func() bool { return events.has("Rollback is not possible") })
 		assert.NotEqual(t, flinkv1beta1.LifecycleRollingBack, get(t, c, ns, "job").Status.LifecycleState)
 
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Image = "flink:1.20" })
@@ -226,9 +214,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "flink:1.20", k.jobManager(ns, "job").Spec.Template.Spec.Containers[0].Image, "the fix is deployed")
 	})
 
-	// Finding 16: a last-state upgrade without HA cancels first and reads the latest checkpoint
+	// A last-state upgrade without HA cancels first and reads the latest checkpoint
 	// once the job is CANCELED, so a checkpoint completing during the cancel is not lost.
 	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancel-race")
 		dep := newDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
@@ -248,9 +237,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, "CANCELED", flink.Job(oldJob))
 	})
 
-	// Finding 25: after a rollback the stable spec is what runs: a lost JobManager comes back
+	// After a rollback the stable spec is what runs: a lost JobManager comes back
 	// with it (not with the failed spec), and setting the spec back to it restarts nothing.
 	t.Run("a rolled-back cluster runs the stable spec", func(t *testing.T) {
+		// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
 		ns, flink, k, _ := newScenario(t, "rolled-back")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{
 			"kubernetes.operator.deployment.rollback.enabled": "true", "kubernetes.operator.deployment.readiness.timeout": "1s"}))
@@ -264,10 +254,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		k.run(ns, "job", jobID)
 
 		require.NoError(t, c.Delete(context.Background(), k.jobManager(ns, "job"))) // gone at once: envtest runs no garbage collector
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "the rolled-back cluster recovered", func() bool {
 			jm := k.jobManager(ns, "job")
 			return jm != nil && jm.DeletionTimestamp.IsZero() && get(t, c, ns, "job").Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationRolledBack
-		}, 30*time.Second, 50*time.Millisecond, "the rolled-back cluster was not recovered")
+		})
 		cm := &corev1.ConfigMap{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-job"}, cm))
 		assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "recovered with the stable spec, not the failed one")
@@ -283,6 +273,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	// of a job whose latest checkpoint is too old takes a savepoint instead (the fake reports a
 	// job started long ago and checkpoints without timestamps).
 	t.Run("a last-state upgrade with a too old checkpoint takes a savepoint", func(t *testing.T) {
+		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "checkpoint-too-old")
 		d := stableDeployment(t, c, k, haDeployment(t, ns, "job", map[string]string{options.MaxCheckpointAge.Key: "1 min"}))
 		oldJob := d.Status.JobStatus.JobID
@@ -294,8 +285,9 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Contains(t, restorePath(t, c, ns, "job"), "file:/flink/savepoints/", "restored from that savepoint")
 	})
 
-	// Finding 35: a job id the user fixed in flinkConfiguration wins, and is what the status says.
+	// A job id the user fixed in flinkConfiguration wins, and is what the status says.
 	t.Run("a user-fixed job id wins", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "fixed-job-id")
 		const fixed = "0000000000000000000000000000cafe"
 		dep := newDeployment(t, ns, "job")
@@ -316,9 +308,10 @@ func TestUpstreamSemantics(t *testing.T) {
 		assert.Equal(t, fixed, d.Status.JobStatus.JobID, "still the user's job id after a stateless upgrade")
 	})
 
-	// Finding 1: a session cluster's spec change keeps the HA metadata of its session jobs, so
+	// A session cluster's spec change keeps the HA metadata of its session jobs, so
 	// the new JobManager recovers them from their checkpoints.
 	t.Run("a session cluster's spec change keeps its HA metadata", func(t *testing.T) {
+		t.Parallel()
 		ns, _, k, _ := newScenario(t, "session-ha")
 		dep := haDeployment(t, ns, "session", nil)
 		dep.Spec.Job = nil

@@ -23,6 +23,7 @@ import (
 // TestFlinkSessionJobLifecycle drives a session job through submission (with a failed first
 // attempt), a savepoint upgrade and deletion against a scripted session cluster.
 func TestFlinkSessionJobLifecycle(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -77,7 +78,7 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	require.Len(t, jobID, 32)
 	require.Equal(t, jobID, flink.Runs()[0].JobID, "the job id is written to the status before Flink sees it")
 	require.Contains(t, failed.Status.Error, "JobSubmissionException")
-	require.Eventually(t, func() bool { return events.has("Job submission failed") }, 5*time.Second, 50*time.Millisecond)
+	wait.For(t, 5*time.Second, "events.has(\"Job submission failed\")", func() bool { return events.has("Job submission failed") })
 
 	// The retry submits under the same id; the uploaded jar is deleted.
 	flink.FailRun = ""
@@ -118,14 +119,14 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 
 	// Deletion cancels the job, then lets the resource go.
 	require.NoError(t, c.Delete(ctx, upgraded))
-	require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{})) },
-		20*time.Second, 50*time.Millisecond)
+	wait.For(t, 20*time.Second, "apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{}))", func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{})) })
 	require.Equal(t, "CANCELED", flink.Job(upgraded.Status.JobStatus.JobID))
 }
 
 // TestFlinkSessionJobErrors: bad jars give clear errors, and a job whose session is gone is
 // deleted without waiting.
 func TestFlinkSessionJobErrors(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -153,24 +154,23 @@ func TestFlinkSessionJobErrors(t *testing.T) {
 	}
 	errorOf(mk("scheme", "s3://bucket/job.jar", "session"), `spec.job.jarURI: Unsupported value: \"s3://bucket/job.jar\": supported values: \"file://...\", \"https://...\"`)
 	errorOf(mk("missing", "file:///does/not/exist.jar", "session"), "no such file or directory")
-	require.Eventually(t, func() bool { return events.has("ValidationError") }, 5*time.Second, 50*time.Millisecond)
+	wait.For(t, 5*time.Second, "events.has(\"ValidationError\")", func() bool { return events.has("ValidationError") })
 
 	orphan := mk("orphan", "file:///does/not/exist.jar", "no-such-session")
 	require.NoError(t, c.Delete(ctx, &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: orphan.Name}}))
-	require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, orphan, &flinkv1beta1.FlinkSessionJob{})) },
-		20*time.Second, 50*time.Millisecond, "a job without a session is deleted at once")
+	wait.For(t, 20*time.Second, "a job without a session is deleted at once", func() bool { return apierrors.IsNotFound(c.Get(ctx, orphan, &flinkv1beta1.FlinkSessionJob{})) })
 }
 
 func patchSessionJob(t *testing.T, c client.Client, key client.ObjectKey, change func(*flinkv1beta1.FlinkSessionJob)) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	wait.For(t, 5*time.Second, fmt.Sprintf("update of %s", key), func() bool {
 		j := &flinkv1beta1.FlinkSessionJob{}
 		if c.Get(context.Background(), key, j) != nil {
 			return false
 		}
 		change(j)
 		return c.Update(context.Background(), j) == nil
-	}, 5*time.Second, 50*time.Millisecond)
+	})
 }
 
 func conditionTrue(conds []metav1.Condition, t string) bool {
@@ -182,22 +182,22 @@ func conditionTrue(conds []metav1.Condition, t string) bool {
 	return false
 }
 
-// TestSessionJobLostIsNeverUpgradedEmpty (review finding 1, session side): a savepoint-mode job
+// TestSessionJobLostIsNeverUpgradedEmpty: a savepoint-mode job
 // its session lost is reported with upstream's "Job Not Found" and waits for the user: a spec
 // change does not submit it with no state; a savepoint redeploy (the user saying where its
 // state is) does.
 func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "lost-then-changed", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetJob(jobID, "") // the session restarted without HA
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "upstream's error", func() bool {
 		return flinkv1beta1.ErrorMessage(e.get(key).Status.Error) == "Job Not Found"
-	}, 20*time.Second, 50*time.Millisecond, "upstream's error")
+	})
 	runs := len(e.flink.Runs())
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, 1500*time.Millisecond, 50*time.Millisecond,
-		"a lost stateful job is not submitted with no state on a spec change")
+	wait.Never(t, 1500*time.Millisecond, "a lost stateful job is not submitted with no state on a spec change", func() bool { return len(e.flink.Runs()) != runs })
 	assert.Equal(t, "Job Not Found", flinkv1beta1.ErrorMessage(e.get(key).Status.Error))
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
@@ -209,66 +209,67 @@ func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
 	assert.Equal(t, 2, run.Parallelism)
 }
 
-// TestSessionJobEndedWithoutCheckpointNeedsManualRestore (review finding 4): a savepoint-mode
+// TestSessionJobEndedWithoutCheckpointNeedsManualRestore: a savepoint-mode
 // job that failed with no checkpoint or savepoint known is not submitted with no state on a spec
 // change: upstream's "Manual restore required" failure.
 func TestSessionJobEndedWithoutCheckpointNeedsManualRestore(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "ended-no-checkpoint", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetLatestCheckpoint(jobID, "") // it never completed a checkpoint
 	e.flink.SetJob(jobID, "FAILED")
-	require.Eventually(t, func() bool { return e.get(key).Status.JobStatus.State == flinkv1beta1.JobStatusFailed },
-		20*time.Second, 50*time.Millisecond)
+	wait.For(t, 20*time.Second, "e.get(key).Status.JobStatus.State == flinkv1beta1.JobStatusFailed", func() bool { return e.get(key).Status.JobStatus.State == flinkv1beta1.JobStatusFailed })
 	runs := len(e.flink.Runs())
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "upstream's manual restore failure", func() bool {
 		st := e.get(key).Status
 		return flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonManualRestoreRequired &&
 			strings.Contains(flinkv1beta1.ErrorMessage(st.Error), "Manual restore required")
-	}, 20*time.Second, 50*time.Millisecond, "upstream's manual restore failure")
-	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, time.Second, 50*time.Millisecond,
-		"never submitted with no state")
+	})
+	wait.Never(t, time.Second, "never submitted with no state", func() bool { return len(e.flink.Runs()) != runs })
 }
 
-// TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint (review finding 4): a job that fails
+// TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint: a job that fails
 // while its upgrade savepoint is being taken (the savepoint fails with it) restores the latest
 // checkpoint observed while it is failed, not nothing.
 func TestSessionJobFailingMidUpgradeRestoresItsLastCheckpoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "failed-mid-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetAutoComplete(false)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-	require.Eventually(t, func() bool { return len(e.flink.Stops()) > 0 }, 20*time.Second, 50*time.Millisecond, "stop-with-savepoint sent")
+	wait.For(t, 20*time.Second, "stop-with-savepoint sent", func() bool { return len(e.flink.Stops()) > 0 })
 	e.flink.SetJob(jobID, "FAILED")
 	e.flink.CompleteSavepoint(jobID, e.flink.Stops()[0], "the job failed")
 	assert.Equal(t, fakeflink.CheckpointPath(jobID), e.lastSubmission(jobID).SavepointPath, "restored from its latest checkpoint")
 }
 
-// TestDeletedSessionJobWaitsForItsCancel (review finding 7): while cancelling a deleted session
+// TestDeletedSessionJobWaitsForItsCancel: while cancelling a deleted session
 // job fails, its finalizer stays and a Warning says why; it goes once the job is cancelled.
 func TestDeletedSessionJobWaitsForItsCancel(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "delete-cancel-fails", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.flink.FailCancel("JobManager overloaded")
 	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
-	require.Eventually(t, func() bool { return e.events.has("Warning CleanupFailed") }, 20*time.Second, 50*time.Millisecond,
-		"a failed cancel is reported")
+	wait.For(t, 20*time.Second, "a failed cancel is reported", func() bool { return e.events.has("Warning CleanupFailed") })
 	assert.NotNil(t, e.get(key), "the finalizer stays while the job runs")
 	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
 
 	e.flink.FailCancel("")
-	require.Eventually(t, func() bool { return e.get(key) == nil }, 20*time.Second, 50*time.Millisecond, "deleted once cancelled")
+	wait.For(t, 20*time.Second, "deleted once cancelled", func() bool { return e.get(key) == nil })
 	assert.Equal(t, "CANCELED", e.flink.Job(jobID))
 }
 
-// TestDeletedSessionJobWaitsForAnUnreachableSession (review finding 7): a session reported ready
+// TestDeletedSessionJobWaitsForAnUnreachableSession: a session reported ready
 // whose REST endpoint cannot be addressed is not taken for a session without the job, even
 // without HA: deletion waits.
 func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "delete-unreachable", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "the session's rest.port broken", func() bool {
 		s := get(t, e.c, e.ns, "session")
 		conf, err := s.Spec.FlinkConfiguration.Flatten()
 		require.NoError(t, err)
@@ -278,28 +279,28 @@ func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
 		conf["rest.port"] = "not-a-port"
 		s.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
 		return e.c.Update(context.Background(), s) == nil
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
-	assert.Never(t, func() bool { return e.get(key) == nil }, 1500*time.Millisecond, 50*time.Millisecond,
-		"the finalizer stays while the session cannot be asked")
+	wait.Never(t, 1500*time.Millisecond, "the finalizer stays while the session cannot be asked", func() bool { return e.get(key) == nil })
 	assert.Equal(t, "RUNNING", e.flink.Job(jobID))
 }
 
-// TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel (review finding 16, session side):
+// TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel:
 // a last-state upgrade records the latest checkpoint before the job is cancelled (write-ahead,
 // as for deployments), and reads it again once the job is CANCELED: a checkpoint completing
 // during the cancel subsumes the recorded one, and is what the new job restores.
 func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "cancel-then-read", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeLastState)
 	e.flink.FailCancel("busy")
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
 	var recorded string
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the latest checkpoint is recorded before the cancel", func() bool {
 		st := e.get(key).Status
 		recorded = st.JobStatus.UpgradeSavepointPath
 		return st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading && recorded != ""
-	}, 20*time.Second, 50*time.Millisecond, "the latest checkpoint is recorded before the cancel")
+	})
 	assert.Equal(t, "RUNNING", e.flink.Job(jobID), "the cancel has not gone through yet")
 
 	newer := "file:/flink/checkpoints/" + jobID + "/chk-8"
@@ -309,20 +310,21 @@ func TestLastStateSessionJobRecordsItsCheckpointAfterTheCancel(t *testing.T) {
 	assert.Equal(t, newer, e.lastSubmission(jobID).SavepointPath, "restored from the checkpoint read once it was cancelled")
 }
 
-// TestSessionJobLostMidUpgradeTakesTheUsersAnswer (review finding 1, session side): a job lost
+// TestSessionJobLostMidUpgradeTakesTheUsersAnswer: a job lost
 // while its upgrade savepoint is being taken is neither submitted empty nor left waiting for a
 // savepoint that cannot complete: the upgrade waits for the user, whose savepoint redeploy
 // replaces its target.
 func TestSessionJobLostMidUpgradeTakesTheUsersAnswer(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "lost-mid-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.flink.SetAutoComplete(false)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-	require.Eventually(t, func() bool { return len(e.flink.Stops()) > 0 }, 20*time.Second, 50*time.Millisecond, "stop-with-savepoint sent")
+	wait.For(t, 20*time.Second, "stop-with-savepoint sent", func() bool { return len(e.flink.Stops()) > 0 })
 	e.flink.SetJob(jobID, "") // the session restarted without HA, savepoint and all
-	require.Eventually(t, func() bool { return jobLost(e.get(key).Status.Error) }, 20*time.Second, 50*time.Millisecond, "reported lost")
+	wait.For(t, 20*time.Second, "reported lost", func() bool { return jobLost(e.get(key).Status.Error) })
 	runs := len(e.flink.Runs())
-	assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, time.Second, 50*time.Millisecond, "not submitted with no state")
+	wait.Never(t, time.Second, "not submitted with no state", func() bool { return len(e.flink.Runs()) != runs })
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
 		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-2"

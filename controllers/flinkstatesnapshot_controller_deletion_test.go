@@ -22,6 +22,7 @@ import (
 // StateSnapshotReconciler.cleanup waits on IN_PROGRESS), then disposes of it: the savepoint being
 // written is not orphaned. One without disposeOnDelete goes at once, as upstream.
 func TestDeletingAnInProgressSavepointWaits(t *testing.T) {
+	t.Parallel()
 	fl := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -53,16 +54,14 @@ func TestDeletingAnInProgressSavepointWaits(t *testing.T) {
 
 	key, s := inProgress("writing", true)
 	require.NoError(t, c.Delete(ctx, s))
-	assert.Never(t, func() bool { return gone(key) }, 2*time.Second, 50*time.Millisecond,
-		"deleted while Flink writes the savepoint: kept until it is done")
+	wait.Never(t, 2*time.Second, "deleted while Flink writes the savepoint: kept until it is done", func() bool { return gone(key) })
 	fl.CompleteSavepoint(jobID, s.Status.TriggerID, "")
-	require.Eventually(t, func() bool { return gone(key) }, 20*time.Second, 50*time.Millisecond, "deleted once the savepoint is done")
+	wait.For(t, 20*time.Second, "deleted once the savepoint is done", func() bool { return gone(key) })
 	assert.Contains(t, fl.Disposed(), fl.SavepointLocation(jobID, s.Status.TriggerID), "and the finished savepoint disposed of")
 	events.seen(t, "still in progress")
 
 	key, s = inProgress("kept", false)
 	require.NoError(t, c.Delete(ctx, s))
-	require.Eventually(t, func() bool { return gone(key) }, 10*time.Second, 50*time.Millisecond,
-		"without disposeOnDelete nothing is waited for")
+	wait.For(t, 10*time.Second, "without disposeOnDelete nothing is waited for", func() bool { return gone(key) })
 	assert.NotContains(t, fl.Disposed(), fl.SavepointLocation(jobID, s.Status.TriggerID))
 }

@@ -21,6 +21,7 @@ import (
 // scripted JobManager: savepoint and checkpoint completion, alreadyExists, abandonment,
 // failures with back-off up to backoffLimit, and disposal on deletion.
 func TestFlinkStateSnapshots(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -64,10 +65,10 @@ func TestFlinkStateSnapshots(t *testing.T) {
 		assert.Equal(t, "SAVEPOINT", s.Labels[LabelSnapshotType])
 		assert.Equal(t, "MANUAL", s.Labels[LabelSnapshotTrigger])
 		assert.Equal(t, "orders", s.Labels[LabelJobReferenceName])
-		require.Eventually(t, func() bool {
+		wait.For(t, 5*time.Second, "the snapshot COMPLETED", func() bool {
 			_ = c.Get(ctx, key, s)
 			return s.Labels[LabelSnapshotState] == "COMPLETED"
-		}, 5*time.Second, 50*time.Millisecond)
+		})
 		assert.Contains(t, s.Finalizers, SnapshotFinalizer)
 	})
 
@@ -120,8 +121,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 		key := create("disposable", flinkv1beta1.FlinkStateSnapshotSpec{JobReference: ref, Savepoint: &flinkv1beta1.SavepointSpec{}})
 		s := waitState(key, flinkv1beta1.SnapshotCompleted)
 		require.NoError(t, c.Delete(ctx, s))
-		require.Eventually(t, func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkStateSnapshot{})) },
-			10*time.Second, 50*time.Millisecond)
+		wait.For(t, 10*time.Second, "apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkStateSnapshot{}))", func() bool { return apierrors.IsNotFound(c.Get(ctx, key, &flinkv1beta1.FlinkStateSnapshot{})) })
 		assert.Contains(t, flink.Disposed(), s.Status.Path)
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestSessionJobSlowJarDoesNotHoldTheWorker: with a single reconcile worker, a session job whose
@@ -69,11 +70,11 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 	session := newDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "the session marked ready", func() bool {
 		s := get(t, c, ns, "session")
 		s.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
 		return c.Status().Update(ctx, s) == nil
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	_, stop := startManager(t, managerOptions{namespaces: []string{ns}, workers: 1,
@@ -112,20 +113,16 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 	}
 
 	slow := create("slow", srv.URL+"/slow.jar")
-	require.Eventually(t, func() bool { return active.Load() == 1 }, 30*time.Second, 20*time.Millisecond,
-		"the slow download started")
+	wait.For(t, 30*time.Second, "the slow download started", func() bool { return active.Load() == 1 })
 	start := time.Now()
 	fast := create("fast", "file://"+jar)
-	require.Eventually(t, func() bool { return submitted(fast) }, 8*time.Second, 20*time.Millisecond,
-		"the job with a local jar is submitted while the other's download runs (one worker)")
+	wait.For(t, 8*time.Second, "the job with a local jar is submitted while the other's download runs (one worker)", func() bool { return submitted(fast) })
 	t.Logf("fast job submitted in %s while the slow download runs", time.Since(start))
 	require.Equal(t, int32(1), active.Load(), "the slow download still runs")
 	require.Zero(t, finished.Load(), "the slow download has not ended")
 	require.False(t, submitted(slow), "the slow job waits for its jar")
 
-	require.Eventually(t, func() bool { return submitted(slow) }, 60*time.Second, 50*time.Millisecond,
-		"the slow job is submitted once its jar is staged")
+	wait.For(t, 60*time.Second, "the slow job is submitted once its jar is staged", func() bool { return submitted(slow) })
 	require.Equal(t, int32(1), finished.Load(), "downloaded once")
-	require.Eventually(t, func() bool { return flink.Jars() == 0 }, 10*time.Second, 50*time.Millisecond,
-		"both uploads are deleted after their run")
+	wait.For(t, 10*time.Second, "both uploads are deleted after their run", func() bool { return flink.Jars() == 0 })
 }

@@ -15,6 +15,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestRecreatedResourceDoesNotTakeAnotherOwnersJobManager: a FlinkDeployment deleted and created
@@ -54,9 +55,9 @@ func TestRecreatedResourceDoesNotTakeAnotherOwnersJobManager(t *testing.T) {
 
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: adoptingControllers(fake)})
 	events.seen(t, "does not belong to this FlinkDeployment")
-	assert.Never(t, func() bool {
+	wait.Never(t, 1500*time.Millisecond, "the upgrade was taken for deployed by another owner's JobManager", func() bool {
 		return get(t, c, ns, d.Name).Status.ReconciliationStatus.State != flinkv1beta1.ReconciliationUpgrading
-	}, 1500*time.Millisecond, 50*time.Millisecond, "the upgrade was taken for deployed by another owner's JobManager")
+	})
 	require.NoError(t, c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: jm.Name}, jm))
 	assert.Equal(t, oldJM, jm.UID)
 	assert.True(t, jm.DeletionTimestamp.IsZero(), "another owner's JobManager is left alone")

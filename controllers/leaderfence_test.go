@@ -29,6 +29,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // A short lease, so that a standby takes over within seconds, as the operator's flags would set
@@ -311,13 +312,11 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		waitClosed(t, paused, "A paused before its stop")
 		tookOver := b.waitElected(t)
 		// B follows the recorded trigger: it sends the stop itself.
-		require.Eventually(t, func() bool { return len(b.rest.since(tookOver, func(l string) bool { return l == stop })) > 0 },
-			30*time.Second, 50*time.Millisecond, "B never stopped the job")
+		wait.For(t, 30*time.Second, "B stopping the job", func() bool { return len(b.rest.since(tookOver, func(l string) bool { return l == stop })) > 0 })
 
 		resumed := time.Now()
 		resume()
-		require.Eventually(t, func() bool { return a.reconcileEndedSince(resumed) }, 30*time.Second, 50*time.Millisecond,
-			"A's paused reconcile never ended")
+		wait.For(t, 30*time.Second, "A's paused reconcile to end", func() bool { return a.reconcileEndedSince(resumed) })
 		assert.Empty(t, a.rest.since(tookOver, func(l string) bool { return !strings.HasPrefix(l, "GET ") }),
 			"A changed the job after B took over")
 		var stops []string
@@ -354,17 +353,16 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		// B carries the upgrade on: the old cluster goes, the new one is deployed.
 		k.collect(ns, "orders")
 		var fresh *flinkv1beta1.FlinkDeployment
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "B deploying the new cluster", func() bool {
 			jm := k.jobManager(ns, "orders")
 			return jm != nil && jm.UID != old.UID
-		}, 30*time.Second, 50*time.Millisecond, "B never deployed the new cluster")
+		})
 		fresh = get(t, c, ns, "orders")
 		jm := k.jobManager(ns, "orders")
 
 		resumed := time.Now()
 		resume()
-		require.Eventually(t, func() bool { return a.reconcileEndedSince(resumed) }, 30*time.Second, 50*time.Millisecond,
-			"A's paused reconcile never ended")
+		wait.For(t, 30*time.Second, "A's paused reconcile to end", func() bool { return a.reconcileEndedSince(resumed) })
 		assert.Empty(t, a.client.deletes.since(tookOver, func(string) bool { return true }), "A deleted after B took over")
 		now := k.jobManager(ns, "orders")
 		require.NotNil(t, now, "the new cluster is gone")

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -15,20 +14,20 @@ import (
 // within kubernetes.operator.savepoint.trigger.grace-period of its trigger is triggered again;
 // one failing after it is reported and not retried (upstream's SnapshotObserver).
 func TestLegacyManualSavepointGracePeriod(t *testing.T) {
+	t.Parallel()
 	const grace = 5 * time.Second
 	e := newSessionJobs(t, "legacy-sp-grace", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{"kubernetes.operator.savepoint.trigger.grace-period": "5 s"})
 	e.flink.SetAutoComplete(false)
 	e.update(key, savepointNonce(1))
-	require.Eventually(t, func() bool { return len(e.flink.Triggered()) == 1 }, 20*time.Second, 50*time.Millisecond, "triggered")
+	wait.For(t, 20*time.Second, "triggered", func() bool { return len(e.flink.Triggered()) == 1 })
 	e.flink.CompleteSavepoint(jobID, e.flink.Triggered()[0], "tasks not running yet")
-	require.Eventually(t, func() bool { return len(e.flink.Triggered()) == 2 }, 20*time.Second, 50*time.Millisecond,
-		"a savepoint failing within the grace period is triggered again")
+	wait.For(t, 20*time.Second, "a savepoint failing within the grace period is triggered again", func() bool { return len(e.flink.Triggered()) == 2 })
 
 	retry := e.flink.Triggered()[1]
 	time.Sleep(grace + time.Second)
 	e.flink.CompleteSavepoint(jobID, retry, "checkpoint coordinator shut down")
-	require.Eventually(t, func() bool { return e.events.has("checkpoint coordinator shut down") }, 20*time.Second, 50*time.Millisecond)
+	wait.For(t, 20*time.Second, "e.events.has(\"checkpoint coordinator shut down\")", func() bool { return e.events.has("checkpoint coordinator shut down") })
 	wait.Never(t, 1500*time.Millisecond, "a savepoint failing after the grace period triggered again", func() bool { return len(e.flink.Triggered()) > 2 })
 	assert.Contains(t, e.get(key).Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":1`, "the nonce is handled")
 }
@@ -37,12 +36,12 @@ func TestLegacyManualSavepointGracePeriod(t *testing.T) {
 // kubernetes.operator.checkpoint.trigger.grace-period (default 1 min) is triggered again until
 // one completes.
 func TestLegacyManualCheckpointGracePeriod(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-cp-grace", false, "session")
 	key, _ := e.runLegacySessionJob("orders", nil)
 	e.flink.SetCheckpointFailure("not all required tasks are currently running")
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = ptr(int64(5)) })
-	require.Eventually(t, func() bool { return len(e.flink.Triggered()) >= 2 }, 20*time.Second, 50*time.Millisecond,
-		"a checkpoint failing within the grace period is triggered again")
+	wait.For(t, 20*time.Second, "a checkpoint failing within the grace period is triggered again", func() bool { return len(e.flink.Triggered()) >= 2 })
 	e.flink.SetCheckpointFailure("")
 	e.waitSessionJob(key, "the manual checkpoint recorded", func(j *flinkv1beta1.FlinkSessionJob) bool {
 		cp := j.Status.JobStatus.CheckpointInfo

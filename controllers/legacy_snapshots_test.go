@@ -7,56 +7,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Review finding 33: upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
+// Upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
 // false) for session jobs as for deployments, and its savepoint history bounded by count and
 // age, with the trimmed savepoints disposed.
-
-// runLegacySessionJob creates a savepoint-mode session job in legacy snapshot mode, with extra
-// options in its own flinkConfiguration, and waits until it runs.
-func (e *sessionJobs) runLegacySessionJob(name string, extra map[string]string) (client.ObjectKey, string) {
-	e.t.Helper()
-	conf := map[string]string{"kubernetes.operator.snapshot.resource.enabled": "false", "state.savepoints.dir": "file:///sp"}
-	for k, v := range extra {
-		conf[k] = v
-	}
-	return e.runWith(name, flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.NewFlinkConfiguration(conf))
-}
-
-// waitSessionJob waits until cond holds for the session job and returns it.
-func (e *sessionJobs) waitSessionJob(key client.ObjectKey, what string, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
-	e.t.Helper()
-	var last *flinkv1beta1.FlinkSessionJob
-	wait.For(e.t, 20*time.Second, what, func() bool {
-		last = e.get(key)
-		return last != nil && cond(last)
-	}, func() string {
-		return fmt.Sprintf("status %+v; requests %v", last.Status.JobStatus, e.flink.Requests())
-	})
-	return last
-}
-
-func savepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) {
-	return func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.SavepointTriggerNonce = &n }
-}
-
-// lastSavepointNonce: the job's last savepoint is the manual one of nonce n.
-func lastSavepointNonce(n int64) func(*flinkv1beta1.FlinkSessionJob) bool {
-	return func(j *flinkv1beta1.FlinkSessionJob) bool {
-		info := j.Status.JobStatus.SavepointInfo
-		return info != nil && info.LastSavepoint != nil && info.LastSavepoint.TriggerNonce != nil && *info.LastSavepoint.TriggerNonce == n
-	}
-}
 
 // TestSessionJobLegacyManualSnapshots: a session job's savepointTriggerNonce and
 // checkpointTriggerNonce take a savepoint and a checkpoint, recorded in savepointInfo and
 // checkpointInfo with the nonce, each once.
 func TestSessionJobLegacyManualSnapshots(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-manual", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", nil)
 
@@ -85,6 +49,7 @@ func TestSessionJobLegacyManualSnapshots(t *testing.T) {
 // TestSessionJobLegacyPeriodicSnapshots: kubernetes.operator.periodic.savepoint.interval and
 // .periodic.checkpoint.interval take periodic savepoints and checkpoints of a session job.
 func TestSessionJobLegacyPeriodicSnapshots(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-periodic", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{
 		"kubernetes.operator.periodic.savepoint.interval": "1 s", "kubernetes.operator.periodic.checkpoint.interval": "1 s"})
@@ -105,6 +70,7 @@ func TestSessionJobLegacyPeriodicSnapshots(t *testing.T) {
 // (TestUpgradeWaitsForPendingLegacySavepoint), a session job's spec change waits for a manual
 // savepoint in flight, and its stop then takes a savepoint with a trigger of its own.
 func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-pending", false, "session")
 	key, jobID := e.runLegacySessionJob("orders", nil)
 	e.flink.SetAutoComplete(false)
@@ -117,16 +83,14 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
 	seen := polls(e.flink, jobID, manual)
-	require.Eventually(t, func() bool { return polls(e.flink, jobID, manual) >= seen+3 }, 20*time.Second, 50*time.Millisecond,
-		"the pending manual savepoint is no longer followed")
+	wait.For(t, 20*time.Second, "the pending manual savepoint is no longer followed", func() bool { return polls(e.flink, jobID, manual) >= seen+3 })
 	j = e.get(key)
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, j.Status.ReconciliationStatus.State, "no upgrade starts while the manual savepoint is in flight")
 	assert.Equal(t, manual, j.Status.JobStatus.SavepointInfo.TriggerID, "the manual savepoint stays recorded")
 	assert.Zero(t, stopRequests(e.flink, jobID), "the job is not stopped while the manual savepoint is in flight")
 
 	e.flink.CompleteSavepoint(jobID, manual, "")
-	require.Eventually(t, func() bool { return stopRequests(e.flink, jobID) > 0 }, 20*time.Second, 50*time.Millisecond,
-		"the upgrade never stopped the job")
+	wait.For(t, 20*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(e.flink, jobID) > 0 })
 	j = e.get(key)
 	last := j.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")
@@ -145,6 +109,7 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 // the newest, which stays however old; every entry trimmed is disposed through Flink
 // (POST /savepoint-disposal), oldest first.
 func TestSessionJobLegacySavepointHistoryTrimmed(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "legacy-history", false, "session")
 	const maxAge = 6 * time.Second
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{
@@ -207,6 +172,7 @@ func historyLocations(j *flinkv1beta1.FlinkSessionJob) []string {
 func TestLegacySavepointHistoryTrimmedByAge(t *testing.T) {
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%t", cleanup), func(t *testing.T) {
+			t.Parallel()
 			c := testEnv(t).Client
 			ns, flink, k, _ := newScenario(t, "legacy-age")
 			d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, map[string]string{

@@ -26,13 +26,14 @@ import (
 // errorReported: the resource's status carries an error.
 func errorReported(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Error != "" }
 
-// TestForeignObjectsAreLeftAlone (review finding F11): a tenant who may create FlinkDeployments
+// TestForeignObjectsAreLeftAlone: a tenant who may create FlinkDeployments
 // cannot use the operator to overwrite or delete another application's objects by naming a
 // FlinkDeployment after them.
 func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("a Service of another application is not taken over", func(t *testing.T) {
+		t.Parallel()
 		ns, _, _, events := newScenario(t, "foreign-svc")
 		c := testEnv(t).Client
 		// Without HA the cluster's internal Service is named like the FlinkDeployment.
@@ -46,10 +47,9 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		if stalled := meta.FindStatusCondition(d.Status.Conditions, lifecycle.ConditionStalled); assert.NotNil(t, stalled) {
 			assert.Equal(t, string(flinkv1beta1.ErrorReasonForeignObject), stalled.Reason, "a human must remove or rename the object")
 		}
-		assert.Eventually(t, func() bool {
+		wait.For(t, 10*time.Second, "a Warning event naming the Service", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Service " + ns + "/x already exists")
-		},
-			10*time.Second, 20*time.Millisecond, "no Warning event naming the Service")
+		})
 
 		live := &corev1.Service{}
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(web), live))
@@ -59,6 +59,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 	})
 
 	t.Run("a Deployment of another application is neither taken over nor deleted", func(t *testing.T) {
+		t.Parallel()
 		ns, _, _, events := newScenario(t, "foreign-deploy")
 		c := testEnv(t).Client
 		labels := map[string]string{"app": "web"}
@@ -71,10 +72,9 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "y")))
 		d := waitFor(t, c, ns, "y", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
-		assert.Eventually(t, func() bool {
+		wait.For(t, 10*time.Second, "a Warning event naming the Deployment", func() bool {
 			return events.has("Warning " + ReasonForeignObject + " Deployment " + ns + "/y already exists")
-		},
-			10*time.Second, 20*time.Millisecond, "no Warning event naming the Deployment")
+		})
 
 		require.NoError(t, c.Delete(ctx, get(t, c, ns, "y")))
 		webTouched := func() bool {

@@ -12,9 +12,10 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Review finding 33: in the legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
+// In the legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled:
 // false) a manual or periodic savepoint in flight is recorded in status.jobStatus.savepointInfo,
 // the same place an upgrade's stop-with-savepoint records its trigger. An upgrade must neither
 // take that savepoint for its own stop (the job would be taken for stopped while it still runs)
@@ -70,6 +71,7 @@ func polls(flink *fakeflink.Server, jobID, trigger string) int {
 }
 
 func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, flink, k, _ := newScenario(t, "pending-savepoint")
 	d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, nil))
@@ -79,8 +81,7 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
 	// The operator has seen the change once it polled the manual savepoint a few more times.
 	seen := polls(flink, oldJob, manual)
-	require.Eventually(t, func() bool { return polls(flink, oldJob, manual) >= seen+3 }, 30*time.Second, 50*time.Millisecond,
-		"the pending manual savepoint is no longer followed")
+	wait.For(t, 30*time.Second, "the pending manual savepoint is no longer followed", func() bool { return polls(flink, oldJob, manual) >= seen+3 })
 	d = get(t, c, ns, "job")
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State, "no upgrade starts while the manual savepoint is in flight")
 	assert.Equal(t, manual, d.Status.JobStatus.SavepointInfo.TriggerID, "the manual savepoint stays recorded")
@@ -90,8 +91,7 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	// Once it completes it is recorded as the manual savepoint, and then the upgrade stops the
 	// job with a savepoint of its own.
 	flink.CompleteSavepoint(oldJob, manual, "")
-	require.Eventually(t, func() bool { return stopRequests(flink, oldJob) > 0 }, 30*time.Second, 50*time.Millisecond,
-		"the upgrade never stopped the job")
+	wait.For(t, 30*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(flink, oldJob) > 0 })
 	d = get(t, c, ns, "job")
 	last := d.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")
@@ -106,6 +106,7 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 }
 
 func TestUpgradeIgnoresPendingLegacySavepointWhenConfigured(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, flink, k, events := newScenario(t, "ignore-pending")
 	d := stableDeployment(t, c, k, legacySnapshotDeployment(t, ns, map[string]string{"kubernetes.operator.job.upgrade.ignore-pending-savepoint": "true"}))
@@ -113,8 +114,7 @@ func TestUpgradeIgnoresPendingLegacySavepointWhenConfigured(t *testing.T) {
 	manual := pendingManualSavepoint(t, ns, flink)
 
 	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
-	require.Eventually(t, func() bool { return stopRequests(flink, oldJob) > 0 }, 30*time.Second, 50*time.Millisecond,
-		"the upgrade did not go ahead of the pending savepoint")
+	wait.For(t, 30*time.Second, "the upgrade did not go ahead of the pending savepoint", func() bool { return stopRequests(flink, oldJob) > 0 })
 	upgradeStop := flink.Stops()[len(flink.Stops())-1]
 	assert.NotEqual(t, manual, upgradeStop, "the upgrade's stop has a trigger of its own")
 	events.seen(t, "abandoned")

@@ -2,13 +2,14 @@ package controllers
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/workqueue"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,30 +50,51 @@ func TestUpdatePriority(t *testing.T) {
 	assert.Equal(t, priorityRoutine, createPriority(false), "a new resource")
 }
 
-// TestPriorityQueueReleasesWorkersOnShutDown: a worker waiting for work returns when the queue
-// shuts down. controller-runtime v0.21's priority queue kept it waiting, so every stop of the
-// manager lasted its graceful-shutdown timeout (30 s); the operator wrapped it until v0.25, whose
-// queue passes this on its own.
-func TestPriorityQueueReleasesWorkersOnShutDown(t *testing.T) {
-	q := newPriorityQueue("test", workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	returned := make(chan bool, 1)
-	go func() {
-		_, shutdown := q.Get()
-		returned <- shutdown
-	}()
-	time.Sleep(50 * time.Millisecond) // let the worker wait (without it, Get would return at once)
-	q.ShutDown()
-	select {
-	case shutdown := <-returned:
-		assert.True(t, shutdown, "told the queue shut down")
-	case <-time.After(5 * time.Second):
-		t.Fatal("the waiting worker was not released by ShutDown")
-	}
+// recordingLimiter is a rate limiter that records what it was asked.
+type recordingLimiter struct {
+	mu    sync.Mutex
+	calls []string
+}
 
-	pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
+func (l *recordingLimiter) record(call string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, call)
+}
+
+func (l *recordingLimiter) recorded() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+func (l *recordingLimiter) When(r reconcile.Request) time.Duration {
+	l.record("When " + r.Name)
+	return time.Hour
+}
+func (l *recordingLimiter) Forget(r reconcile.Request) { l.record("Forget " + r.Name) }
+func (l *recordingLimiter) NumRequeues(r reconcile.Request) int {
+	l.record("NumRequeues " + r.Name)
+	return 7
+}
+
+// TestPriorityQueuePacesWithTheOperatorsLimiter: the FlinkDeployment controller's priority
+// queue is one the handlers recognise (byIntent enqueues with priorities only into a
+// priorityqueue.PriorityQueue), and its retries are paced by the rate limiter the operator
+// gives it (RateLimits), not by controller-runtime's default.
+func TestPriorityQueuePacesWithTheOperatorsLimiter(t *testing.T) {
+	limiter := &recordingLimiter{}
+	q := newPriorityQueue("test", limiter)
+	defer q.ShutDown()
+	_, ok := q.(priorityqueue.PriorityQueue[reconcile.Request])
 	require.True(t, ok, "the handlers recognise it as a priority queue")
-	_, _, shutdown := pq.GetWithPriority()
-	assert.True(t, shutdown, "a Get after shutdown returns at once")
+
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "orders"}}
+	q.AddRateLimited(req)
+	assert.Equal(t, 7, q.NumRequeues(req))
+	q.Forget(req)
+	assert.Zero(t, q.Len(), "held back by the limiter's delay (an hour)")
+	assert.ElementsMatch(t, []string{"When orders", "NumRequeues orders", "Forget orders"}, limiter.recorded())
 }
 
 // TestControllersKeepThePlainQueue: controller-runtime v0.23 and later give a controller its

@@ -22,6 +22,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // reconcileProbe is the reconciler's client: its read of one FlinkDeployment, the first thing
@@ -91,8 +92,7 @@ func TestRetryBackoffFromOptions(t *testing.T) {
 	require.NoError(t, testEnv(t).Client.Create(context.Background(), newDeployment(t, ns, name)))
 
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, time.Second, time.Second}
-	require.Eventually(t, func() bool { return len(probe.reconciles()) > len(want) }, 15*time.Second, 20*time.Millisecond,
-		"a failing resource keeps being retried, also past max.attempts")
+	wait.For(t, 15*time.Second, "a failing resource keeps being retried, also past max.attempts", func() bool { return len(probe.reconciles()) > len(want) })
 	got := probe.reconciles()
 	for i, w := range want {
 		gap := got[i+1].Sub(got[i])
@@ -133,10 +133,10 @@ func TestRateLimitBudgetFromOptions(t *testing.T) {
 		dep.Annotations = map[string]string{"touch": lastUpdate.Format(time.RFC3339Nano)}
 		require.NoError(t, c.Update(ctx, dep))
 	}
-	require.Eventually(t, func() bool {
+	wait.For(t, 2*limit.Period, "the last update is reconciled: postponed, not dropped", func() bool {
 		r := probe.reconciles()
 		return len(r) > 0 && r[len(r)-1].After(lastUpdate)
-	}, 2*limit.Period, 20*time.Millisecond, "the last update is reconciled: postponed, not dropped")
+	})
 	got := probe.reconciles()
 	span := got[len(got)-1].Sub(got[0])
 	// Fixed periods, each starting at a reconcile: the span touches at most span/period+1 of
@@ -160,7 +160,7 @@ func TestRateLimitBudgetFromOptions(t *testing.T) {
 	before := len(probe.reconciles())
 	require.NoError(t, c.Delete(ctx, dep))
 	deleted := time.Now()
-	require.Eventually(t, func() bool { return len(probe.reconciles()) > before }, limit.Period, 10*time.Millisecond)
+	wait.For(t, limit.Period, "len(probe.reconciles()) > before", func() bool { return len(probe.reconciles()) > before })
 	r := probe.reconciles()
 	assert.Less(t, r[before].Sub(deleted), limit.Period/2, "a deletion is not postponed")
 }

@@ -24,6 +24,7 @@ import (
 // rejects), and whose pod template carries an env value: the operator's log lines, events and
 // status never contain either.
 func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
+	t.Parallel()
 	const secret, envSecret = "hunter2-XYZ", "pw-in-env-123"
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
@@ -56,7 +57,7 @@ func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 		return strings.Contains(d.Status.Error, "job.autoscaler.target.utilization")
 	})
 	require.Contains(t, d.Status.Error, "******", "the rejected value is shown masked")
-	require.Eventually(t, func() bool { return events.has("job.autoscaler.target.utilization") }, 5*time.Second, 50*time.Millisecond)
+	wait.For(t, 5*time.Second, "events.has(\"job.autoscaler.target.utilization\")", func() bool { return events.has("job.autoscaler.target.utilization") })
 	collected := func() (allEvents, allLogs string) {
 		events.mu.Lock()
 		allEvents = strings.Join(events.events, "\n")

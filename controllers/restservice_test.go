@@ -128,6 +128,7 @@ func (n *clusterNetwork) route(ctx context.Context, namespace, service string, h
 // JobManager receives no disposal. Once the Service is as rendered, the disposal goes to the
 // tenant's own JobManager.
 func TestRESTServiceDecidesNothing(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	tenant := testEnv(t).NewNamespace(t, "rest-tenant")

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // readySession creates an HA session cluster (no FlinkSessionJobs) and waits until it is
@@ -34,6 +35,7 @@ func readySession(t *testing.T, c client.Client, k *cluster, ns string, conf map
 // the job's HA metadata stay. Jobs that ended do not block; once the job is cancelled, the
 // cluster goes.
 func TestSessionClusterDeletionWaitsForUnmanagedJobs(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, fake, k, events := newScenario(t, "unmanaged-jobs")
 	cliJob, ended := "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
@@ -44,19 +46,19 @@ func TestSessionClusterDeletionWaitsForUnmanagedJobs(t *testing.T) {
 
 	require.NoError(t, c.Delete(context.Background(), get(t, c, ns, "session")))
 	events.seen(t, "non terminated jobs ["+cliJob+"]")
-	assert.Never(t, func() bool {
+	wait.Never(t, 1500*time.Millisecond, "the session cluster was deleted under a running job", func() bool {
 		jm := k.jobManager(ns, "session")
 		return jm == nil || !jm.DeletionTimestamp.IsZero()
-	}, 1500*time.Millisecond, 50*time.Millisecond, "the session cluster was deleted under a running job")
+	})
 	assert.ElementsMatch(t, haBefore, haConfigMaps(t, c, ns, "session"), "the running job's HA metadata is kept")
 	assert.False(t, events.has(ended), "an ended job does not block")
 	assert.Equal(t, "RUNNING", fake.Job(cliJob), "the operator does not cancel a job it does not manage")
 
 	fake.SetJob(cliJob, "CANCELED")
 	k.collect(ns, "session")
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the session cluster goes once its jobs ended", func() bool {
 		return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session"}, &flinkv1beta1.FlinkDeployment{}))
-	}, 20*time.Second, 50*time.Millisecond, "the session cluster goes once its jobs ended")
+	})
 }
 
 // TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs: with the option false (or its
@@ -66,13 +68,14 @@ func TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs(t *testing.T) {
 	c := testEnv(t).Client
 	for _, key := range []string{"kubernetes.operator.session.deletion.block-on-unmanaged-jobs", "kubernetes.operator.session.block-on-unmanaged-jobs"} {
 		t.Run(key, func(t *testing.T) {
+			t.Parallel()
 			ns, _, k, _ := newScenario(t, "unmanaged-not-blocking")
 			readySession(t, c, k, ns, map[string]string{key: "false"}, "0123456789abcdef0123456789abcdef")
 			require.NoError(t, c.Delete(context.Background(), get(t, c, ns, "session")))
 			k.collect(ns, "session")
-			require.Eventually(t, func() bool {
+			wait.For(t, 20*time.Second, "the session cluster goes", func() bool {
 				return apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "session"}, &flinkv1beta1.FlinkDeployment{}))
-			}, 20*time.Second, 50*time.Millisecond, "the session cluster goes")
+			})
 		})
 	}
 }

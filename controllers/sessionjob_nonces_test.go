@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // manualSnapshots lists the FlinkStateSnapshots a manual (nonce) trigger created in ns.
@@ -28,6 +30,7 @@ func manualSnapshots(t *testing.T, c client.Client, ns string) []flinkv1beta1.Fl
 // taken of the upgraded job (upstream's ReconciliationUtils.updateStatusForSpecReconciliation
 // keeps the old trigger nonces in the spec it records for an upgrade).
 func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "sj-nonce-with-upgrade", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
@@ -36,20 +39,20 @@ func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
 	})
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, 2, run.Parallelism)
-	require.Eventually(t, func() bool { return len(manualSnapshots(t, e.c, e.ns)) == 1 }, 20*time.Second, 50*time.Millisecond,
-		"the manual savepoint asked for with the upgrade was never requested")
+	wait.For(t, 20*time.Second, "the manual savepoint asked for with the upgrade", func() bool { return len(manualSnapshots(t, e.c, e.ns)) == 1 })
 	snap := manualSnapshots(t, e.c, e.ns)[0]
 	require.NotNil(t, snap.Spec.JobReference)
 	assert.Equal(t, "orders", snap.Spec.JobReference.Name)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the nonce recorded once its savepoint is asked for", func() bool {
 		return strings.Contains(e.get(key).Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":7`)
-	}, 20*time.Second, 50*time.Millisecond, "the nonce recorded once its savepoint is asked for")
+	})
 }
 
 // TestSessionJobRemovedNoncesRestartNothing: setting restartNonce or savepointRedeployNonce to
 // null is no change (upstream's @SpecDiff on these fields ignores null): the job keeps running
 // and nothing is submitted.
 func TestSessionJobRemovedNoncesRestartNothing(t *testing.T) {
+	t.Parallel()
 	e := newSessionJobs(t, "sj-removed-nonces", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
@@ -58,11 +61,11 @@ func TestSessionJobRemovedNoncesRestartNothing(t *testing.T) {
 		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-1"
 	})
 	restarted := e.lastSubmission(jobID)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "running after the nonces were set", func() bool {
 		j := e.get(key)
 		return j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning && j.Status.JobStatus.JobID == restarted.JobID &&
 			j.Status.ObservedGeneration == j.Generation && j.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
-	}, 20*time.Second, 50*time.Millisecond, "running after the nonces were set")
+	})
 	runs := len(e.flink.Runs())
 
 	for what, remove := range map[string]func(*flinkv1beta1.FlinkSessionJob){
@@ -70,13 +73,12 @@ func TestSessionJobRemovedNoncesRestartNothing(t *testing.T) {
 		"savepointRedeployNonce": func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.SavepointRedeployNonce = nil },
 	} {
 		e.update(key, remove)
-		require.Eventually(t, func() bool {
+		wait.For(t, 20*time.Second, fmt.Sprintf("the removal of %s reconciled", what), func() bool {
 			j := e.get(key)
 			cond := meta.FindStatusCondition(j.Status.Conditions, "Ready")
 			return cond != nil && cond.ObservedGeneration == j.Generation
-		}, 20*time.Second, 50*time.Millisecond, "the removal of %s reconciled", what)
-		assert.Never(t, func() bool { return len(e.flink.Runs()) != runs }, 1500*time.Millisecond, 50*time.Millisecond,
-			"removing %s submitted the job again", what)
+		})
+		wait.Never(t, 1500*time.Millisecond, fmt.Sprintf("removing %s submitted the job again", what), func() bool { return len(e.flink.Runs()) != runs })
 	}
 	assert.Equal(t, "RUNNING", e.flink.Job(restarted.JobID))
 	assert.Equal(t, restarted.JobID, e.get(key).Status.JobStatus.JobID)

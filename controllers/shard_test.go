@@ -21,6 +21,7 @@ import (
 // without the label it would be in no instance's shard and never be taken. The deployment's
 // other labels (an Argo CD instance label) are not copied.
 func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns := testEnv(t).NewNamespace(t, "shard-snap")
 	flink := fakeflink.New(t)

@@ -16,11 +16,13 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestNonceCreatesSnapshotResource: a changed savepointTriggerNonce becomes one
 // FlinkStateSnapshot (labelled, no owner), and the nonce is recorded so it is not repeated.
 func TestNonceCreatesSnapshotResource(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, _, k, events := newScenario(t, "nonce")
@@ -35,10 +37,10 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 	waitFor(t, c, ns, name, "nonce recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":7`)
 	})
-	assert.Never(t, func() bool {
+	wait.Never(t, 500*time.Millisecond, "one nonce, one snapshot", func() bool {
 		var again flinkv1beta1.FlinkStateSnapshotList
 		return c.List(ctx, &again, client.InNamespace(ns)) != nil || len(again.Items) != 1
-	}, 500*time.Millisecond, 50*time.Millisecond, "one nonce, one snapshot")
+	})
 	events.seen(t, "MANUAL snapshot requested")
 }
 
@@ -47,6 +49,7 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 // and hand-made snapshots stay whatever their age; the newest completed savepoint and the
 // num-retained newest checkpoints stay; other jobs' snapshots are not touched.
 func TestTrimSavepointHistory(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "history")
@@ -165,7 +168,7 @@ func TestPeriodicDue(t *testing.T) {
 	}
 }
 
-// TestPeriodicSnapshotMinimum (review finding F19): periodic snapshots are never taken more
+// TestPeriodicSnapshotMinimum: periodic snapshots are never taken more
 // often than the operator's reconcile interval, whatever interval or cron expression a resource
 // asks for; a shorter duration is clamped, with a Warning event saying so.
 func TestPeriodicSnapshotMinimum(t *testing.T) {
@@ -204,6 +207,7 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 // reconcile on a cached object older than the nonce's write) does not request a second
 // savepoint: the snapshot of one nonce change has one name, whenever it is asked for.
 func TestManualSnapshotRequestedOnce(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "nonce-once")
@@ -231,9 +235,9 @@ func requestSavepoint(t *testing.T, c client.Client, ns, name string, nonce int6
 	d.Spec.Job.SavepointTriggerNonce = &nonce
 	require.NoError(t, c.Update(context.Background(), d))
 	var list flinkv1beta1.FlinkStateSnapshotList
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "one snapshot resource", func() bool {
 		require.NoError(t, c.List(context.Background(), &list, client.InNamespace(ns)))
 		return len(list.Items) == 1
-	}, 10*time.Second, 50*time.Millisecond)
+	})
 	return list.Items[0]
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"regexp"
 	"testing"
@@ -17,9 +18,10 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Status fields in upstream's shapes (review findings 29 and 30), compared field by field with
+// Status fields in upstream's shapes, compared field by field with
 // what the Apache operator wrote for the same spec (testdata/upstream, captured on real Flink).
 
 var (
@@ -57,6 +59,7 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("FlinkDeployment jobStatus and clusterInfo", func(t *testing.T) {
+		t.Parallel()
 		captured, _ := loadUpstreamCapture(t, "testdata/upstream/s1-laststate/01-running-stable.yaml")
 		want := captured.Status
 		ns, _, k, _ := newScenario(t, "status-shape")
@@ -88,6 +91,7 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 	})
 
 	t.Run("FlinkStateSnapshot timestamps", func(t *testing.T) {
+		t.Parallel()
 		flink := fakeflink.New(t)
 		ns := testEnv(t).NewNamespace(t, "snapshot-shape")
 		dep := newDeployment(t, ns, "orders")
@@ -113,9 +117,9 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 		}
 		for _, name := range []string{"triggered", "recorded"} {
 			s := &flinkv1beta1.FlinkStateSnapshot{}
-			require.Eventually(t, func() bool {
+			wait.For(t, 20*time.Second, fmt.Sprintf("snapshot %s completes", name), func() bool {
 				return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s) == nil && s.Status.State == flinkv1beta1.SnapshotCompleted
-			}, 20*time.Second, 50*time.Millisecond, "snapshot %s completes", name)
+			})
 			assert.Regexp(t, isoInstant, s.Status.TriggerTimestamp, "%s: triggerTimestamp in upstream's format", name)
 			assert.Regexp(t, isoInstant, s.Status.ResultTimestamp, "%s: resultTimestamp in upstream's format", name)
 		}

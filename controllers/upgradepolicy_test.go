@@ -8,7 +8,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// TestPlanUpgrade is the upgradeMode × job-state table of SEMANTICS.md §2.5, one row each.
+// TestPlanUpgrade is the upgradeMode × job-state table of upstream's AbstractJobReconciler#getJobUpgrade, one row each.
 func TestPlanUpgrade(t *testing.T) {
 	const (
 		stateless = flinkv1beta1.UpgradeModeStateless

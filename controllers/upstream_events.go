@@ -7,8 +7,7 @@ import (
 	"strings"
 )
 
-// Event messages in upstream's words, where tools and upstream's own e2e tests match on them
-// (review finding 38).
+// Event messages in upstream's words, where tools and upstream's own e2e tests match on them.
 const (
 	// MessageSuspending goes with ReasonSuspended whenever a running job is stopped, for an
 	// upgrade as for a suspend (upstream's AbstractJobReconciler).

@@ -1,14 +1,15 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // since are the events recorded after the first n.
@@ -24,12 +25,13 @@ func (r *recordedEvents) len() int {
 	return len(r.events)
 }
 
-// TestUpstreamEvents (review finding 38): for each action, the operator's events carry
+// TestUpstreamEvents: for each action, the operator's events carry
 // upstream's reasons and messages (as the Apache operator wrote them in the capture of
 // status-samples/s1-laststate: "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.
 // parallelism : 1 -> 2, ...]), starting reconciliation.", "Suspending existing deployment."),
 // where tools and upstream's e2e tests match on them.
 func TestUpstreamEvents(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, events := newScenario(t, "upstream-events")
 	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
@@ -89,14 +91,14 @@ func TestUpstreamEvents(t *testing.T) {
 			if prefix, cut := strings.CutSuffix(line, "…"); cut {
 				line = prefix
 			}
-			require.Eventually(t, func() bool {
+			wait.For(t, 10*time.Second, fmt.Sprintf("%s: no event %q among %q", step.action, line, events.since(before)), func() bool {
 				for _, e := range events.since(before) {
 					if e == line || (strings.HasSuffix(want.message, "…") && strings.HasPrefix(e, line)) {
 						return true
 					}
 				}
 				return false
-			}, 10*time.Second, 20*time.Millisecond, "%s: no event %q among %q", step.action, line, events.since(before))
+			})
 		}
 		for _, e := range events.since(before) {
 			for _, reason := range step.not {

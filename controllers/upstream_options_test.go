@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // count is the number of events containing substr.
@@ -23,9 +25,10 @@ func (r *recordedEvents) count(substr string) int {
 	return n
 }
 
-// TestUnsupportedOptionEvents (review finding 39): an Apache operator option with no effect
+// TestUnsupportedOptionEvents: an Apache operator option with no effect
 // here is recorded on the resource as a Warning event, once per generation of the spec.
 func TestUnsupportedOptionEvents(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, events := newScenario(t, "unsupported-option")
 	dep := haDeployment(t, ns, "job", map[string]string{"kubernetes.operator.observer.rest-ready.delay": "30 s"})
@@ -38,8 +41,7 @@ func TestUnsupportedOptionEvents(t *testing.T) {
 	k.collect(ns, "job")
 	d = redeployed(t, c, k, ns, "job", d.Status.JobStatus.JobID)
 	k.run(ns, "job", d.Status.JobStatus.JobID)
-	assert.Eventually(t, func() bool { return events.count(want) == 2 }, 10*time.Second, 20*time.Millisecond,
-		"one event per generation, not per reconcile: %d", events.count(want))
+	wait.For(t, 10*time.Second, fmt.Sprintf("one event per generation, not per reconcile: %d", events.count(want)), func() bool { return events.count(want) == 2 })
 	waitFor(t, c, ns, "job", "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 	assert.Equal(t, 2, events.count(want), "no more events for a generation already reported")
 }

@@ -25,8 +25,8 @@ import (
 )
 
 // TestZooKeeperHAMetadata: with ZooKeeper HA the operator reads and deletes the job's HA
-// metadata in ZooKeeper (a real server here), as with Kubernetes HA in ConfigMaps (review
-// finding 14). Before, ZooKeeper was never looked at: a stateless upgrade left the old job's
+// metadata in ZooKeeper (a real server here), as with Kubernetes HA in ConfigMaps.
+// Before, ZooKeeper was never looked at: a stateless upgrade left the old job's
 // graph there (the new JobManager recovered the old job beside the new one), deletion left
 // everything, and a last-state upgrade never found the metadata and cancelled the job instead.
 func TestZooKeeperHAMetadata(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 // Upstream (Jackson) writes every field of the spec into lastReconciledSpec and lastStableSpec,
 // unset ones as null and an unset job.args as []; scripts that read or diff these strings find
-// the same keys here (review finding 31). The keys of each object, in upstream's order.
+// the same keys here. The keys of each object, in upstream's order.
 var (
 	upstreamDeploymentSpecKeys = []string{"job", "restartNonce", "flinkConfiguration", "image", "imagePullPolicy", "serviceAccount",
 		"flinkVersion", "ingress", "podTemplate", "jobManager", "taskManager", "logConfiguration", "mode"}

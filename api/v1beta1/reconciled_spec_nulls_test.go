@@ -57,7 +57,7 @@ func keys(m map[string]json.RawMessage) []string {
 	return out
 }
 
-// TestReconciledSpecHasUpstreamsFields (review finding 31): the spec the Apache operator
+// TestReconciledSpecHasUpstreamsFields: the spec the Apache operator
 // recorded, decoded and recorded again here, has upstream's fields, unset ones as null and
 // job.args as [], compared field by field for applications, session clusters and session jobs.
 func TestReconciledSpecHasUpstreamsFields(t *testing.T) {

@@ -137,7 +137,7 @@ func TestDecodeStateBombs(t *testing.T) {
 	}
 }
 
-// TestDecodeStateRefusalsSayWhy: the errors of the review's two bombs say which bound was
+// TestDecodeStateRefusalsSayWhy: the errors of the two state bombs say which bound was
 // passed.
 func TestDecodeStateRefusalsSayWhy(t *testing.T) {
 	b := bombs()

@@ -9,7 +9,7 @@ import (
 )
 
 // The latest state of a job is the highest id among its latest completed checkpoint, latest
-// savepoint and what it restored (review finding 10).
+// savepoint and what it restored.
 func TestLatestCheckpointPath(t *testing.T) {
 	tests := []struct {
 		name, latest, want string

@@ -107,7 +107,7 @@ func TrimKey(k string) string {
 // a key other than key. Flink 1.x's GlobalConfiguration.loadYAMLResource reads the file with
 // BufferedReader.readLine, which ends a line at '\n', '\r' or "\r\n"; cuts it at the first '#';
 // splits it at the first ": "; and trims key and value. A later line wins. So:
-//   - a line break in a value or key starts a new line that can set any key (the review's
+//   - a line break in a value or key starts a new line that can set any key (for example
 //     "x\rkubernetes.cluster-id: other"); '\n' and '\r' are refused in both;
 //   - a key padded with spaces or control characters is stored trimmed, as the key it pads,
 //     and sorts after it ("kubernetes.cluster-id "), so it would override the operator's own

@@ -70,7 +70,7 @@ func checkLegacyRoundTrip(t *testing.T, conf Config, file string) {
 }
 
 // TestLegacyConfigFileInjection: a value or key of flinkConfiguration must not set another key
-// of flink-conf.yaml (review F14). '\r' and padded keys were rendered before.
+// of flink-conf.yaml. '\r' and padded keys were rendered before.
 func TestLegacyConfigFileInjection(t *testing.T) {
 	owned := Config{"kubernetes.cluster-id": "mine", "kubernetes.namespace": "ns"}
 	for name, user := range map[string]Config{

@@ -286,7 +286,7 @@ func TestDeleteCluster(t *testing.T) {
 	})
 }
 
-// TestDeleteClusterGivesUpAStuckForegroundDeletion (review finding 12): a JobManager Deployment
+// TestDeleteClusterGivesUpAStuckForegroundDeletion: a JobManager Deployment
 // whose pods cannot go (a lost node) does not block deletion or upgrade for longer than the
 // cleanup timeout.
 func TestDeleteClusterGivesUpAStuckForegroundDeletion(t *testing.T) {

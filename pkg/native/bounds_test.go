@@ -10,7 +10,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
-// TestBuildRefusesNumbersThatWrap (review finding F19): ports outside 1 to 65535 and a
+// TestBuildRefusesNumbersThatWrap: ports outside 1 to 65535 and a
 // TaskManager count beyond int32 are refused with the key named, never cast into another
 // number (2^32 + 8081 would have become port 8081).
 func TestBuildRefusesNumbersThatWrap(t *testing.T) {

@@ -30,7 +30,7 @@ func terminatingJobManager(deletedAt time.Time, finalizers ...string) *appsv1.De
 }
 
 // Past kubernetes.operator.resource.cleanup.timeout a JobManager Deployment stuck in its
-// foreground deletion is let go, and the cluster is reported gone at once (finding 12); within
+// foreground deletion is let go, and the cluster is reported gone at once; within
 // it, or with no timeout, the deletion is waited for as before.
 func TestDeleteClusterStopsWaitingAfterTheCleanupTimeout(t *testing.T) {
 	ctx := context.Background()

@@ -31,7 +31,7 @@ func webDeployment(ns, name string, owners ...metav1.OwnerReference) *appsv1.Dep
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
 }
 
-// Review finding F11: a FlinkDeployment named after another application's Service or
+// A FlinkDeployment named after another application's Service or
 // Deployment neither takes it over (server-side apply forces ownership) nor deletes it.
 func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 	env := testEnv(t)

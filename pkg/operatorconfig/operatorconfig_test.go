@@ -174,7 +174,7 @@ func TestRateLimits(t *testing.T) {
 	assert.ErrorContains(t, err, "kubernetes.operator.retry.interval.multiplier")
 }
 
-// TestUnhonouredOperatorOptionsAreLogged (review finding 39): an Apache operator option the
+// TestUnhonouredOperatorOptionsAreLogged: an Apache operator option the
 // operator configuration sets that has no effect here is logged with the reason, never
 // silently ignored; an honoured one is not.
 func TestUnhonouredOperatorOptionsAreLogged(t *testing.T) {

@@ -62,7 +62,7 @@ func TestRedactor(t *testing.T) {
 }
 
 // TestRedactorEscapedForms: a secret is masked in the forms the operator's message paths give
-// it, not only as typed (review F10). Each case failed when only the raw value was masked.
+// it, not only as typed. Each case failed when only the raw value was masked.
 func TestRedactorEscapedForms(t *testing.T) {
 	statusJSON := func(msg string) string { // status.error: JSON-encoded before it is masked
 		b, _ := json.Marshal(map[string]string{"message": msg})

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestValidateRefusesNumbersThatWrap (review finding F19): admission refuses ports outside 1 to
+// TestValidateRefusesNumbersThatWrap: admission refuses ports outside 1 to
 // 65535 and a parallelism needing more standalone TaskManagers than int32 holds, naming the key.
 func TestValidateRefusesNumbersThatWrap(t *testing.T) {
 	tests := []struct {

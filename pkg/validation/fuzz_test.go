@@ -15,7 +15,9 @@ import (
 )
 
 // FuzzValidate feeds arbitrary JSON, seeded with the upstream resources, to every validator:
-// whatever the API server lets through, validation must answer, never panic.
+// whatever the API server lets through, validation must answer, never panic, and answer as
+// checkErrors requires: each error names a field of the resource, validation leaves the
+// resource as it found it, and the same resource gets the same answer every time.
 // Run longer with: go test ./pkg/validation -run '^$' -fuzz FuzzValidate -fuzztime 60s
 func FuzzValidate(f *testing.F) {
 	deps, jobs, snaps := upstreamResources(f)
@@ -37,9 +39,9 @@ func FuzzValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, newJSON, oldJSON []byte) {
 		var dep, oldDep flinkv1beta1.FlinkDeployment
 		if json.Unmarshal(newJSON, &dep) == nil {
-			_ = v.ValidateDeployment(&dep, nil)
+			checkErrors(t, &dep, func() field.ErrorList { return v.ValidateDeployment(&dep, nil) })
 			if json.Unmarshal(oldJSON, &oldDep) == nil {
-				_ = v.ValidateDeployment(&dep, &oldDep)
+				checkErrors(t, &dep, func() field.ErrorList { return v.ValidateDeployment(&dep, &oldDep) })
 			}
 		}
 		var job, oldJob flinkv1beta1.FlinkSessionJob
@@ -48,16 +50,44 @@ func FuzzValidate(f *testing.F) {
 			if json.Unmarshal(oldJSON, &oldDep) == nil {
 				session = &oldDep
 			}
-			_ = v.ValidateSessionJob(context.Background(), &job, nil, session)
+			checkErrors(t, &job, func() field.ErrorList { return v.ValidateSessionJob(context.Background(), &job, nil, session) })
 			if json.Unmarshal(oldJSON, &oldJob) == nil {
-				_ = v.ValidateSessionJob(context.Background(), &job, &oldJob, nil)
+				checkErrors(t, &job, func() field.ErrorList { return v.ValidateSessionJob(context.Background(), &job, &oldJob, nil) })
 			}
 		}
 		var snap flinkv1beta1.FlinkStateSnapshot
 		if json.Unmarshal(newJSON, &snap) == nil {
-			_ = v.ValidateSnapshot(&snap, func(flinkv1beta1.JobKind, string) (bool, error) { return false, nil })
+			checkErrors(t, &snap, func() field.ErrorList {
+				return v.ValidateSnapshot(&snap, func(flinkv1beta1.JobKind, string) (bool, error) { return false, nil })
+			})
 		}
 	})
+}
+
+// checkErrors runs validate (of obj) twice and fails unless every error names a field under
+// metadata, spec or status (what a user reads to find what to fix) with its type, validation
+// left obj unchanged, and the second run answered as the first.
+func checkErrors(t *testing.T, obj any, validate func() field.ErrorList) {
+	t.Helper()
+	before, err := json.Marshal(obj)
+	if err != nil {
+		return // not a resource the API server could have stored
+	}
+	first := validate()
+	for _, e := range first {
+		root := strings.SplitN(e.Field, ".", 2)[0]
+		root = strings.SplitN(root, "[", 2)[0]
+		if (root != "metadata" && root != "spec" && root != "status") || e.Type == "" {
+			t.Fatalf("an error without a field of the resource or a type: %q (field %q, type %q)", e.Error(), e.Field, e.Type)
+		}
+	}
+	after, err := json.Marshal(obj)
+	if err != nil || string(after) != string(before) {
+		t.Fatalf("validation changed the resource:\nbefore %s\nafter  %s", before, after)
+	}
+	if second := validate(); strings.Join(messages(second), "\n") != strings.Join(messages(first), "\n") {
+		t.Fatalf("validated twice, answered differently:\n%q\n%q", messages(first), messages(second))
+	}
 }
 
 // FuzzJarURI checks the jarURI rule on its own (FuzzValidate above reaches it only through a

@@ -14,7 +14,7 @@ import (
 const hardened = `{spec: {podTemplate: {spec: {securityContext: {runAsNonRoot: true, seccompProfile: {type: RuntimeDefault}},
   containers: [{name: flink-main-container, securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}}}]}}}}`
 
-// TestPodSecurityPolicy (review finding F11): under kubernetes.operator.pod-security.level the
+// TestPodSecurityPolicy: under kubernetes.operator.pod-security.level the
 // pods a FlinkDeployment asks for are refused when they break the level, with the template that
 // asks for it named; the default (privileged) allows what upstream allows.
 func TestPodSecurityPolicy(t *testing.T) {
@@ -68,7 +68,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 	}
 }
 
-// TestIngressAnnotationsPolicy (review finding F11): kubernetes.operator.ingress.annotations.allowed
+// TestIngressAnnotationsPolicy: kubernetes.operator.ingress.annotations.allowed
 // refuses the other annotations (e.g. ingress-nginx snippets, which configure the shared
 // ingress controller); unset, every annotation is allowed as upstream.
 func TestIngressAnnotationsPolicy(t *testing.T) {

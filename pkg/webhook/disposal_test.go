@@ -14,7 +14,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
-// TestAlreadyExistsSnapshotDisposalWarning (review finding F20): recording an existing savepoint
+// TestAlreadyExistsSnapshotDisposalWarning: recording an existing savepoint
 // keeps upstream's default (deleting the record disposes of the data) but the webhook warns
 // about it, unless disposeOnDelete: false says to keep the data.
 func TestAlreadyExistsSnapshotDisposalWarning(t *testing.T) {

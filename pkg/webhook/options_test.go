@@ -14,7 +14,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
-// TestWebhookWarnsUnhonouredOptions (review finding 39): an Apache operator option with no
+// TestWebhookWarnsUnhonouredOptions: an Apache operator option with no
 // effect here is admitted (upstream accepts it) with a warning naming it and saying why; an
 // honoured one draws none.
 func TestWebhookWarnsUnhonouredOptions(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package bench measures how fast the operator turns many new FlinkDeployments into JobManager
-// Deployments, and what that costs, on a local control plane without Flink (issue #21, part 1).
+// Deployments, and what that costs, on a local control plane without Flink.
 // It starts kube-apiserver and etcd (package kubeenv), runs the operator binary as a separate
 // process under a user of its own, creates N FlinkDeployments at once, and compares the time
 // with the limit: the same N JobManager Deployments created straight through the API server by

@@ -20,7 +20,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 )
 
-// RunningOptions turn on the running mode (issue #21, part 2): every JobManager is backed by
+// RunningOptions turn on the running mode: every JobManager is backed by
 // the bench's fake Flink REST server, so each FlinkDeployment's job runs, and the bench
 // measures what observing N running jobs costs and how fast simultaneous savepoint upgrades
 // complete.

@@ -97,7 +97,7 @@ func buildDefault(t *testing.T) kustomizeInstall {
 	return out
 }
 
-// TestInstallSurvivesOperatorOutage checks the kustomize install (config/default) against F9:
+// TestInstallSurvivesOperatorOutage checks the kustomize install (config/default) against an operator outage:
 // every webhook gives up after 5 s and skips objects being deleted, two replicas spread over
 // nodes serve the webhooks, a PodDisruptionBudget keeps one through drains, the grace period
 // covers controller-runtime's shutdown, and the NetworkPolicy admits the webhook and metrics.

@@ -31,6 +31,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 func TestMain(m *testing.M) {
@@ -236,22 +237,19 @@ func logf(t *testing.T, format string, args ...any) {
 	t.Logf(time.Now().Format("15:04:05")+" "+format, args...)
 }
 
-// waitFor polls cond every second until it holds, fails or timeout passes.
+// waitFor waits (test/wait) until cond holds; it fails after timeout, or at once when ctx ends,
+// with cond's last error.
 func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	var last error
-	for {
+	wait.For(t, timeout, what, func() bool {
 		ok, err := cond()
-		if ok {
-			return
-		}
 		if err != nil {
 			last = err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("timed out waiting for %s (last error: %v)", what, last)
+		if !ok && ctx.Err() != nil {
+			t.Fatalf("%s while waiting for %s (last error: %v)", ctx.Err(), what, last)
 		}
-		time.Sleep(time.Second)
-	}
+		return ok
+	}, func() string { return fmt.Sprintf("last error: %v", last) })
 }

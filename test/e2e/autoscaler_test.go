@@ -22,6 +22,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // loadgenHostPath is where the load generator's jar is put on the node (a hostPath volume):
@@ -167,21 +168,18 @@ func vertexNamed(t *testing.T, key client.ObjectKey, jobID, name string) flink.J
 // parallelism ok accepts, and returns it.
 func waitForParallelism(t *testing.T, key client.ObjectKey, jobID, vertexID string, ok func(int) bool, timeout time.Duration) int {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	last := 0
-	for {
+	wait.For(t, timeout, "vertex "+vertexID+" at the parallelism waited for", func() bool {
 		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
-		if err == nil {
-			last = parallelismOf(details.Vertices, vertexID)
-			if ok(last) && details.AllTasksRunning() {
-				return last
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("vertex %s: parallelism %d, not the one waited for, after %s (events: %v)", vertexID, last, timeout, eventMessages(t, key, controllers.ReasonScalingReport))
-		}
-		time.Sleep(2 * time.Second)
-	}
+		last = parallelismOf(details.Vertices, vertexID)
+		return ok(last) && details.AllTasksRunning()
+	}, func() string {
+		return fmt.Sprintf("parallelism %d (events: %v)", last, eventMessages(t, key, controllers.ReasonScalingReport))
+	})
+	return last
 }
 
 // assertRescaled checks a rescale to p: the same job, restored from a checkpoint at least as
@@ -237,16 +235,15 @@ func countEvents(t *testing.T, key client.ObjectKey, reason, substr string) int 
 // waitForEvent waits for an event of the resource with reason and a message containing substr.
 func waitForEvent(t *testing.T, key client.ObjectKey, reason, substr string, timeout time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var found string
+	wait.For(t, timeout, fmt.Sprintf("%s: a %s event with %q", key.Name, reason, substr), func() bool {
 		for _, m := range eventMessages(t, key, reason) {
 			if strings.Contains(m, substr) {
-				return m
+				found = m
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %s event with %q in %s (events: %v)", key.Name, reason, substr, timeout, eventMessages(t, key, reason))
-		}
-		time.Sleep(2 * time.Second)
-	}
+		return false
+	}, func() string { return fmt.Sprintf("events: %v", eventMessages(t, key, reason)) })
+	return found
 }

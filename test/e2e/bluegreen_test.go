@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -14,25 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // waitForBlueGreen polls the FlinkBlueGreenDeployment until cond holds.
 func waitForBlueGreen(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkBlueGreenDeployment) bool) *flinkv1beta1.FlinkBlueGreenDeployment {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
-	for {
-		err := env.Client.Get(context.Background(), key, bg)
-		if err == nil && cond(bg) {
-			logf(t, "%s: %s", key.Name, what)
-			return bg
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not reached in %s; state=%s job=%s error=%s (operator log %s)", key.Name, what, timeout,
-				bg.Status.BlueGreenState, bg.Status.JobStatus.State, bg.Status.Error, env.OperatorLog())
-		}
-		time.Sleep(time.Second)
-	}
+	wait.For(t, timeout, key.Name+": "+what, func() bool {
+		return env.Client.Get(context.Background(), key, bg) == nil && cond(bg)
+	}, func() string {
+		return fmt.Sprintf("state=%s job=%s error=%s (operator log %s)",
+			bg.Status.BlueGreenState, bg.Status.JobStatus.State, bg.Status.Error, env.OperatorLog())
+	})
+	logf(t, "%s: %s", key.Name, what)
+	return bg
 }
 
 func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
@@ -47,7 +44,7 @@ func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1bet
 	}))
 }
 
-// TestBlueGreen is issue #20's scenario on real Flink 1.20: a template change switches blue to
+// TestBlueGreen is the blue/green scenario on real Flink 1.20: a template change switches blue to
 // green with the job's state carried by a savepoint of blue (Flink says green's job restored
 // from it), and a broken next child (an image no node can run) is aborted while the active
 // child's job runs on, never stopped or restarted.
@@ -108,11 +105,9 @@ func TestBlueGreen(t *testing.T) {
 	require.True(t, restored.IsSavepoint, "green's job restored a savepoint")
 	require.Equal(t, localPath(snap.Status.Path), localPath(restored.ExternalPath), "green restored blue's savepoint of the switch")
 	require.Equal(t, int64(4000), checkpointInterval(t, greenKey, greenJob), "green runs the new template")
-	deadline := time.Now().Add(time.Minute)
-	for !apierrors.IsNotFound(env.Client.Get(ctx, blueKey, &flinkv1beta1.FlinkDeployment{})) {
-		require.True(t, time.Now().Before(deadline), "blue was never deleted")
-		time.Sleep(time.Second)
-	}
+	wait.For(t, time.Minute, "blue deleted", func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, blueKey, &flinkv1beta1.FlinkDeployment{}))
+	})
 	logf(t, "switched to green in %s", time.Since(start).Round(time.Second))
 
 	// A broken next child: its image is not Flink's, so its JobManager never runs. The switch is aborted after the grace

@@ -34,6 +34,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 var env *localenv.Env
@@ -145,20 +146,15 @@ func logf(t *testing.T, format string, args ...any) {
 // waitFor polls the FlinkDeployment until cond holds.
 func waitFor(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	dep := &flinkv1beta1.FlinkDeployment{}
-	for {
-		err := env.Client.Get(context.Background(), key, dep)
-		if err == nil && cond(dep) {
-			logf(t, "%s: %s", key.Name, what)
-			return dep
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not reached in %s; lifecycle=%s jm=%s job=%s error=%s (operator log %s)", key.Name, what, timeout,
-				dep.Status.LifecycleState, dep.Status.JobManagerDeploymentStatus, dep.Status.JobStatus.State, dep.Status.Error, env.OperatorLog())
-		}
-		time.Sleep(time.Second)
-	}
+	wait.For(t, timeout, key.Name+": "+what, func() bool {
+		return env.Client.Get(context.Background(), key, dep) == nil && cond(dep)
+	}, func() string {
+		return fmt.Sprintf("lifecycle=%s jm=%s job=%s error=%s (operator log %s)",
+			dep.Status.LifecycleState, dep.Status.JobManagerDeploymentStatus, dep.Status.JobStatus.State, dep.Status.Error, env.OperatorLog())
+	})
+	logf(t, "%s: %s", key.Name, what)
+	return dep
 }
 
 // readyAndRunning: Ready=True for the current generation and the job RUNNING.
@@ -204,17 +200,12 @@ func flinkREST(t *testing.T, key client.ObjectKey) *flink.Client {
 func allTasksRunning(t *testing.T, key client.ObjectKey, jobID string) {
 	t.Helper()
 	// Four minutes: TaskManagers of tests running side by side start slowly on a loaded machine.
-	deadline := time.Now().Add(4 * time.Minute)
-	for {
-		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
-		if err == nil && details.AllTasksRunning() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: tasks not all running: %v", jobID, err)
-		}
-		time.Sleep(time.Second)
-	}
+	var err error
+	wait.For(t, 4*time.Minute, "job "+jobID+": all tasks running", func() bool {
+		var details *flink.JobDetails
+		details, err = flinkREST(t, key).JobDetails(context.Background(), jobID)
+		return err == nil && details.AllTasksRunning()
+	}, func() string { return fmt.Sprintf("last error %v", err) })
 }
 
 // runningParallelism is the highest parallelism of the job's vertices as Flink runs them (the
@@ -248,33 +239,33 @@ func checkpointInterval(t *testing.T, key client.ObjectKey, jobID string) int64 
 // restoredFrom is the checkpoint or savepoint Flink says the job restored from.
 func restoredFrom(t *testing.T, key client.ObjectKey, jobID string) *flink.CheckpointRef {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		stats, err := flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
-		if err == nil && stats.Latest.Restored != nil {
-			return stats.Latest.Restored
+	var restored *flink.CheckpointRef
+	var err error
+	wait.For(t, time.Minute, "job "+jobID+": Flink reports a restore", func() bool {
+		var stats *flink.CheckpointStatistics
+		stats, err = flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
+		if err == nil {
+			restored = stats.Latest.Restored
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: Flink reports no restore: %v", jobID, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return restored != nil
+	}, func() string { return fmt.Sprintf("last error %v", err) })
+	return restored
 }
 
 // completedCheckpoint waits for a checkpoint completed after the job (re)started.
 func completedCheckpoint(t *testing.T, key client.ObjectKey, jobID string) *flink.CheckpointRef {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		stats, err := flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
-		if err == nil && stats.Latest.Completed != nil {
-			return stats.Latest.Completed
+	var completed *flink.CheckpointRef
+	var err error
+	wait.For(t, time.Minute, "job "+jobID+": a completed checkpoint", func() bool {
+		var stats *flink.CheckpointStatistics
+		stats, err = flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
+		if err == nil {
+			completed = stats.Latest.Completed
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: no completed checkpoint: %v", jobID, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return completed != nil
+	}, func() string { return fmt.Sprintf("last error %v", err) })
+	return completed
 }
 
 // localPath turns a file: URI Flink reported into a path on this machine (the node agent
@@ -343,19 +334,17 @@ func TestApplicationWithHA(t *testing.T) {
 			d.Spec.FlinkConfiguration = setConfig(t, conf, "kubernetes.operator.savepoint.history.max.count", "2")
 		})
 		seen := map[string]bool{}
-		deadline := time.Now().Add(2 * time.Minute)
-		for len(seen) < 4 {
-			require.True(t, time.Now().Before(deadline), "periodic snapshots seen: %v", seen)
+		wait.For(t, 2*time.Minute, "four periodic snapshots", func() bool {
 			for _, s := range listSnapshots(t, key.Namespace, key.Name, "PERIODIC") {
 				seen[s.Name] = true
 			}
-			time.Sleep(500 * time.Millisecond)
-		}
+			return len(seen) >= 4
+		}, func() string { return fmt.Sprintf("periodic snapshots seen: %v", seen) })
 		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
 			conf := setConfig(t, d.Spec.FlinkConfiguration, "kubernetes.operator.periodic.savepoint.interval", "0")
 			d.Spec.FlinkConfiguration = conf
 		})
-		require.Eventually(t, func() bool {
+		wait.For(t, time.Minute, "at most max.count (2) completed periodic savepoint snapshots are kept, and at least one", func() bool {
 			completed := 0
 			for _, s := range listSnapshots(t, key.Namespace, key.Name, "PERIODIC") {
 				if s.Status.State == flinkv1beta1.SnapshotCompleted && s.DeletionTimestamp.IsZero() {
@@ -363,7 +352,7 @@ func TestApplicationWithHA(t *testing.T) {
 				}
 			}
 			return completed >= 1 && completed <= 2
-		}, time.Minute, time.Second, "at most max.count (2) completed periodic savepoint snapshots are kept, and at least one")
+		})
 		// Trimming never touches what a user asked for: the nonce savepoint and the hand-made one.
 		manual := map[string]bool{}
 		for _, s := range listSnapshots(t, key.Namespace, key.Name, "MANUAL") {
@@ -471,15 +460,9 @@ func TestApplicationWithHA(t *testing.T) {
 
 	t.Run("delete removes every object", func(t *testing.T) {
 		require.NoError(t, env.Client.Delete(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: dep.ObjectMeta}))
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			err := env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{})
-			if apierrors.IsNotFound(err) {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "FlinkDeployment not deleted")
-			time.Sleep(time.Second)
-		}
+		wait.For(t, 3*time.Minute, "FlinkDeployment deleted", func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}))
+		})
 		requireNoPods(t, key)
 		labels := client.MatchingLabels{native.LabelApp: key.Name}
 		var cms corev1.ConfigMapList
@@ -504,32 +487,22 @@ func killContainer(t *testing.T, pod *corev1.Pod) {
 // waitContainerRestarted waits until the pod's container restarted and is ready again.
 func waitContainerRestarted(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
+	wait.For(t, 3*time.Minute, "the container of "+pod.Name+" restarted and ready", func() bool {
 		p := &corev1.Pod{}
 		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p))
-		if len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "the container of %s did not come back", pod.Name)
-		time.Sleep(time.Second)
-	}
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready
+	})
 }
 
 // requireNoPods waits until the cluster has no pods left.
 func requireNoPods(t *testing.T, key client.ObjectKey) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var pods corev1.PodList
+	var pods corev1.PodList
+	wait.For(t, 2*time.Minute, "no pods of "+key.Name+" left", func() bool {
 		require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
 			client.MatchingLabels{native.LabelApp: key.Name}))
-		if len(pods.Items) == 0 {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "%d pods left", len(pods.Items))
-		time.Sleep(time.Second)
-	}
+		return len(pods.Items) == 0
+	}, func() string { return fmt.Sprintf("%d pods left", len(pods.Items)) })
 }
 
 func setConfig(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value string) flinkv1beta1.FlinkConfiguration {
@@ -556,23 +529,19 @@ func listSnapshots(t *testing.T, ns, name, trigger string) []flinkv1beta1.FlinkS
 
 func waitForSnapshots(t *testing.T, ns, name, trigger string, n int, timeout time.Duration) []flinkv1beta1.FlinkStateSnapshot {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if l := listSnapshots(t, ns, name, trigger); len(l) >= n {
-			return l
-		}
-		require.True(t, time.Now().Before(deadline), "no %s snapshot of %s", trigger, name)
-		time.Sleep(500 * time.Millisecond)
-	}
+	var l []flinkv1beta1.FlinkStateSnapshot
+	wait.For(t, timeout, fmt.Sprintf("%d %s snapshots of %s", n, trigger, name), func() bool {
+		l = listSnapshots(t, ns, name, trigger)
+		return len(l) >= n
+	})
+	return l
 }
 
 func waitSnapshotState(t *testing.T, key client.ObjectKey, state flinkv1beta1.SnapshotState) *flinkv1beta1.FlinkStateSnapshot {
 	t.Helper()
 	s := &flinkv1beta1.FlinkStateSnapshot{}
-	deadline := time.Now().Add(2 * time.Minute)
-	for env.Client.Get(context.Background(), key, s) != nil || s.Status.State != state {
-		require.True(t, time.Now().Before(deadline), "%s: want %s, status %+v", key.Name, state, s.Status)
-		time.Sleep(500 * time.Millisecond)
-	}
+	wait.For(t, 2*time.Minute, fmt.Sprintf("%s: state %s", key.Name, state), func() bool {
+		return env.Client.Get(context.Background(), key, s) == nil && s.Status.State == state
+	}, func() string { return fmt.Sprintf("status %+v", s.Status) })
 	return s
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestExamples runs every example in examples/ (checkpoint-ha has its own scenario) on real
@@ -88,11 +90,9 @@ func TestExamples(t *testing.T) {
 			})
 			tt.check(t, key, d)
 			require.NoError(t, env.Client.Delete(ctx, d))
-			deadline := time.Now().Add(2 * time.Minute)
-			for !apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{})) {
-				require.True(t, time.Now().Before(deadline), "not deleted")
-				time.Sleep(time.Second)
-			}
+			wait.For(t, 2*time.Minute, "deleted", func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}))
+			})
 			requireNoPods(t, key)
 		})
 	}
@@ -101,19 +101,20 @@ func TestExamples(t *testing.T) {
 // podOf is a running pod of a cluster component.
 func podOf(t *testing.T, key client.ObjectKey, component string) *corev1.Pod {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var running *corev1.Pod
+	wait.For(t, time.Minute, fmt.Sprintf("a running %s pod of %s", component, key.Name), func() bool {
 		var pods corev1.PodList
 		require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
 			client.MatchingLabels{native.LabelApp: key.Name, native.LabelComponent: component}))
 		for i := range pods.Items {
 			if pods.Items[i].Status.Phase == corev1.PodRunning {
-				return &pods.Items[i]
+				running = &pods.Items[i]
+				return true
 			}
 		}
-		require.True(t, time.Now().Before(deadline), "no running %s pod of %s", component, key.Name)
-		time.Sleep(time.Second)
-	}
+		return false
+	})
+	return running
 }
 
 // TestNodeAgentReportsFailures: what the local node cannot run, or what crashes, shows in
@@ -134,16 +135,12 @@ func TestNodeAgentReportsFailures(t *testing.T) {
 		require.NoError(t, env.Client.Create(ctx, p))
 	}
 	status := func(name string, cond func(corev1.ContainerStatus) bool) (corev1.ContainerStatus, bool) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			p := &corev1.Pod{}
+		p := &corev1.Pod{}
+		wait.For(t, 2*time.Minute, name+": the container status awaited", func() bool {
 			require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p))
-			if len(p.Status.ContainerStatuses) == 1 && cond(p.Status.ContainerStatuses[0]) {
-				return p.Status.ContainerStatuses[0], podIsReady(p)
-			}
-			require.True(t, time.Now().Before(deadline), "%s: status %+v", name, p.Status.ContainerStatuses)
-			time.Sleep(time.Second)
-		}
+			return len(p.Status.ContainerStatuses) == 1 && cond(p.Status.ContainerStatuses[0])
+		}, func() string { return fmt.Sprintf("status %+v", p.Status.ContainerStatuses) })
+		return p.Status.ContainerStatuses[0], podIsReady(p)
 	}
 	s, ready := status("not-flink", func(s corev1.ContainerStatus) bool {
 		return s.State.Waiting != nil && s.State.Waiting.Reason == "ImageNotRunnable"

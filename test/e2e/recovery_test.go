@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestInPlaceScalingAndRecovery on real Flink 1.20 (native mode, adaptive scheduler, Kubernetes
@@ -39,17 +41,10 @@ func TestInPlaceScalingAndRecovery(t *testing.T) {
 		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {
 			d.Spec.FlinkConfiguration = setConfig(t, d.Spec.FlinkConfiguration, "pipeline.jobvertex-parallelism-overrides", vertex.ID+":2")
 		})
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
+		wait.For(t, 2*time.Minute, "vertex "+vertex.ID+" running at parallelism 2", func() bool {
 			details, err := flinkREST(t, key).JobDetails(ctx, jobID)
-			if err == nil && details.AllTasksRunning() {
-				if p := parallelismOf(details.Vertices, vertex.ID); p == 2 {
-					break
-				}
-			}
-			require.True(t, time.Now().Before(deadline), "vertex %s never ran at parallelism 2", vertex.ID)
-			time.Sleep(time.Second)
-		}
+			return err == nil && details.AllTasksRunning() && parallelismOf(details.Vertices, vertex.ID) == 2
+		})
 		logf(t, "vertex %s rescaled to 2 in place", vertex.Name)
 		d := waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ObservedGeneration == d.Generation && readyAndRunning(d)
@@ -100,15 +95,12 @@ func TestReactiveScaling(t *testing.T) {
 	jobID, jmPod := deployRunning(t, dep)
 
 	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 4 })
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		details, err := flinkREST(t, key).JobDetails(ctx, jobID)
-		if err == nil && details.AllTasksRunning() && len(details.Vertices) > 0 && details.Vertices[0].Parallelism == 4 {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "the job never ran at parallelism 4 (%v)", err)
-		time.Sleep(time.Second)
-	}
+	var err error
+	wait.For(t, 3*time.Minute, "the job running at parallelism 4", func() bool {
+		var details *flink.JobDetails
+		details, err = flinkREST(t, key).JobDetails(ctx, jobID)
+		return err == nil && details.AllTasksRunning() && len(details.Vertices) > 0 && details.Vertices[0].Parallelism == 4
+	}, func() string { return fmt.Sprintf("last error %v", err) })
 	d := waitFor(t, key, "recorded", time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ObservedGeneration == d.Generation && readyAndRunning(d)
 	})
@@ -138,7 +130,7 @@ func deleteAndWait(t *testing.T, dep *flinkv1beta1.FlinkDeployment) {
 	t.Helper()
 	ctx := context.Background()
 	require.NoError(t, env.Client.Delete(ctx, dep))
-	require.Eventually(t, func() bool {
+	wait.For(t, 2*time.Minute, dep.Name+" gone", func() bool {
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(dep), &flinkv1beta1.FlinkDeployment{}) != nil
-	}, 2*time.Minute, time.Second)
+	})
 }

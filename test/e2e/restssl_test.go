@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/pki"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // restTruststoreDir is the operator's --flink-rest-truststore-dir (TestMain): the place where,
@@ -127,15 +129,11 @@ func TestRESTSSLApplication(t *testing.T) {
 	patch(t, key, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
 	snaps := waitForSnapshots(t, ns, name, "MANUAL", 1, 2*time.Minute)
 	snap := waitSnapshotState(t, client.ObjectKeyFromObject(&snaps[0]), flinkv1beta1.SnapshotCompleted)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		stats, err := rest.CheckpointStatistics(ctx, jobID)
-		if err == nil && stats.Latest.Savepoint != nil && localPath(stats.Latest.Savepoint.ExternalPath) == localPath(snap.Status.Path) {
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "Flink reports no completed savepoint at %s: %v %+v", snap.Status.Path, err, stats)
-		time.Sleep(time.Second)
-	}
+	var stats *flink.CheckpointStatistics
+	wait.For(t, time.Minute, "Flink reports the completed savepoint at "+snap.Status.Path, func() bool {
+		stats, err = rest.CheckpointStatistics(ctx, jobID)
+		return err == nil && stats.Latest.Savepoint != nil && localPath(stats.Latest.Savepoint.ExternalPath) == localPath(snap.Status.Path)
+	}, func() string { return fmt.Sprintf("last answer %v %+v", err, stats) })
 	require.FileExists(t, filepath.Join(localPath(snap.Status.Path), "_metadata"))
 	d = &flinkv1beta1.FlinkDeployment{}
 	require.NoError(t, env.Client.Get(ctx, key, d))

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,6 +21,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // sessionJobs loads examples/session-job/session-jobs.yaml; the jars are pointed at the
@@ -48,20 +50,14 @@ func sessionJobs(t *testing.T, namespace string) []*flinkv1beta1.FlinkSessionJob
 
 func waitForJob(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	j := &flinkv1beta1.FlinkSessionJob{}
-	for {
-		err := env.Client.Get(context.Background(), key, j)
-		if err == nil && cond(j) {
-			logf(t, "%s: %s", key.Name, what)
-			return j
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s not reached in %s; lifecycle=%s job=%s error=%s", key.Name, what, timeout,
-				j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
-		}
-		time.Sleep(time.Second)
-	}
+	wait.For(t, timeout, key.Name+": "+what, func() bool {
+		return env.Client.Get(context.Background(), key, j) == nil && cond(j)
+	}, func() string {
+		return fmt.Sprintf("lifecycle=%s job=%s error=%s", j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
+	})
+	logf(t, "%s: %s", key.Name, what)
+	return j
 }
 
 func jobReady(j *flinkv1beta1.FlinkSessionJob) bool {
@@ -127,8 +123,9 @@ func TestSessionJobs(t *testing.T) {
 
 	t.Run("the session waits for its jobs; deleting the jobs cancels them", func(t *testing.T) {
 		require.NoError(t, env.Client.Delete(ctx, session))
-		time.Sleep(5 * time.Second)
-		require.NoError(t, env.Client.Get(ctx, sessionKey, &flinkv1beta1.FlinkDeployment{}), "the session is kept while jobs exist")
+		wait.Never(t, 5*time.Second, "the session went while its jobs exist", func() bool {
+			return env.Client.Get(ctx, sessionKey, &flinkv1beta1.FlinkDeployment{}) != nil
+		})
 		cl := flinkREST(t, sessionKey)
 		var ids []string
 		for _, key := range []client.ObjectKey{stateful, stateless} {
@@ -138,11 +135,9 @@ func TestSessionJobs(t *testing.T) {
 			require.NoError(t, env.Client.Delete(ctx, j))
 		}
 		for _, key := range []client.ObjectKey{stateful, stateless} {
-			deadline := time.Now().Add(2 * time.Minute)
-			for !apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{})) {
-				require.True(t, time.Now().Before(deadline), "%s not deleted", key.Name)
-				time.Sleep(time.Second)
-			}
+			wait.For(t, 2*time.Minute, key.Name+" deleted", func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkSessionJob{}))
+			})
 		}
 		// A job's finalizer goes only once Flink reports the job terminal; the session may be
 		// going already, so only an answer that is not CANCELED would be a failure.
@@ -151,11 +146,9 @@ func TestSessionJobs(t *testing.T) {
 				require.Equal(t, flink.JobState("CANCELED"), state, "job %s", id)
 			}
 		}
-		deadline := time.Now().Add(2 * time.Minute)
-		for !apierrors.IsNotFound(env.Client.Get(ctx, sessionKey, &flinkv1beta1.FlinkDeployment{})) {
-			require.True(t, time.Now().Before(deadline), "session not deleted after its jobs")
-			time.Sleep(time.Second)
-		}
+		wait.For(t, 2*time.Minute, "the session deleted after its jobs", func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, sessionKey, &flinkv1beta1.FlinkDeployment{}))
+		})
 		requireNoPods(t, sessionKey)
 	})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // exampleImagesFlink is the Flink version of the SQL and Python examples' images (their tag is
@@ -100,10 +101,9 @@ func TestSQLAndPythonJobs(t *testing.T) {
 	}
 	deadline := time.Now().Add(time.Minute)
 	for _, key := range keys {
-		for !apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{})) {
-			require.True(t, time.Now().Before(deadline), "%s: not deleted", key.Name)
-			time.Sleep(time.Second)
-		}
+		wait.For(t, time.Until(deadline), key.Name+" deleted", func() bool {
+			return apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}))
+		})
 		requireNoPods(t, key)
 	}
 	logf(t, "done in %s", time.Since(start).Round(time.Second))

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // webhookTimeout is the webhooks' timeoutSeconds (pkg/webhook's markers): how long the API
@@ -26,7 +28,7 @@ const webhookTimeout = 5 * time.Second
 // operator's own finalizer does while it is down.
 const holdFinalizer = "e2e.flink-operator.test/hold"
 
-// TestWebhookOutage is finding F9: with the operator hung (SIGSTOPped: the webhook port takes
+// TestWebhookOutage: with the operator hung (SIGSTOPped: the webhook port takes
 // connections and never answers) and then stopped (the port refuses them), the installed
 // webhooks (config/webhook, failurePolicy Fail) must (a) let the finalizers of a FlinkDeployment
 // that is being deleted be removed, so the object goes away, and (b) refuse an update of a live
@@ -132,7 +134,7 @@ func removeFinalizersOfDeleted(t *testing.T, key client.ObjectKey) {
 	err := env.Client.Patch(ctx, dep, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 	require.NoError(t, err, "finalizer removal must not need the webhooks (took %s)", time.Since(start).Round(time.Millisecond))
 	logf(t, "%s: finalizers removed in %s", key.Name, time.Since(start).Round(time.Millisecond))
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, fmt.Sprintf("%s is gone once its finalizers are", key.Name), func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, key, &flinkv1beta1.FlinkDeployment{}))
-	}, 10*time.Second, 100*time.Millisecond, "%s is gone once its finalizers are", key.Name)
+	})
 }

@@ -18,6 +18,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/test/wait"
 	"github.com/flink-operator/flink-operator/test/zkserver"
 )
 
@@ -100,7 +101,7 @@ func TestZooKeeperHA(t *testing.T) {
 		// The dispatcher recovers the job graphs it finds before the application submits its
 		// own: once the new job is listed, an old graph left in ZooKeeper is listed too.
 		var jobs []flink.JobOverview
-		require.Eventually(t, func() bool {
+		wait.For(t, 2*time.Minute, "the new job "+newJob+" running", func() bool {
 			var err error
 			jobs, err = flinkREST(t, key).JobsOverview(ctx)
 			for _, j := range jobs {
@@ -109,7 +110,7 @@ func TestZooKeeperHA(t *testing.T) {
 				}
 			}
 			return false
-		}, 2*time.Minute, time.Second, "the new job %s never ran", newJob)
+		})
 		var ids []string
 		for _, j := range jobs {
 			ids = append(ids, j.ID+"="+string(j.State))

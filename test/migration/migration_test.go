@@ -13,6 +13,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,6 +38,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // The Apache operator release and the Flink distribution it runs (Makefile:
@@ -158,8 +161,12 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 				d.Status.LifecycleState == flinkv1beta1.LifecycleStable
 		})
 		s.waitSessionJob(jobKey, "Ready and RUNNING under this operator", 2*time.Minute, sessionJobReady)
-		// Several reconcile and observe rounds of this operator, so a late restart would show.
-		time.Sleep(15 * time.Second)
+		// Several reconcile and observe rounds of this operator, so a late restart would show:
+		// three of each job (its status asked of Flink), the reconcile interval being 5 s.
+		observes := s.flinkRequests("GET /jobs/:jobid/status")
+		wait.For(t, 2*time.Minute, "three observe rounds of both jobs by this operator", func() bool {
+			return s.flinkRequests("GET /jobs/:jobid/status") >= observes+6
+		})
 		for _, c := range []struct {
 			key    client.ObjectKey
 			before *clusterRecord
@@ -319,17 +326,13 @@ type clusterRecord struct {
 func (s *suite) record(key client.ObjectKey) *clusterRecord {
 	t := s.t
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		rec, why := s.tryRecord(key)
-		if why == "" {
-			return rec
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s", key.Name, why)
-		}
-		time.Sleep(time.Second)
-	}
+	var rec *clusterRecord
+	var why string
+	wait.For(t, 2*time.Minute, key.Name+": a record of the cluster", func() bool {
+		rec, why = s.tryRecord(key)
+		return why == ""
+	}, func() string { return why })
+	return rec
 }
 
 func (s *suite) tryRecord(key client.ObjectKey) (*clusterRecord, string) {
@@ -445,38 +448,37 @@ func (s *suite) completedCheckpoint(key client.ObjectKey, jobID string) *flink.C
 // restoredFrom is the checkpoint or savepoint Flink says the job restored from.
 func (s *suite) restoredFrom(key client.ObjectKey, jobID string) *flink.CheckpointRef {
 	s.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		stats, err := s.rest(key).CheckpointStatistics(context.Background(), jobID)
-		if err == nil && stats.Latest.Restored != nil {
-			return stats.Latest.Restored
+	var restored *flink.CheckpointRef
+	var err error
+	wait.For(s.t, time.Minute, fmt.Sprintf("%s: job %s: Flink reports a restore", key.Name, jobID), func() bool {
+		var stats *flink.CheckpointStatistics
+		stats, err = s.rest(key).CheckpointStatistics(context.Background(), jobID)
+		if err == nil {
+			restored = stats.Latest.Restored
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: job %s: Flink reports no restore (%v)", key.Name, jobID, err)
-		}
-		time.Sleep(time.Second)
-	}
+		return restored != nil
+	}, func() string { return fmt.Sprintf("last error %v", err) })
+	return restored
 }
 
 // runningParallelism is the highest parallelism among the job's vertices once all its tasks
 // run (the example's source is not parallel, so the highest is the job's).
 func (s *suite) runningParallelism(key client.ObjectKey, jobID string) int {
 	s.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		details, err := s.rest(key).JobDetails(context.Background(), jobID)
-		if err == nil && details.AllTasksRunning() {
-			highest := 0
-			for _, v := range details.Vertices {
-				highest = max(highest, v.Parallelism)
-			}
-			return highest
+	highest := 0
+	var err error
+	wait.For(s.t, 2*time.Minute, fmt.Sprintf("%s: job %s: all tasks running", key.Name, jobID), func() bool {
+		var details *flink.JobDetails
+		details, err = s.rest(key).JobDetails(context.Background(), jobID)
+		if err != nil || !details.AllTasksRunning() {
+			return false
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: job %s: tasks not all running (%v)", key.Name, jobID, err)
+		for _, v := range details.Vertices {
+			highest = max(highest, v.Parallelism)
 		}
-		time.Sleep(time.Second)
-	}
+		return true
+	}, func() string { return fmt.Sprintf("last error %v", err) })
+	return highest
 }
 
 func (s *suite) deployment(key client.ObjectKey) *flinkv1beta1.FlinkDeployment {
@@ -493,38 +495,48 @@ func (s *suite) sessionJob(key client.ObjectKey) *flinkv1beta1.FlinkSessionJob {
 
 func (s *suite) waitDeployment(key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
 	d := &flinkv1beta1.FlinkDeployment{}
-	for {
-		err := s.env.Client.Get(context.Background(), key, d)
-		if err == nil && cond(d) {
-			logf(s.t, "%s: %s", key.Name, what)
-			return d
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: %s not reached in %s; lifecycle=%s jm=%s job=%s error=%q", key.Name, what, timeout,
-				d.Status.LifecycleState, d.Status.JobManagerDeploymentStatus, d.Status.JobStatus.State, d.Status.Error)
-		}
-		time.Sleep(time.Second)
-	}
+	wait.For(s.t, timeout, key.Name+": "+what, func() bool {
+		return s.env.Client.Get(context.Background(), key, d) == nil && cond(d)
+	}, func() string {
+		return fmt.Sprintf("lifecycle=%s jm=%s job=%s error=%q",
+			d.Status.LifecycleState, d.Status.JobManagerDeploymentStatus, d.Status.JobStatus.State, d.Status.Error)
+	})
+	logf(s.t, "%s: %s", key.Name, what)
+	return d
 }
 
 func (s *suite) waitSessionJob(key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
 	j := &flinkv1beta1.FlinkSessionJob{}
-	for {
-		err := s.env.Client.Get(context.Background(), key, j)
-		if err == nil && cond(j) {
-			logf(s.t, "%s: %s", key.Name, what)
-			return j
+	wait.For(s.t, timeout, key.Name+": "+what, func() bool {
+		return s.env.Client.Get(context.Background(), key, j) == nil && cond(j)
+	}, func() string {
+		return fmt.Sprintf("lifecycle=%s job=%s error=%q", j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
+	})
+	logf(s.t, "%s: %s", key.Name, what)
+	return j
+}
+
+// flinkRequests is how many requests of endpoint (a route template, as the operator's
+// flink_operator_flink_rest_requests_total labels it) this operator made and Flink answered
+// with a 2xx, from its metrics endpoint.
+func (s *suite) flinkRequests(endpoint string) float64 {
+	s.t.Helper()
+	resp, err := http.Get(s.env.MetricsURL) //nolint:gosec // the local operator's metrics endpoint
+	require.NoError(s.t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	prefix := `flink_operator_flink_rest_requests_total{endpoint="` + endpoint + `",outcome="2xx"} `
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			var v float64
+			_, _ = fmt.Sscan(strings.TrimPrefix(line, prefix), &v)
+			return v
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: %s not reached in %s; lifecycle=%s job=%s error=%q", key.Name, what, timeout,
-				j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
-		}
-		time.Sleep(time.Second)
 	}
+	return 0
 }
 
 func (s *suite) patchDeployment(key client.ObjectKey, change func(*flinkv1beta1.FlinkDeployment)) {

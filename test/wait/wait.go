@@ -8,9 +8,13 @@
 package wait
 
 import (
+	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Poll is how often conditions are checked.
@@ -52,4 +56,42 @@ func Never(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(Poll)
 	}
+}
+
+// Object gets the object named key from c, fresh each Poll, until cond holds, and returns it:
+// how a test waits for a resource to reach a state. A failed get (not created yet, say) counts
+// as "not yet". On timeout the test fails with the last error, or with the status of the last
+// object read (the whole object when it has no status).
+func Object[T any, PT interface {
+	*T
+	client.Object
+}](t testing.TB, c client.Reader, key client.ObjectKey, timeout time.Duration, what string, cond func(PT) bool) PT {
+	t.Helper()
+	var last PT
+	var lastErr error
+	For(t, timeout, what, func() bool {
+		obj := PT(new(T))
+		if lastErr = c.Get(context.Background(), key, obj); lastErr != nil {
+			return false
+		}
+		last = obj
+		return cond(obj)
+	}, func() string {
+		if lastErr != nil {
+			return fmt.Sprintf("last get of %s: %v", key, lastErr)
+		}
+		return fmt.Sprintf("last %s: %+v", key, statusOf(last))
+	})
+	return last
+}
+
+// statusOf is obj's Status field, or obj itself when it has none.
+func statusOf(obj any) any {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+		if status := v.Elem().FieldByName("Status"); status.IsValid() {
+			return status.Interface()
+		}
+	}
+	return obj
 }

@@ -1,10 +1,16 @@
 package wait
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // recorder is a testing.TB that records a failure instead of stopping the goroutine.
@@ -49,5 +55,38 @@ func TestNever(t *testing.T) {
 	Never(r, 10*time.Second, "it happened", func() bool { calls++; return calls == 2 })
 	if !strings.HasPrefix(r.failed, "it happened, ") || calls != 2 {
 		t.Fatalf("failure %q after %d calls", r.failed, calls)
+	}
+}
+
+func TestObject(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	key := client.ObjectKey{Namespace: "ns", Name: "cm"}
+	r := &recorder{}
+	got := Object(r, c, key, 120*time.Millisecond, "the ConfigMap", func(*corev1.ConfigMap) bool { return true })
+	if got != nil || !strings.Contains(r.failed, "timed out after 120ms waiting for the ConfigMap; last get of ns/cm:") ||
+		!strings.Contains(r.failed, "not found") {
+		t.Fatalf("a missing object: got %v, failure %q", got, r.failed)
+	}
+
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"n": "1"}}
+	if err := c.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	gets := 0
+	go func() {
+		time.Sleep(3 * Poll)
+		cm.Data["n"] = "2"
+		_ = c.Update(context.Background(), cm)
+	}()
+	r = &recorder{}
+	got = Object(r, c, key, 5*time.Second, "n=2", func(cm *corev1.ConfigMap) bool { gets++; return cm.Data["n"] == "2" })
+	if r.failed != "" || got == nil || got.Data["n"] != "2" || gets < 2 {
+		t.Fatalf("failure %q, got %v after %d gets", r.failed, got, gets)
+	}
+
+	r = &recorder{}
+	Object(r, c, key, 120*time.Millisecond, "n=3", func(cm *corev1.ConfigMap) bool { return cm.Data["n"] == "3" })
+	if !strings.Contains(r.failed, "waiting for n=3; last ns/cm: ") || !strings.Contains(r.failed, "n: 2") {
+		t.Fatalf("failure %q does not show the last object", r.failed)
 	}
 }
