@@ -21,6 +21,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -304,7 +305,7 @@ func TestBlueGreenActionRest(t *testing.T) {
 				assert.Equal(t, "job-BLUE", out.bg.Status.JobStatus.JobID)
 				assert.Equal(t, metav1.ConditionTrue, condition(out.bg, ConditionBlueGreenReady).Status)
 				assert.Equal(t, metav1.ConditionFalse, condition(out.bg, ConditionBlueGreenProgressing).Status)
-				assert.Equal(t, native.RESTServiceName("app-blue"), ingressBackend(t, f.c, "ns", "app"))
+				assert.Equal(t, flinkconf.RESTServiceName("app-blue"), ingressBackend(t, f.c, "ns", "app"))
 			},
 		},
 		{
@@ -325,7 +326,7 @@ func TestBlueGreenActionRest(t *testing.T) {
 				green := f.child(t, bluegreen.Green)
 				assert.Equal(t, "flink:1.20.1", green.Spec.Image)
 				assert.Equal(t, "file:///sp/1", green.Spec.Job.InitialSavepointPath, "the savepoint it started from is kept")
-				assert.Equal(t, native.RESTServiceName("app-green"), ingressBackend(t, f.c, "ns", "app"))
+				assert.Equal(t, flinkconf.RESTServiceName("app-green"), ingressBackend(t, f.c, "ns", "app"))
 			},
 		},
 		{
@@ -655,7 +656,7 @@ func TestBlueGreenActionFinalize(t *testing.T) {
 				assert.Empty(t, st.AbortTimestamp+st.DeploymentReadyTimestamp+st.SavepointTriggerID, "the switch's markers are reset")
 				assert.Equal(t, "job-GREEN", st.JobStatus.JobID)
 				assert.Equal(t, metav1.ConditionTrue, condition(out.bg, ConditionBlueGreenReady).Status)
-				assert.Equal(t, native.RESTServiceName("app-green"), ingressBackend(t, f.c, "ns", "app"))
+				assert.Equal(t, flinkconf.RESTServiceName("app-green"), ingressBackend(t, f.c, "ns", "app"))
 				assert.Equal(t, []string{"Normal BlueGreenSwitched app-green is active (ACTIVE_GREEN)"}, out.events)
 			},
 		},
@@ -670,7 +671,7 @@ func TestBlueGreenActionFinalize(t *testing.T) {
 			step:    bluegreen.Step{Next: flinkv1beta1.BlueGreenActiveBlue, Action: bluegreen.ActionFinalize, Target: bluegreen.Blue},
 			created: []string{ingress},
 			check: func(t *testing.T, f *bgFake, out outcome) {
-				assert.Equal(t, native.RESTServiceName("app-blue"), ingressBackend(t, f.c, "ns", "app"))
+				assert.Equal(t, flinkconf.RESTServiceName("app-blue"), ingressBackend(t, f.c, "ns", "app"))
 			},
 		},
 	})

@@ -22,6 +22,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -612,14 +613,14 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 func buildIngress(bg *flinkv1beta1.FlinkBlueGreenDeployment, active bluegreen.Color) (*networkingv1.Ingress, error) {
 	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
 	shape.Spec.Ingress = bg.Spec.Ingress
-	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	want, err := native.BuildIngress(shape, flinkconf.DefaultRESTPort)
 	if err != nil {
 		return nil, err
 	}
 	want.OwnerReferences = nil
 	for i := range want.Spec.Rules {
 		for j := range want.Spec.Rules[i].HTTP.Paths {
-			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
+			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = flinkconf.RESTServiceName(childName(bg, active))
 		}
 	}
 	return want, nil

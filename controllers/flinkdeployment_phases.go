@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -75,7 +75,7 @@ func runPhases(ctx context.Context, p *pass, phases []phase) (ctrl.Result, error
 type pass struct {
 	*scope
 	desired *flinkv1beta1.FlinkDeploymentSpec
-	conf    native.Config
+	conf    flinkconf.Config
 }
 
 // reconcile brings the cluster to the validated spec target: the phases of specPhases, run in

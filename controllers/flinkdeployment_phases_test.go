@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -105,7 +107,7 @@ func newPhaseWorld(t *testing.T, dep *flinkv1beta1.FlinkDeployment, withCluster,
 	ctx := context.Background()
 	if withCluster {
 		running := dep.DeepCopy()
-		cluster, err := native.Build(running, native.Defaults{}, native.BuildOptions{JobID: phaseJobID})
+		cluster, err := native.Build(running, flinkconf.Defaults{}, flinkconf.BuildOptions{JobID: phaseJobID})
 		require.NoError(t, err)
 		require.NoError(t, native.Apply(ctx, c, c, cluster))
 	}
@@ -123,7 +125,7 @@ func newPhaseWorld(t *testing.T, dep *flinkv1beta1.FlinkDeployment, withCluster,
 	flink.SetJob(phaseJobID, string(dep.Status.JobStatus.State))
 	events := record.NewFakeRecorder(100)
 	r := &FlinkDeploymentReconciler{Client: c, Scheme: scheme, Recorder: events, Validator: &validation.Validator{},
-		Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals()}
+		Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals()}
 	w.c, w.flink, w.r, w.events = c, flink, r, events
 	return w
 }

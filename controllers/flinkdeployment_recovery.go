@@ -13,7 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -184,7 +184,7 @@ func evaluateHealth(prev *healthRecord, now time.Time, restarts, completed int64
 
 // healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
 // to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
-func healthOptionsOf(conf native.Config) healthOptions {
+func healthOptionsOf(conf flinkconf.Config) healthOptions {
 	o := healthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}
 	if !options.HealthCheckpointProgress.Get(conf) {
 		return o
@@ -207,7 +207,7 @@ func healthOptionsOf(conf native.Config) healthOptions {
 }
 
 // observeHealth reads the job's restart and checkpoint counters and updates the health record.
-func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf flinkconf.Config) {
 	st := s.status()
 	if !options.HealthCheck.Get(conf) || st.JobStatus.State != flinkv1beta1.JobStatusRunning ||
 		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {

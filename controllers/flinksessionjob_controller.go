@@ -22,10 +22,11 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -40,9 +41,9 @@ type FlinkSessionJobReconciler struct {
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
-	Flink     *FlinkClients
+	Flink     *clients.Factory
 	Artifacts *artifact.Fetcher
-	Defaults  native.Defaults
+	Defaults  flinkconf.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
 	// Shard is the label selector of the resources this operator instance serves (see
@@ -135,7 +136,7 @@ type jobScope struct {
 	flink *flink.Client
 	// unreachable says why there is no client although the session's JobManager is ready.
 	unreachable error
-	conf        native.Config
+	conf        flinkconf.Config
 	redact      *redact.Redactor
 }
 
@@ -236,8 +237,8 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	}
 	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, session.Spec.FlinkVersion, conf)
 	if err != nil {
-		if _, refused := IsRESTServiceRefused(err); refused {
-			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		if _, refused := clients.IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(s.job, corev1.EventTypeWarning, clients.ReasonRESTServiceRefused, err.Error())
 		}
 		s.unreachable = fmt.Errorf("REST endpoint of session %s: %w", name, err)
 		return nil // not reachable yet; observed as not ready

@@ -20,7 +20,8 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // SnapshotFinalizer is upstream's finalizer name for snapshots.
@@ -49,8 +50,8 @@ type FlinkStateSnapshotReconciler struct {
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
-	Flink     *FlinkClients
-	Defaults  native.Defaults
+	Flink     *clients.Factory
+	Defaults  flinkconf.Defaults
 	Intervals Intervals
 	// BaseBackoff is the first retry delay after a failure (doubling after each); 10 s when 0.
 	BaseBackoff time.Duration
@@ -229,15 +230,15 @@ func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *
 	}
 	// The cluster is addressed as its own reconciler addresses it: the same configuration, from
 	// the operator's default configuration and REST timeout in force now.
-	_, defaults, clients := liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
+	_, defaults, factory := liveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
 	conf, err := clusterConfig(cluster, defaults)
 	if err != nil {
 		return target{}, "", err
 	}
-	cl, err := clients.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
+	cl, err := factory.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
 	if err != nil {
-		if _, refused := IsRESTServiceRefused(err); refused {
-			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		if _, refused := clients.IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(snap, corev1.EventTypeWarning, clients.ReasonRESTServiceRefused, err.Error())
 		}
 		return target{}, "", err
 	}

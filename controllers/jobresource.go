@@ -14,7 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 )
 
@@ -120,8 +121,8 @@ func finish(rec record.EventRecorder, s jobResource, reconcileErr error, persist
 	if reconcileErr != nil {
 		s.common().Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
 		reason := ReasonError
-		if _, refused := IsRESTServiceRefused(reconcileErr); refused {
-			reason = ReasonRESTServiceRefused
+		if _, refused := clients.IsRESTServiceRefused(reconcileErr); refused {
+			reason = clients.ReasonRESTServiceRefused
 		}
 		rec.Event(s.object(), corev1.EventTypeWarning, reason, reconcileErr.Error())
 	}
@@ -193,16 +194,16 @@ func (o *ReconcilerOptions) release(ctx context.Context, c client.Client, obj cl
 // options of the user's configuration, from the operator's default configuration in force.
 // The FlinkDeployment, the session jobs on it and the snapshots of its jobs all address the
 // cluster from this one composition.
-func clusterConfig(dep *flinkv1beta1.FlinkDeployment, defaults native.Defaults) (native.Config, error) {
-	effective, err := native.EffectiveConfig(dep, defaults, native.BuildOptions{})
+func clusterConfig(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Defaults) (flinkconf.Config, error) {
+	effective, err := flinkconf.EffectiveConfig(dep, defaults, flinkconf.BuildOptions{})
 	if err != nil {
 		return nil, err
 	}
-	user, err := native.UserConfig(dep, defaults)
+	user, err := flinkconf.UserConfig(dep, defaults)
 	if err != nil {
 		return nil, err
 	}
-	return native.WithOptions(effective, user), nil
+	return flinkconf.WithOptions(effective, user), nil
 }
 
 // recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same

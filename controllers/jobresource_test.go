@@ -20,7 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -99,7 +100,7 @@ func TestSessionJobSkipsStaleCopyOfItsOwnWrite(t *testing.T) {
 	base := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(job).WithStatusSubresource(job).Build()
 	c := &laggingCache{Client: base}
 	r := &FlinkSessionJobReconciler{Client: c, Scheme: kubeenv.Scheme(), Recorder: record.NewFakeRecorder(100),
-		Flink: &FlinkClients{}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+		Flink: &clients.Factory{}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
 
 	_, err := r.Reconcile(context.Background(), req)
@@ -176,11 +177,11 @@ func TestSnapshotAddressesClusterAsItsReconcilerDoes(t *testing.T) {
 			Savepoint: &flinkv1beta1.SavepointSpec{}}}
 	c := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(dep, snap).Build()
 	live := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: time.Second,
-		Defaults: native.Defaults{Base: map[string]string{"rest.port": "18081"}}})
-	clients := &FlinkClients{URLTemplate: "http://{{name}}.{{namespace}}:{{port}}"}
+		Defaults: flinkconf.Defaults{Base: map[string]string{"rest.port": "18081"}}})
+	factory := &clients.Factory{URLTemplate: "http://{{name}}.{{namespace}}:{{port}}"}
 	snapshots := &FlinkStateSnapshotReconciler{ReconcilerOptions: ReconcilerOptions{Live: live}, Client: c, Scheme: kubeenv.Scheme(),
-		Recorder: record.NewFakeRecorder(10), Flink: clients}
-	deployments := &FlinkDeploymentReconciler{ReconcilerOptions: ReconcilerOptions{Live: live}, Client: c, Flink: clients}
+		Recorder: record.NewFakeRecorder(10), Flink: factory}
+	deployments := &FlinkDeploymentReconciler{ReconcilerOptions: ReconcilerOptions{Live: live}, Client: c, Flink: factory}
 
 	tgt, why, err := snapshots.resolveTarget(context.Background(), snap)
 	require.NoError(t, err)

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -38,7 +38,7 @@ type snapshotHistoryLimits struct {
 // are read from operatorConf, the operator's own configuration, so that a resource cannot
 // lift them; a nil operatorConf reads them from conf. Invalid or non-positive values fall back
 // to the defaults (validation reports them); every count is at least 1.
-func snapshotHistoryLimitsFrom(conf, operatorConf native.Config) snapshotHistoryLimits {
+func snapshotHistoryLimitsFrom(conf, operatorConf flinkconf.Config) snapshotHistoryLimits {
 	if operatorConf == nil {
 		operatorConf = conf
 	}
@@ -167,7 +167,7 @@ func nameMillis(name string) int64 {
 // selects, unless kubernetes.operator.savepoint.cleanup.enabled is false. A deleted savepoint's
 // data is disposed by the snapshot controller only if the resource says so (disposeOnDelete);
 // a checkpoint's never (Flink owns it).
-func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf, operatorConf native.Config, now time.Time) error {
+func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf, operatorConf flinkconf.Config, now time.Time) error {
 	if !savepointCleanupEnabled(conf) {
 		return nil
 	}
@@ -191,4 +191,4 @@ func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind f
 
 // savepointCleanupEnabled: history cleanup runs unless kubernetes.operator.savepoint.cleanup.enabled
 // turns it off.
-func savepointCleanupEnabled(conf native.Config) bool { return options.SavepointCleanup.Get(conf) }
+func savepointCleanupEnabled(conf flinkconf.Config) bool { return options.SavepointCleanup.Get(conf) }

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -246,58 +246,58 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 	defaults := snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 1}
 	tests := []struct {
 		name         string
-		conf         native.Config
-		operatorConf native.Config
+		conf         flinkconf.Config
+		operatorConf flinkconf.Config
 		want         snapshotHistoryLimits
 	}{
 		{name: "upstream defaults", want: defaults},
 		{
 			name: "the resource's values",
-			conf: native.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "2 h", optCheckpointsRetained: "4"},
+			conf: flinkconf.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "2 h", optCheckpointsRetained: "4"},
 			want: snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: 2 * time.Hour, checkpointMaxCount: 4},
 		},
 		{
 			name: "num-retained under its pre-1.20 name",
-			conf: native.Config{optCheckpointsRetainedLegacy: "3"},
+			conf: flinkconf.Config{optCheckpointsRetainedLegacy: "3"},
 			want: snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 3},
 		},
 		{
 			name: "num-retained: the new name wins",
-			conf: native.Config{optCheckpointsRetained: "2", optCheckpointsRetainedLegacy: "3"},
+			conf: flinkconf.Config{optCheckpointsRetained: "2", optCheckpointsRetainedLegacy: "3"},
 			want: snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 2},
 		},
 		{
 			name: "invalid and non-positive values fall back to the defaults",
-			conf: native.Config{options.SavepointHistoryMaxCount.Key: "0", options.SavepointHistoryMaxAge.Key: "soon", optCheckpointsRetained: "-1"},
+			conf: flinkconf.Config{options.SavepointHistoryMaxCount.Key: "0", options.SavepointHistoryMaxAge.Key: "soon", optCheckpointsRetained: "-1"},
 			want: defaults,
 		},
 		{
 			name:         "the operator's thresholds cap larger values",
-			conf:         native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxAge.Key: "7 d"},
-			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
+			conf:         flinkconf.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxAge.Key: "7 d"},
+			operatorConf: flinkconf.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "the operator's thresholds cap the defaults",
-			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "5", options.SavepointHistoryMaxAgeThreshold.Key: "1 h"},
+			operatorConf: flinkconf.Config{options.SavepointHistoryMaxCountThreshold.Key: "5", options.SavepointHistoryMaxAgeThreshold.Key: "1 h"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 5, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "smaller values are left alone",
-			conf:         native.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "1 h"},
-			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
+			conf:         flinkconf.Config{options.SavepointHistoryMaxCount.Key: "3", options.SavepointHistoryMaxAge.Key: "1 h"},
+			operatorConf: flinkconf.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "a resource cannot lift the operator's thresholds",
-			conf: native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "100",
+			conf: flinkconf.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "100",
 				options.SavepointHistoryMaxAge.Key: "7 d", options.SavepointHistoryMaxAgeThreshold.Key: "30 d"},
-			operatorConf: native.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
+			operatorConf: flinkconf.Config{options.SavepointHistoryMaxCountThreshold.Key: "20", options.SavepointHistoryMaxAgeThreshold.Key: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "without the operator's configuration the thresholds are read from the resource's",
-			conf: native.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "20"},
+			conf: flinkconf.Config{options.SavepointHistoryMaxCount.Key: "50", options.SavepointHistoryMaxCountThreshold.Key: "20"},
 			want: snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 1},
 		},
 	}
@@ -305,7 +305,7 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := tt.conf
 			if conf == nil {
-				conf = native.Config{}
+				conf = flinkconf.Config{}
 			}
 			assert.Equal(t, tt.want, snapshotHistoryLimitsFrom(conf, tt.operatorConf), fmt.Sprint(tt.conf, tt.operatorConf))
 		})

@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -31,7 +31,7 @@ func TestSnapshotBooleanOptionsReadAsFlinkDoes(t *testing.T) {
 		{raw: " false ", dispose: false, resources: true, cleanup: true, refused: true},
 		{raw: "yes", dispose: false, resources: true, cleanup: true, refused: true},
 	} {
-		conf := native.Config{
+		conf := flinkconf.Config{
 			options.DisposeOnDelete.Key:   tc.raw,
 			options.SnapshotResources.Key: tc.raw,
 			options.SavepointCleanup.Key:  tc.raw,

@@ -18,9 +18,10 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -143,8 +144,8 @@ func (o *ReconcilerOptions) run(ctx context.Context, c client.Client, req ctrl.R
 type liveCopy struct {
 	Recorder  *record.EventRecorder
 	Intervals *Intervals
-	Defaults  *native.Defaults
-	Flink     **FlinkClients
+	Defaults  *flinkconf.Defaults
+	Flink     **clients.Factory
 }
 
 // apply sets the copy's settings from the live configuration and masks its events with red.
@@ -156,7 +157,7 @@ func (o *ReconcilerOptions) apply(c liveCopy, red *redact.Redactor) {
 // validatorNow is v with the operator configuration in force now, from which the operator-wide
 // policy (pod security level, Ingress annotations) is read: the live one when the operator
 // configuration is dynamic, else the fixed defaults.
-func (o *ReconcilerOptions) validatorNow(v *validation.Validator, defaults native.Defaults) *validation.Validator {
+func (o *ReconcilerOptions) validatorNow(v *validation.Validator, defaults flinkconf.Defaults) *validation.Validator {
 	if v.OperatorConfig != nil {
 		return v
 	}
@@ -181,7 +182,7 @@ type Setup struct {
 	// shard); Client when nil.
 	SnapshotClient client.Client
 	Recorder       record.EventRecorder
-	Flink          *FlinkClients
+	Flink          *clients.Factory
 	Validator      *validation.Validator
 	Intervals      Intervals
 	Autoscaling    *Autoscaling

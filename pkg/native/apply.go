@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // Apply creates or updates the objects of a cluster with server-side apply under the

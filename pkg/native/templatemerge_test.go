@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // TestMergeTemplates: upstream's FlinkUtils.mergePodTemplates, by index (its default) and by
