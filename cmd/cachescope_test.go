@@ -21,7 +21,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -87,7 +88,7 @@ func TestCacheHoldsOnlyFlinkObjects(t *testing.T) {
 	createAll(t, env.Client, objs)
 
 	o := options{metricsAddr: "0", probeAddr: freeAddr(t), watchNamespaces: noise + "," + flinkNS,
-		restURLTemplate: controllers.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: time.Second,
+		restURLTemplate: clients.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: time.Second,
 		restTimeout: time.Second, reconcileDeadline: time.Minute}
 	mgr, err := newManager(env.Config, o)
 	require.NoError(t, err)
@@ -154,7 +155,7 @@ spec:
 	assert.Contains(t, cached["ConfigMap"], native.ConfigMapName(name))
 	assert.Contains(t, cached["ConfigMap"], native.HAClusterConfigMapName(name))
 	assert.Contains(t, cached["Pod"], name+"-taskmanager-1-1")
-	assert.Contains(t, cached["Service"], native.RESTServiceName(name))
+	assert.Contains(t, cached["Service"], flinkconf.RESTServiceName(name))
 	assert.NotContains(t, cached["Service"], foreignService)
 
 	jm := &appsv1.Deployment{}

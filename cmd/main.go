@@ -46,6 +46,7 @@ import (
 	extendpoint "github.com/flink-operator/flink-operator/pkg/extension/endpoint"
 	extlistener "github.com/flink-operator/flink-operator/pkg/extension/listener"
 	extvalidator "github.com/flink-operator/flink-operator/pkg/extension/validator"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
@@ -162,10 +163,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"With --webhook-cert-management=self: comma-separated Kind/name of the objects whose clientConfigs calling --webhook-service get the CA "+
 			"(ValidatingWebhookConfiguration, MutatingWebhookConfiguration, CustomResourceDefinition).")
 	o.operatorNamespace = envOr("OPERATOR_NAMESPACE", os.Getenv("POD_NAMESPACE"))
-	fs.StringVar(&o.restURLTemplate, "flink-rest-url-template", controllers.DefaultRESTURLTemplate,
+	fs.StringVar(&o.restURLTemplate, "flink-rest-url-template", clients.DefaultRESTURLTemplate,
 		"Where a cluster's JobManager REST endpoint is; {{name}}, {{namespace}} and {{port}} are replaced. "+
 			"Change it when the operator runs outside the cluster (e.g. behind kubectl proxy or a port-forward).")
-	fs.StringVar(&o.restAddress, "flink-rest-address", controllers.RESTAddressService,
+	fs.StringVar(&o.restAddress, "flink-rest-address", clients.RESTAddressService,
 		"How the operator addresses JobManagers: \"service\" uses --flink-rest-url-template; \"pod-ip\" uses the address "+
 			"of a ready JobManager pod behind the REST Service (operator outside the cluster with routable pod IPs).")
 	fs.StringVar(&o.restTLS.CAFile, resttls.FlagCAFile[2:], "",
@@ -451,8 +452,8 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--label-selector: %w", err)
 	}
-	if o.restAddress != "" && o.restAddress != controllers.RESTAddressService && o.restAddress != controllers.RESTAddressPodIP {
-		return nil, fmt.Errorf("--flink-rest-address %q: allowed: %s, %s", o.restAddress, controllers.RESTAddressService, controllers.RESTAddressPodIP)
+	if o.restAddress != "" && o.restAddress != clients.RESTAddressService && o.restAddress != clients.RESTAddressPodIP {
+		return nil, fmt.Errorf("--flink-rest-address %q: allowed: %s, %s", o.restAddress, clients.RESTAddressService, clients.RESTAddressPodIP)
 	}
 	var tlsOpts []func(*tls.Config)
 	if !o.enableHTTP2 {
@@ -548,7 +549,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// The REST Service checked before every client (and the JobManager pods in pod-ip mode) is
 	// read from the cache, which holds the cluster's labelled objects and asks the API server
 	// only for a name it cannot see: a reconcile of a running cluster costs no request.
-	flinkClients := &controllers.FlinkClients{URLTemplate: o.restURLTemplate, Address: o.restAddress,
+	flinkClients := &clients.Factory{URLTemplate: o.restURLTemplate, Address: o.restAddress,
 		Endpoints: mgr.GetClient(), Timeout: o.restTimeout, OnCall: opMetrics.REST.Observe, TLS: restTLS, Fence: fence}
 	// core/v1 Events, as upstream records them. GetEventRecorder (events.k8s.io) takes another
 	// recorder interface throughout the controllers: a change of its own, not part of the

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -71,7 +71,7 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 		leaderElectionNS:     leaseNS,
 		watchNamespaces:      teamA + "," + teamB,
 		enableWebhooks:       false,
-		restURLTemplate:      controllers.DefaultRESTURLTemplate,
+		restURLTemplate:      clients.DefaultRESTURLTemplate,
 		reconcileInterval:    time.Minute,
 		progressInterval:     10 * time.Second,
 	}

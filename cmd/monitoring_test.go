@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/monitoring"
@@ -78,7 +78,7 @@ func liveMetricNames(t *testing.T) map[string]bool {
 	o := options{
 		metricsAddr: "0", probeAddr: freeAddr(t), enableLeaderElection: true,
 		leaderElectionID: "flink-operator-monitoring-test", leaderElectionNS: ns, watchNamespaces: ns,
-		restURLTemplate: controllers.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: 10 * time.Second,
+		restURLTemplate: clients.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: 10 * time.Second,
 	}
 	mgr, err := newManager(env.Config, o)
 	require.NoError(t, err)

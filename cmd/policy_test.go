@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 )
 
@@ -19,7 +19,7 @@ import (
 // admission once kubernetes.operator.pod-security.level is baseline, and allowed again when the
 // configuration changes back, without a restart.
 func TestWebhookAppliesTheLiveOperatorPolicy(t *testing.T) {
-	store := operatorconfig.NewStore(operatorconfig.Settings{Defaults: native.Defaults{
+	store := operatorconfig.NewStore(operatorconfig.Settings{Defaults: flinkconf.Defaults{
 		Operator: map[string]string{"kubernetes.operator.pod-security.level": "baseline"}}})
 	o := &options{jarSchemes: "https", live: store}
 	v := o.validator()

@@ -18,6 +18,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -53,7 +54,7 @@ func shardOptions(t *testing.T, ns, opNS string) options {
 	return options{metricsAddr: "0", probeAddr: freeAddr(t), watchNamespaces: ns,
 		enableLeaderElection: true, leaderElectionNS: opNS, leaderElectionID: "flink-operator.flink.apache.org",
 		leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: time.Second,
-		restURLTemplate: controllers.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: time.Second,
+		restURLTemplate: clients.DefaultRESTURLTemplate, reconcileInterval: time.Minute, progressInterval: time.Second,
 		restTimeout: time.Second, reconcileDeadline: time.Minute, reconcileParallelism: 4}
 }
 

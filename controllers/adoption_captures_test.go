@@ -28,6 +28,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -208,7 +209,7 @@ func adoptingControllers(flink *fakeflink.Server) func(ctrl.Manager, record.Even
 	sessionJobs := func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
 			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https", "http"},
 				AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, Intervals: fastIntervals(),

@@ -25,6 +25,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -114,7 +115,7 @@ func autoscalingController(fl *fakeflink.Server, source autoscaler.MetricsSource
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: fl.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: fl.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
 			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock},
 		}).SetupWithManager(mgr)
@@ -350,7 +351,7 @@ func TestAutoscalerScalesASessionJob(t *testing.T) {
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: fl.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: fl.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
 			Validator: &validation.Validator{AllowedJarSchemes: []string{"file"}}, Intervals: fastIntervals(),
 			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock.Now},

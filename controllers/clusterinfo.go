@@ -10,7 +10,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Keys of status.clusterInfo besides flink-version and flink-revision, as upstream writes them
@@ -25,7 +25,7 @@ const (
 // upstream writes it) and refreshes clusterInfo. It runs when the job's state changes or its
 // start time is not known yet, not at every observe: a running job costs one REST call per
 // observe, and name and start time only change with the job.
-func (r *FlinkDeploymentReconciler) observeJobDetails(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+func (r *FlinkDeploymentReconciler) observeJobDetails(ctx context.Context, s *scope, cl *flink.Client, conf flinkconf.Config) {
 	st := s.status()
 	details, err := cl.JobDetails(ctx, st.JobStatus.JobID)
 	if err != nil {
@@ -43,7 +43,7 @@ func (r *FlinkDeploymentReconciler) observeJobDetails(ctx context.Context, s *sc
 // registered TaskManagers' cpu and process memory, as upstream's getClusterInfo) and the job's
 // state-size (its latest completed checkpoint's size). A value that cannot be read is left as
 // it was: clusterInfo is informative, never a reason to fail the observe.
-func (r *FlinkDeploymentReconciler) observeClusterInfo(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+func (r *FlinkDeploymentReconciler) observeClusterInfo(ctx context.Context, s *scope, cl *flink.Client, conf flinkconf.Config) {
 	st := s.status()
 	if st.ClusterInfo == nil {
 		st.ClusterInfo = map[string]string{}
@@ -67,7 +67,7 @@ func (r *FlinkDeploymentReconciler) observeClusterInfo(ctx context.Context, s *s
 // process memory in bytes, with taskManagers TaskManagers registered. Flink's defaults apply:
 // one JobManager of 1 cpu, a TaskManager's cpu is its slot count. The memory is unknown
 // (false) when a process size is not set, as Flink then derives it from other sizes.
-func clusterResources(conf native.Config, taskManagers int) (cpu, memory string, memoryKnown bool) {
+func clusterResources(conf flinkconf.Config, taskManagers int) (cpu, memory string, memoryKnown bool) {
 	jmReplicas, err := conf.Int("kubernetes.jobmanager.replicas", 1)
 	if err != nil {
 		jmReplicas = 1
@@ -75,22 +75,22 @@ func clusterResources(conf native.Config, taskManagers int) (cpu, memory string,
 	jmCPU := floatOption(conf, "kubernetes.jobmanager.cpu.amount", 1)
 	tmCPU := floatOption(conf, "kubernetes.taskmanager.cpu.amount", -1)
 	if tmCPU <= 0 {
-		slots, err := native.TaskSlots(conf)
+		slots, err := flinkconf.TaskSlots(conf)
 		if err != nil {
 			slots = 1
 		}
 		tmCPU = float64(slots)
 	}
 	cpu = javaDouble(jmCPU*float64(jmReplicas) + tmCPU*float64(taskManagers))
-	jmMemory, jmErr := native.MemoryBytes(conf.Get("jobmanager.memory.process.size", ""))
-	tmMemory, tmErr := native.MemoryBytes(conf.Get("taskmanager.memory.process.size", ""))
+	jmMemory, jmErr := flinkconf.MemoryBytes(conf.Get("jobmanager.memory.process.size", ""))
+	tmMemory, tmErr := flinkconf.MemoryBytes(conf.Get("taskmanager.memory.process.size", ""))
 	if jmErr != nil || tmErr != nil {
 		return cpu, "", false
 	}
 	return cpu, strconv.FormatInt(jmMemory*int64(jmReplicas)+tmMemory*int64(taskManagers), 10), true
 }
 
-func floatOption(conf native.Config, key string, def float64) float64 {
+func floatOption(conf flinkconf.Config, key string, def float64) float64 {
 	f, err := strconv.ParseFloat(strings.TrimSpace(conf.Get(key, "")), 64)
 	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 		return def

@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -106,7 +107,7 @@ func extensionOperator(t *testing.T, flink *fakeflink.Server, ns string, conf ma
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(),
 			CustomValidator: &validator.Chain{OperatorConfig: current}, Listener: listeners,
 		}).SetupWithManager(mgr)

@@ -23,6 +23,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/nsshare"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
@@ -103,7 +104,7 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 			return (&FlinkSessionJobReconciler{
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-				Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 10 * time.Second},
+				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 10 * time.Second},
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
 				Intervals: fastIntervals(), RateLimits: RateLimits{PerNamespace: share},

@@ -21,6 +21,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
@@ -802,7 +803,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 	}
 	shape := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: bg.Name, Namespace: bg.Namespace}}
 	shape.Spec.Ingress = bg.Spec.Ingress
-	want, err := native.BuildIngress(shape, native.DefaultRESTPort)
+	want, err := native.BuildIngress(shape, flinkconf.DefaultRESTPort)
 	if err != nil {
 		return r.recordInvalid(ctx, bg, err.Error())
 	}
@@ -812,7 +813,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) reconcileIngress(ctx context.Contex
 	}
 	for i := range want.Spec.Rules {
 		for j := range want.Spec.Rules[i].HTTP.Paths {
-			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = native.RESTServiceName(childName(bg, active))
+			want.Spec.Rules[i].HTTP.Paths[j].Backend.Service.Name = flinkconf.RESTServiceName(childName(bg, active))
 		}
 	}
 	if !exists {

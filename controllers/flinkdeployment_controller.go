@@ -23,6 +23,8 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
@@ -106,8 +108,8 @@ type FlinkDeploymentReconciler struct {
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
-	Flink     *FlinkClients
-	Defaults  native.Defaults
+	Flink     *clients.Factory
+	Defaults  flinkconf.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
 	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
@@ -151,7 +153,7 @@ type FlinkDeploymentReconciler struct {
 // OwnerReferencesPermissionEnforcement admission plugin runs (OpenShift, the e2e cluster).
 // ConfigMaps are also updated (DeleteJobGraphs, with their resourceVersion). Reads go through
 // the manager's cache (list and watch); get where the code reads the API server directly:
-// Services (FlinkClients.Endpoints), the operator ConfigMap (--config-map), and the objects of
+// Services (clients.Factory.Endpoints), the operator ConfigMap (--config-map), and the objects of
 // a cluster's names, which are checked for ownership before any apply or delete (APIReader)
 // and asked of the API server when the label-scoped cache does not hold them (pkg/cachescope).
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkdeployments,verbs=list;watch;update
@@ -284,7 +286,7 @@ type scope struct {
 
 	// configs are the effective configurations computed in this reconcile, by spec (each spec's
 	// is computed once).
-	configs map[string]native.Config
+	configs map[string]flinkconf.Config
 	// rest is the client of the running cluster's JobManager, built once per reconcile.
 	rest *flink.Client
 	// jobState is the job's state when observe read it to probe the JobManager.
@@ -385,8 +387,8 @@ func (r *FlinkDeploymentReconciler) finish(ctx context.Context, s *scope, reconc
 	if reconcileErr != nil {
 		st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, reconcileErr.Error())
 		reason := ReasonError
-		if _, refused := IsRESTServiceRefused(reconcileErr); refused {
-			reason = ReasonRESTServiceRefused
+		if _, refused := clients.IsRESTServiceRefused(reconcileErr); refused {
+			reason = clients.ReasonRESTServiceRefused
 		}
 		r.Recorder.Event(s.dep, corev1.EventTypeWarning, reason, reconcileErr.Error())
 	}

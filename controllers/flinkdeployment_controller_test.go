@@ -25,6 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -424,7 +426,7 @@ func TestCrashAfterWriteAheadResumes(t *testing.T) {
 	})
 	newReconciler := func(c client.Client) *FlinkDeploymentReconciler {
 		return &FlinkDeploymentReconciler{Client: c, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-			Flink: &FlinkClients{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+			Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
 	}
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
 
@@ -674,7 +676,7 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 		},
 	})
 	r := &FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-		Flink: &FlinkClients{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
 	for i := 0; i < 3; i++ {
 		_, err = r.Reconcile(ctx, req)
@@ -690,7 +692,7 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	require.NoError(t, err)
 	d := get(t, base, ns, name)
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State)
-	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.RESTServiceName(name)}, &corev1.Service{}), "the REST Service exists now")
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName(name)}, &corev1.Service{}), "the REST Service exists now")
 	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm))
 	assert.Equal(t, appliedOnce, jm.ResourceVersion, "applying the JobManager again changed nothing: completion is the status's, not a second write")
 

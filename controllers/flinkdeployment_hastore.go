@@ -9,18 +9,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
-	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
 // haStore is where the cluster of configuration conf keeps its HA metadata: its ConfigMaps
 // (Kubernetes HA) or its ZooKeeper quorum, under the operator's ZooKeeper policy. Every read
 // and deletion of HA metadata goes through it, so a ZooKeeper HA job is upgraded, recovered
 // and deleted from its real metadata (upstream's isHaMetadataAvailable / deleteHAData).
-// Its deletions are fenced by the leader lease (FlinkClients.Fence): a job's graphs or
+// Its deletions are fenced by the leader lease (clients.Factory.Fence): a job's graphs or
 // checkpoint pointers dropped by a replica that no longer leads could be those the new
 // leader's JobManager is recovering from.
-func (r *FlinkDeploymentReconciler) haStore(s *scope, conf native.Config) (hastore.Store, error) {
+func (r *FlinkDeploymentReconciler) haStore(s *scope, conf flinkconf.Config) (hastore.Store, error) {
 	store, err := hastore.For(conf, r.Client, s.dep.Namespace, s.dep.Name, recordedJobIDs(s), r.ZooKeeper)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (r *FlinkDeploymentReconciler) haStore(s *scope, conf native.Config) (hasto
 // fencedStore refuses the deletions of a Store while the leader lease is not held.
 type fencedStore struct {
 	hastore.Store
-	flink   *FlinkClients
+	flink   *clients.Factory
 	cluster string
 }
 
@@ -53,7 +54,7 @@ func (f fencedStore) Delete(ctx context.Context) error {
 // does not: ConfigMaps went with the cluster, ZooKeeper's znodes are deleted here, only now
 // that no JobManager writes them again. conf is nil when no spec was ever deployed: then
 // there is no metadata either.
-func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *scope, conf native.Config) error {
+func (r *FlinkDeploymentReconciler) deleteHAMetadata(ctx context.Context, s *scope, conf flinkconf.Config) error {
 	if conf == nil || !conf.HAEnabled() || hastore.KindOf(conf) != hastore.KindZooKeeper {
 		return nil
 	}
@@ -88,7 +89,7 @@ const sessionExpiryMargin = 30 * time.Second
 
 // zooKeeperSessionTimeout is the session timeout of the cluster's JobManagers
 // (high-availability.zookeeper.client.session-timeout, milliseconds; Flink's default 60 s).
-func zooKeeperSessionTimeout(conf native.Config) time.Duration {
+func zooKeeperSessionTimeout(conf flinkconf.Config) time.Duration {
 	ms, err := strconv.Atoi(strings.TrimSpace(conf.Get("high-availability.zookeeper.client.session-timeout", "60000")))
 	if err != nil || ms <= 0 {
 		return time.Minute
@@ -104,9 +105,9 @@ const ReasonHAMetadataKept = "HAMetadataKept"
 // recordedJobIDs are the jobs the operator recorded for the cluster: in ZooKeeper only their
 // metadata is deleted, since another namespace's cluster of the same name has the same node.
 func recordedJobIDs(s *scope) []string {
-	ids := []string{s.status().JobStatus.JobID, native.UserJobID(&s.dep.Spec)}
+	ids := []string{s.status().JobStatus.JobID, flinkconf.UserJobID(&s.dep.Spec)}
 	if s.deployed != nil {
-		ids = append(ids, native.UserJobID(s.deployed))
+		ids = append(ids, flinkconf.UserJobID(s.deployed))
 	}
 	return ids
 }

@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -232,7 +233,7 @@ func (r *FlinkDeploymentReconciler) observeMissing(s *scope) {
 }
 
 // observeJob reads the job's state from Flink.
-func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl *flink.Client, conf flinkconf.Config) {
 	st := s.status()
 	if st.JobStatus.JobID == "" {
 		return
@@ -331,7 +332,7 @@ func (r *FlinkDeploymentReconciler) recordLastCheckpoint(ctx context.Context, s 
 }
 
 // markStable copies the last reconciled spec to the last stable spec once it runs healthy.
-func (r *FlinkDeploymentReconciler) markStable(s *scope, conf native.Config) {
+func (r *FlinkDeploymentReconciler) markStable(s *scope, conf flinkconf.Config) {
 	st := s.status()
 	rs := &st.ReconciliationStatus
 	if rs.State != flinkv1beta1.ReconciliationDeployed || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
@@ -356,7 +357,7 @@ func (r *FlinkDeploymentReconciler) markStable(s *scope, conf native.Config) {
 	if st.TaskManager == nil {
 		st.TaskManager = &flinkv1beta1.TaskManagerInfo{}
 	}
-	if replicas, err := native.TaskManagerReplicas(conf, s.deployed); err == nil && s.deployed.Job != nil {
+	if replicas, err := flinkconf.TaskManagerReplicas(conf, s.deployed); err == nil && s.deployed.Job != nil {
 		st.TaskManager.Replicas = replicas
 	}
 }
@@ -382,7 +383,7 @@ func (r *FlinkDeploymentReconciler) failedPod(ctx context.Context, s *scope) (re
 }
 
 // config is the effective Flink configuration of a spec, computed once per reconcile.
-func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
+func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (flinkconf.Config, error) {
 	key, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("configuration of the spec: %w", err)
@@ -395,7 +396,7 @@ func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDep
 		return nil, err
 	}
 	if s.configs == nil {
-		s.configs = map[string]native.Config{}
+		s.configs = map[string]flinkconf.Config{}
 	}
 	s.configs[string(key)] = conf
 	return conf, nil
@@ -418,18 +419,18 @@ func (r *FlinkDeploymentReconciler) restClient(ctx context.Context, s *scope) (*
 	return s.rest, nil
 }
 
-func (r *FlinkDeploymentReconciler) computeConfig(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (native.Config, error) {
+func (r *FlinkDeploymentReconciler) computeConfig(s *scope, spec *flinkv1beta1.FlinkDeploymentSpec) (flinkconf.Config, error) {
 	dep := s.dep.DeepCopy()
 	dep.Spec = *spec.DeepCopy()
-	effective, err := native.EffectiveConfig(dep, r.Defaults, native.BuildOptions{})
+	effective, err := flinkconf.EffectiveConfig(dep, r.Defaults, flinkconf.BuildOptions{})
 	if err != nil {
 		return nil, err
 	}
-	user, err := native.UserConfig(dep, r.Defaults)
+	user, err := flinkconf.UserConfig(dep, r.Defaults)
 	if err != nil {
 		return nil, err
 	}
-	return native.WithOptions(effective, user), nil
+	return flinkconf.WithOptions(effective, user), nil
 }
 
 func isTerminal(s flinkv1beta1.JobStatusState) bool {

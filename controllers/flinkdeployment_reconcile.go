@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -195,13 +196,13 @@ func (r *FlinkDeploymentReconciler) reconcileUnchanged(ctx context.Context, s *s
 // deleteCluster starts deleting the cluster (and its HA metadata unless keepHA) and reports
 // whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
 // kubernetes.operator.resource.cleanup.timeout, as upstream's deleteBlocking. Nothing is deleted
-// while the leader lease is not held (FlinkClients.Fence): the cluster may be the one another
+// while the leader lease is not held (clients.Factory.Fence): the cluster may be the one another
 // replica, leading now, has just deployed.
 func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope, keepHA bool) (bool, error) {
 	if err := r.Flink.Fenced(ctx, "delete the cluster "+s.dep.Namespace+"/"+s.dep.Name); err != nil {
 		return false, err
 	}
-	var conf native.Config
+	var conf flinkconf.Config
 	if running := s.running(); running != nil {
 		conf, _ = r.config(s, running)
 	}
@@ -365,7 +366,7 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 }
 
 // jobStop is the stop executor for the deployment's job, on the JobManager as observed.
-func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobStop {
+func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf flinkconf.Config) *jobStop {
 	x := &jobStop{
 		flink:      func(ctx context.Context) (*flink.Client, error) { return r.restClient(ctx, s) },
 		jobManager: s.status().JobManagerDeploymentStatus,
@@ -392,7 +393,7 @@ func (r *FlinkDeploymentReconciler) jobStop(s *scope, conf native.Config) *jobSt
 // with empty state.
 //
 // conf is the configuration being deployed: its HA store is where the new JobManager looks.
-func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context, s *scope, conf native.Config) (string, error) {
+func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context, s *scope, conf flinkconf.Config) (string, error) {
 	store, err := r.haStore(s, conf)
 	if err != nil {
 		return "", err
@@ -408,7 +409,7 @@ func (r *FlinkDeploymentReconciler) prepareLastStateRestore(ctx context.Context,
 }
 
 // upgradeSituation gathers the inputs of planUpgrade.
-func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (upgradeSituation, error) {
+func (r *FlinkDeploymentReconciler) upgradeSituation(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (upgradeSituation, error) {
 	st := s.status()
 	deployedConf, err := r.config(s, s.deployed)
 	if err != nil {
@@ -497,8 +498,8 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	st := s.status()
 	switch {
 	case desired.Job == nil:
-	case native.UserJobID(desired) != "":
-		st.JobStatus.JobID = native.UserJobID(desired) // the user's fixed job id wins
+	case flinkconf.UserJobID(desired) != "":
+		st.JobStatus.JobID = flinkconf.UserJobID(desired) // the user's fixed job id wins
 	case !keepJobID || st.JobStatus.JobID == "":
 		st.JobStatus.JobID = deterministicJobID(string(s.dep.UID), st.ReconciliationStatus.ReconciliationTimestamp)
 	}
@@ -519,7 +520,7 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	dep.Generation = st.ObservedGeneration
 	// The result stores are new for every recorded deployment attempt, and the same while
 	// that attempt is retried (the attempt is the recorded reconciliation timestamp).
-	opts := native.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore, Attempt: deployAttemptID(st),
+	opts := flinkconf.BuildOptions{JobID: st.JobStatus.JobID, RestorePath: restore, Attempt: deployAttemptID(st),
 		ResultStoreID: deterministicJobID(string(s.dep.UID)+"/result-store", st.ReconciliationStatus.ReconciliationTimestamp)}
 	if desired.Job != nil && desired.Job.AllowNonRestoredState != nil {
 		opts.AllowNonRestoredState = *desired.Job.AllowNonRestoredState
@@ -563,7 +564,7 @@ func (r *FlinkDeploymentReconciler) refuseForeignObject(s *scope, foreign *nativ
 }
 
 // savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
-func savepointFormat(conf native.Config) flink.SavepointFormat {
+func savepointFormat(conf flinkconf.Config) flink.SavepointFormat {
 	if strings.EqualFold(options.SavepointFormat.Get(conf), string(flink.SavepointFormatNative)) {
 		return flink.SavepointFormatNative
 	}

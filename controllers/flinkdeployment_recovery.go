@@ -13,7 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -30,7 +30,7 @@ const (
 // change, in this order: a missing JobManager deployment is redeployed (restoring HA metadata);
 // a job the health check finds unhealthy is restarted from HA metadata; the JobManager of a job
 // that ended is removed after the shutdown TTL. handled says the reconcile is done.
-func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (res ctrl.Result, handled bool, err error) {
+func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (res ctrl.Result, handled bool, err error) {
 	st := s.status()
 	wantsRunning := desired.Job == nil || (desired.Job.State != flinkv1beta1.JobStateSuspended && !isTerminal(st.JobStatus.State))
 
@@ -90,7 +90,7 @@ func (r *FlinkDeploymentReconciler) recover(ctx context.Context, s *scope, desir
 
 // restartUnhealthy resubmits a job the health check found unhealthy from its HA metadata
 // (stateless jobs from nothing). Without HA metadata a restart would lose state: it says so.
-func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config, reason string) (ctrl.Result, bool, error) {
+func (r *FlinkDeploymentReconciler) restartUnhealthy(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config, reason string) (ctrl.Result, bool, error) {
 	st := s.status()
 	mode := upgradeModeOf(desired.Job)
 	keepHA := mode != flinkv1beta1.UpgradeModeStateless
@@ -166,7 +166,7 @@ func evaluateHealth(prev *healthRecord, now time.Time, restarts, completed int64
 
 // healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
 // to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
-func healthOptionsOf(conf native.Config) healthOptions {
+func healthOptionsOf(conf flinkconf.Config) healthOptions {
 	o := healthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}
 	if !options.HealthCheckpointProgress.Get(conf) {
 		return o
@@ -189,7 +189,7 @@ func healthOptionsOf(conf native.Config) healthOptions {
 }
 
 // observeHealth reads the job's restart and checkpoint counters and updates the health record.
-func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf native.Config) {
+func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope, cl *flink.Client, conf flinkconf.Config) {
 	st := s.status()
 	if !options.HealthCheck.Get(conf) || st.JobStatus.State != flinkv1beta1.JobStatusRunning ||
 		st.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -141,10 +141,10 @@ func TestEvaluateHealth(t *testing.T) {
 }
 
 func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
-	conf := native.Config{"execution.checkpointing.interval": "30 s"}
+	conf := flinkconf.Config{"execution.checkpointing.interval": "30 s"}
 	assert.Equal(t, 20*time.Minute, healthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
-	conf = native.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
+	conf = flinkconf.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
 	assert.Equal(t, 45*time.Minute, healthOptionsOf(conf).CheckpointWindow)
-	assert.Zero(t, healthOptionsOf(native.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
-	assert.Zero(t, healthOptionsOf(native.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
+	assert.Zero(t, healthOptionsOf(flinkconf.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
+	assert.Zero(t, healthOptionsOf(flinkconf.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
 }

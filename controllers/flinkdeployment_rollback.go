@@ -9,7 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -18,7 +18,7 @@ const ReasonRollback = "Rollback"
 
 // rollbackDue: rollback is enabled, the last reconciled spec is not the stable one, and it has
 // not become healthy within the readiness timeout.
-func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, withJob bool) (bool, time.Duration) {
+func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf flinkconf.Config, withJob bool) (bool, time.Duration) {
 	rs := st.ReconciliationStatus
 	if !options.RollbackEnabled.Get(conf) || rs.State != flinkv1beta1.ReconciliationDeployed ||
 		rs.LastStableSpec == "" || rs.LastStableSpec == rs.LastReconciledSpec {
@@ -38,7 +38,7 @@ func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf native.Config, wit
 // with upstream's preconditions (shouldRollBack): a job is rolled back through its HA metadata,
 // so without it there is nothing to roll back with; a suspended stable spec or another Flink
 // version is not rolled back to.
-func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *scope, conf native.Config) (string, error) {
+func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *scope, conf flinkconf.Config) (string, error) {
 	var stable flinkv1beta1.FlinkDeploymentSpec
 	if found, _, err := flinkv1beta1.DecodeReconciledSpec(s.status().ReconciliationStatus.LastStableSpec, &stable); err != nil || !found {
 		return "the last stable spec cannot be read", nil
@@ -70,7 +70,7 @@ func (r *FlinkDeploymentReconciler) rollbackImpossible(ctx context.Context, s *s
 }
 
 // startRollback records ROLLING_BACK before anything is touched.
-func (r *FlinkDeploymentReconciler) startRollback(ctx context.Context, s *scope, conf native.Config) error {
+func (r *FlinkDeploymentReconciler) startRollback(ctx context.Context, s *scope, conf flinkconf.Config) error {
 	timeout := options.ReadinessTimeout.Get(conf)
 	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, ReasonRollback,
 		"Not ready %s after the last change; rolling back to the last stable spec", timeout)

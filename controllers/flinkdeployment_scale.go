@@ -13,6 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -28,10 +29,10 @@ const (
 // upgrade: in native mode, only pipeline.jobvertex-parallelism-overrides changed, no vertex
 // lost its override, Flink is 1.18 or newer and runs the adaptive scheduler. It returns the new
 // per-vertex parallelism, or nil (a full upgrade).
-func inPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) map[string]int {
+func inPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) map[string]int {
 	if desired.Job == nil || desired.Mode == flinkv1beta1.DeploymentModeStandalone ||
 		!options.InPlaceScaling.Get(conf) ||
-		!strings.EqualFold(conf.Get("jobmanager.scheduler", ""), "adaptive") || !flinkAtLeast(desired.FlinkVersion, 1, 18) {
+		!strings.EqualFold(conf.Get("jobmanager.scheduler", ""), "adaptive") || !flinkconf.AtLeast(desired.FlinkVersion, 1, 18) {
 		return nil
 	}
 	before, after := deployed.DeepCopy(), desired.DeepCopy()
@@ -81,22 +82,11 @@ func parseOverrides(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// flinkAtLeast compares a spec's flinkVersion (v1_18, v2_0, ...).
-func flinkAtLeast(v flinkv1beta1.FlinkVersion, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(string(v), "v"), "_", 2)
-	if len(parts) != 2 {
-		return false
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	return err1 == nil && err2 == nil && (ma > major || (ma == major && mi >= minor))
-}
-
 // reactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
 // Flink's reactive mode (scheduler-mode: reactive), where the job adapts to the TaskManagers
 // there are: only job.parallelism or taskManager.replicas changed. It returns the new number of
 // TaskManagers.
-func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (int32, bool) {
+func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (int32, bool) {
 	if desired.Job == nil || desired.Mode != flinkv1beta1.DeploymentModeStandalone ||
 		!options.InPlaceScaling.Get(conf) || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
 		return 0, false
@@ -113,7 +103,7 @@ func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, co
 	if specChanged(before, after) || !specChanged(deployed, desired) {
 		return 0, false
 	}
-	replicas, err := native.TaskManagerReplicas(conf, desired)
+	replicas, err := flinkconf.TaskManagerReplicas(conf, desired)
 	return replicas, err == nil
 }
 
@@ -140,7 +130,7 @@ func (r *FlinkDeploymentReconciler) scaleReactive(ctx context.Context, s *scope,
 // API: each overridden vertex gets upper bound = its override, lower bound = min(override,
 // current lower bound). On success the new spec is recorded as deployed, without a restart; on
 // any failure the caller upgrades as usual.
-func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) bool {
+func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) bool {
 	st := s.status()
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
 		return false

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -36,11 +37,11 @@ func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[str
 func TestInPlaceScaleTarget(t *testing.T) {
 	base := withConfig(t, &newDeployment(t, "ns", "job").Spec, map[string]string{
 		"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "a:2,b:2"})
-	adaptive := native.Config{"jobmanager.scheduler": "adaptive"}
+	adaptive := flinkconf.Config{"jobmanager.scheduler": "adaptive"}
 	tests := []struct {
 		name    string
 		desired *flinkv1beta1.FlinkDeploymentSpec
-		conf    native.Config
+		conf    flinkconf.Config
 		want    map[string]int
 	}{
 		{"overrides changed", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:1"}), adaptive, map[string]int{"a": 4, "b": 1}},
@@ -51,9 +52,9 @@ func TestInPlaceScaleTarget(t *testing.T) {
 			d.Image = "flink:1.20.1"
 			return d
 		}(), adaptive, nil},
-		{"default scheduler: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}), native.Config{}, nil},
+		{"default scheduler: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}), flinkconf.Config{}, nil},
 		{"disabled: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}),
-			native.Config{"jobmanager.scheduler": "adaptive", options.InPlaceScaling.Key: "false"}, nil},
+			flinkconf.Config{"jobmanager.scheduler": "adaptive", options.InPlaceScaling.Key: "false"}, nil},
 		{"Flink 1.17: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
 			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
 			d.FlinkVersion = "v1_17"
@@ -76,9 +77,9 @@ func TestInPlaceScaleTarget(t *testing.T) {
 			assert.Equal(t, tt.want, inPlaceScaleTarget(base, tt.desired, tt.conf))
 		})
 	}
-	assert.True(t, flinkAtLeast("v2_0", 1, 18))
-	assert.True(t, flinkAtLeast("v1_18", 1, 18))
-	assert.False(t, flinkAtLeast("v1_17", 1, 18))
+	assert.True(t, flinkconf.AtLeast("v2_0", 1, 18))
+	assert.True(t, flinkconf.AtLeast("v1_18", 1, 18))
+	assert.False(t, flinkconf.AtLeast("v1_17", 1, 18))
 }
 
 // TestInPlaceScaling: a per-vertex parallelism change on the adaptive scheduler rescales the
@@ -134,7 +135,7 @@ func TestInPlaceScaling(t *testing.T) {
 func TestReactiveScaleTarget(t *testing.T) {
 	base := newDeployment(t, "ns", "job").Spec
 	base.Mode = flinkv1beta1.DeploymentModeStandalone
-	reactive := native.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}
+	reactive := flinkconf.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}
 	parallelism := func(p int32) *flinkv1beta1.FlinkDeploymentSpec {
 		d := base.DeepCopy()
 		d.Job.Parallelism = p
@@ -150,7 +151,7 @@ func TestReactiveScaleTarget(t *testing.T) {
 	assert.True(t, ok)
 	assert.Equal(t, int32(5), replicas)
 
-	_, ok = reactiveScaleTarget(&base, parallelism(6), native.Config{"taskmanager.numberOfTaskSlots": "2"})
+	_, ok = reactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
 	assert.False(t, ok, "not reactive: upgrade")
 	image := parallelism(6)
 	image.Image = "flink:1.20.1"

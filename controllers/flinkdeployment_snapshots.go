@@ -13,7 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/schedule"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
@@ -40,7 +40,7 @@ const (
 // status-field mode (status.jobStatus.savepointInfo / checkpointInfo, legacysnapshots.go) when
 // kubernetes.operator.snapshot.resource.enabled is false. It returns a requeue when a snapshot
 // is in flight.
-func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (time.Duration, error) {
+func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (time.Duration, error) {
 	st := s.status()
 	if desired.Job == nil || !jobRunning(st) || st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
 		return 0, nil
@@ -56,7 +56,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 }
 
 // legacySnapshots is the deployment's job for legacy-mode snapshots (legacysnapshots.go).
-func (r *FlinkDeploymentReconciler) legacySnapshots(s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) *legacySnapshots {
+func (r *FlinkDeploymentReconciler) legacySnapshots(s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) *legacySnapshots {
 	return &legacySnapshots{owner: s.dep, status: &s.status().CommonStatus,
 		deployed: func() *flinkv1beta1.JobSpec { return s.deployed.Job }, desired: desired.Job,
 		conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals), recorder: r.Recorder,
@@ -66,7 +66,7 @@ func (r *FlinkDeploymentReconciler) legacySnapshots(s *scope, desired *flinkv1be
 }
 
 // jobSnapshots describes the deployment's job for snapshot resources.
-func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) jobSnapshots {
+func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) jobSnapshots {
 	j := jobSnapshots{owner: s.dep, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: s.deployed.Job, desired: desired.Job,
 		status: &s.status().JobStatus, conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals),
 		shardLabels:  shard.Labels(r.Shard, s.dep.Labels),
@@ -104,7 +104,7 @@ func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
 
 // awaitPendingSavepoint says whether a spec change waits for a manual or periodic savepoint in
 // flight (legacy snapshot mode; legacySnapshots.awaitPending).
-func (r *FlinkDeploymentReconciler) awaitPendingSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf native.Config) (bool, error) {
+func (r *FlinkDeploymentReconciler) awaitPendingSavepoint(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (bool, error) {
 	if snapshotResourcesEnabled(conf) || desired.Job == nil {
 		return false, nil
 	}
@@ -135,7 +135,7 @@ func abandonPendingSavepoint(rec record.EventRecorder, obj runtime.Object, st *f
 // seconds would have the operator take a savepoint, and create a FlinkStateSnapshot, at every
 // progress check. A shorter interval is clamped (periodicBelowMinimum tells the user), not
 // refused, so resources written for upstream keep working.
-func periodicDue(conf native.Config, key string, last int64, jobStart string, minInterval time.Duration) bool {
+func periodicDue(conf flinkconf.Config, key string, last int64, jobStart string, minInterval time.Duration) bool {
 	raw := strings.TrimSpace(conf[key])
 	if raw == "" {
 		return false
@@ -147,7 +147,7 @@ func periodicDue(conf native.Config, key string, last int64, jobStart string, mi
 		}
 	}
 	elapsed := time.Since(time.UnixMilli(since))
-	if interval, err := native.ParseFlinkDuration(raw); err == nil {
+	if interval, err := flinkconf.ParseFlinkDuration(raw); err == nil {
 		return interval > 0 && elapsed >= max(interval, minInterval)
 	}
 	cron, err := schedule.ParseCron(raw)
@@ -164,8 +164,8 @@ func MinPeriodicInterval(intervals Intervals) time.Duration { return intervals.R
 
 // warnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
 // than minInterval, as a periodic snapshot is taken: the user asked for more than is done.
-func warnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf native.Config, key string, minInterval time.Duration) {
-	interval, err := native.ParseFlinkDuration(strings.TrimSpace(conf[key]))
+func warnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf flinkconf.Config, key string, minInterval time.Duration) {
+	interval, err := flinkconf.ParseFlinkDuration(strings.TrimSpace(conf[key]))
 	if err != nil || interval <= 0 || interval >= minInterval {
 		return
 	}

@@ -24,10 +24,11 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/shard"
@@ -42,9 +43,9 @@ type FlinkSessionJobReconciler struct {
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
-	Flink     *FlinkClients
+	Flink     *clients.Factory
 	Artifacts *artifact.Fetcher
-	Defaults  native.Defaults
+	Defaults  flinkconf.Defaults
 	Validator *validation.Validator
 	Intervals Intervals
 	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
@@ -155,7 +156,7 @@ type jobScope struct {
 	flink *flink.Client
 	// unreachable says why there is no client although the session's JobManager is ready.
 	unreachable error
-	conf        native.Config
+	conf        flinkconf.Config
 	redact      *redact.Redactor
 }
 
@@ -251,25 +252,25 @@ func (r *FlinkSessionJobReconciler) connect(ctx context.Context, s *jobScope) er
 	ready := session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady
 	// The session's own reconciler reports its configuration errors; here they only mean its
 	// REST endpoint cannot be addressed, which a ready session's jobs must not be taken as gone for.
-	conf, err := native.EffectiveConfig(session, r.Defaults, native.BuildOptions{})
+	conf, err := flinkconf.EffectiveConfig(session, r.Defaults, flinkconf.BuildOptions{})
 	if err != nil {
 		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
 		return nil
 	}
-	user, err := native.UserConfig(session, r.Defaults)
+	user, err := flinkconf.UserConfig(session, r.Defaults)
 	if err != nil {
 		s.unreachable = fmt.Errorf("configuration of session %s: %w", name, err)
 		return nil
 	}
-	conf = native.WithOptions(conf, user)
+	conf = flinkconf.WithOptions(conf, user)
 	s.conf = conf
 	if !ready {
 		return nil
 	}
 	cl, err := r.Flink.For(ctx, session.Namespace, session.Name, session.Spec.FlinkVersion, conf)
 	if err != nil {
-		if _, refused := IsRESTServiceRefused(err); refused {
-			r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		if _, refused := clients.IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(s.job, corev1.EventTypeWarning, clients.ReasonRESTServiceRefused, err.Error())
 		}
 		s.unreachable = fmt.Errorf("REST endpoint of session %s: %w", name, err)
 		return nil // not reachable yet; observed as not ready

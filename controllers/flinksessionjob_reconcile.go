@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -509,8 +510,8 @@ const reasonCleanupFailed = "CleanupFailed"
 
 // jobConfig is the session's configuration with the job's own options over it: what the job's
 // operations (savepoints, snapshot resources, upgrade options) are configured by.
-func (s *jobScope) jobConfig() native.Config {
-	conf := native.Config{}
+func (s *jobScope) jobConfig() flinkconf.Config {
+	conf := flinkconf.Config{}
 	for k, v := range s.conf {
 		conf[k] = v
 	}
@@ -549,7 +550,7 @@ func (r *FlinkSessionJobReconciler) awaitPendingSavepoint(ctx context.Context, s
 }
 
 // legacySnapshots is the session job for legacy-mode snapshots, on its session's JobManager.
-func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, conf native.Config) *legacySnapshots {
+func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, conf flinkconf.Config) *legacySnapshots {
 	return &legacySnapshots{owner: s.job, status: &s.status().CommonStatus,
 		deployed: func() *flinkv1beta1.JobSpec { return s.deployed.Job }, desired: desired.Job,
 		conf: conf, operatorConf: r.Defaults.Operator, minPeriodic: MinPeriodicInterval(r.Intervals), recorder: r.Recorder,

@@ -20,7 +20,8 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // SnapshotFinalizer is upstream's finalizer name for snapshots.
@@ -48,8 +49,8 @@ type FlinkStateSnapshotReconciler struct {
 	Client    client.Client
 	Scheme    *runtime.Scheme
 	Recorder  record.EventRecorder
-	Flink     *FlinkClients
-	Defaults  native.Defaults
+	Flink     *clients.Factory
+	Defaults  flinkconf.Defaults
 	Intervals Intervals
 	// RateLimits pace the reconciles (zero: controller-runtime's back-off, no budget).
 	RateLimits RateLimits
@@ -234,14 +235,14 @@ func (r *FlinkStateSnapshotReconciler) resolveTarget(ctx context.Context, snap *
 	default:
 		return target{}, fmt.Sprintf("spec.jobReference.kind %q: allowed: FlinkDeployment, FlinkSessionJob", ref.Kind), nil
 	}
-	conf, err := native.EffectiveConfig(cluster, r.Defaults, native.BuildOptions{})
+	conf, err := flinkconf.EffectiveConfig(cluster, r.Defaults, flinkconf.BuildOptions{})
 	if err != nil {
 		return target{}, "", err
 	}
 	cl, err := r.Flink.For(ctx, cluster.Namespace, cluster.Name, cluster.Spec.FlinkVersion, conf)
 	if err != nil {
-		if _, refused := IsRESTServiceRefused(err); refused {
-			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonRESTServiceRefused, err.Error())
+		if _, refused := clients.IsRESTServiceRefused(err); refused {
+			r.Recorder.Event(snap, corev1.EventTypeWarning, clients.ReasonRESTServiceRefused, err.Error())
 		}
 		return target{}, "", err
 	}

@@ -21,6 +21,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 )
@@ -82,7 +83,7 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 				// The upload's deadline is the REST timeout plus the jar at 1 MiB/s: 30 s lets the
 				// upload wait for the whole slow download, as a streamed upload does.
-				Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 30 * time.Second},
+				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 30 * time.Second},
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
 				Intervals: fastIntervals(),

@@ -19,6 +19,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -56,7 +57,7 @@ func TestJarURIPasswordNeverShown(t *testing.T) {
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 			return (&FlinkSessionJobReconciler{
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-				Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 				Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"http"}, AllowedNetworks: loopback},
 				Intervals: fastIntervals(),

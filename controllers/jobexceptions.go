@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // ReasonJobException is the Warning event of a job failure Flink recorded.
@@ -43,7 +43,7 @@ func newExceptionReporter() *exceptionReporter {
 
 // report emits events for failures newer than the last reported one, oldest first.
 func (e *exceptionReporter) report(ctx context.Context, rec record.EventRecorder, obj runtime.Object, uid types.UID,
-	cl *flink.Client, jobID string, conf native.Config) {
+	cl *flink.Client, jobID string, conf flinkconf.Config) {
 	if e == nil || jobID == "" {
 		return
 	}

@@ -26,6 +26,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -209,7 +210,7 @@ func startReplica(t *testing.T, name, ns string, flink *fakeflink.Server) *repli
 	(&recordedEvents{}).record(rec)
 	require.NoError(t, (&FlinkDeploymentReconciler{
 		Client: r.client, Scheme: mgr.GetScheme(), Recorder: rec,
-		Flink:     &FlinkClients{URLTemplate: proxy.URL, Timeout: 2 * time.Second, Fence: fence},
+		Flink:     &clients.Factory{URLTemplate: proxy.URL, Timeout: 2 * time.Second, Fence: fence},
 		Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
 	}).SetupWithManager(mgr))
 

@@ -12,7 +12,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -33,10 +33,10 @@ type legacySnapshots struct {
 	deployed func() *flinkv1beta1.JobSpec
 	desired  *flinkv1beta1.JobSpec
 	// conf is the job's configuration (a session job's is its session's with its own over it).
-	conf native.Config
+	conf flinkconf.Config
 	// operatorConf is the operator's own configuration, where the history caps
 	// (kubernetes.operator.savepoint.history.max.*.threshold) are read; nil reads them from conf.
-	operatorConf native.Config
+	operatorConf flinkconf.Config
 	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
 	minPeriodic time.Duration
 	recorder    record.EventRecorder

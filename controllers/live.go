@@ -1,13 +1,14 @@
 package controllers
 
 import (
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 )
 
 // liveSettings returns the operator settings in force now: the dynamic configuration's when
 // there is one (so a changed ConfigMap applies from the next reconcile), else the fixed ones.
-func liveSettings(live *operatorconfig.Store, intervals Intervals, defaults native.Defaults, flink *FlinkClients) (Intervals, native.Defaults, *FlinkClients) {
+func liveSettings(live *operatorconfig.Store, intervals Intervals, defaults flinkconf.Defaults, flink *clients.Factory) (Intervals, flinkconf.Defaults, *clients.Factory) {
 	if live == nil {
 		return intervals, defaults, flink
 	}

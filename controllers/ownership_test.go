@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -100,13 +100,13 @@ func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
 	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}
 	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}
 
-	fixed := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: native.Defaults{Operator: baseline}}
+	fixed := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: flinkconf.Defaults{Operator: baseline}}
 	assert.NotEmpty(t, fixed.validator().ValidateDeployment(dep, nil), "the fixed operator configuration")
 
 	live := operatorconfig.NewStore(operatorconfig.Settings{})
 	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Live: live}
 	assert.Empty(t, dynamic.validator().ValidateDeployment(dep, nil), "privileged by default")
-	live.Set(operatorconfig.Settings{Defaults: native.Defaults{Operator: baseline}})
+	live.Set(operatorconfig.Settings{Defaults: flinkconf.Defaults{Operator: baseline}})
 	errs := dynamic.validator().ValidateDeployment(dep, nil)
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs[0].Error(), "spec.podTemplate: Forbidden: the JobManager pod violates the pod security level \"baseline\"")

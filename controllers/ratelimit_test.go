@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -69,7 +70,7 @@ func startProbedOperator(t *testing.T, ns, name string, err error, limits RateLi
 		probe.Client = mgr.GetClient()
 		return (&FlinkDeploymentReconciler{
 			Client: probe, Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(), RateLimits: limits,
 		}).SetupWithManager(mgr)
 	}})

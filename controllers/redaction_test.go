@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -39,7 +40,7 @@ func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, logger: logger,
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 			return (&FlinkDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-				Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: time.Second}, Validator: &validation.Validator{},
+				Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: time.Second}, Validator: &validation.Validator{},
 				Intervals: fastIntervals()}).SetupWithManager(mgr)
 		}})
 

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -151,7 +152,7 @@ func TestRESTServiceDecidesNothing(t *testing.T) {
 
 	events, _ := startManager(t, managerOptions{namespaces: []string{tenant}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: network.URLTemplate(), Endpoints: mgr.GetAPIReader(), Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: network.URLTemplate(), Endpoints: mgr.GetAPIReader(), Timeout: 2 * time.Second},
 			Intervals: fastIntervals(), BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr)
 	}})
 
@@ -181,7 +182,7 @@ func TestRESTServiceDecidesNothing(t *testing.T) {
 	}
 	acted := func(path string) func() bool {
 		return func() bool {
-			return events.has(ReasonRESTServiceRefused) || len(victim.Disposed()) > 0 || len(own.Disposed()) > 0 ||
+			return events.has(clients.ReasonRESTServiceRefused) || len(victim.Disposed()) > 0 || len(own.Disposed()) > 0 ||
 				len(neighbour.Disposed()) > 0 || strings.Contains(strings.Join(own.Requests(), " "), path)
 		}
 	}

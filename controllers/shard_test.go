@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -30,7 +31,7 @@ func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
 	startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(), Shard: sel,
 		}).SetupWithManager(mgr)
 	}})

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Options of snapshot history cleanup (upstream's names and defaults).
@@ -44,7 +44,7 @@ type snapshotHistoryLimits struct {
 // are read from operatorConf, the operator's own configuration, so that a resource cannot
 // lift them; a nil operatorConf reads them from conf. Invalid or non-positive values fall back
 // to the defaults (validation reports them); every count is at least 1.
-func snapshotHistoryLimitsFrom(conf, operatorConf native.Config) snapshotHistoryLimits {
+func snapshotHistoryLimitsFrom(conf, operatorConf flinkconf.Config) snapshotHistoryLimits {
 	if operatorConf == nil {
 		operatorConf = conf
 	}
@@ -173,7 +173,7 @@ func nameMillis(name string) int64 {
 // selects, unless kubernetes.operator.savepoint.cleanup.enabled is false. A deleted savepoint's
 // data is disposed by the snapshot controller only if the resource says so (disposeOnDelete);
 // a checkpoint's never (Flink owns it).
-func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf, operatorConf native.Config, now time.Time) error {
+func trimSnapshotHistory(ctx context.Context, c client.Client, ns string, kind flinkv1beta1.JobKind, name string, conf, operatorConf flinkconf.Config, now time.Time) error {
 	if strings.EqualFold(strings.TrimSpace(conf[optSavepointCleanup]), "false") {
 		return nil
 	}

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // historyEntry describes one snapshot resource of the job "orders" for TestSnapshotsToCleanUp.
@@ -245,58 +245,58 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 	defaults := snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 1}
 	tests := []struct {
 		name         string
-		conf         native.Config
-		operatorConf native.Config
+		conf         flinkconf.Config
+		operatorConf flinkconf.Config
 		want         snapshotHistoryLimits
 	}{
 		{name: "upstream defaults", want: defaults},
 		{
 			name: "the resource's values",
-			conf: native.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "2 h", optCheckpointsRetained: "4"},
+			conf: flinkconf.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "2 h", optCheckpointsRetained: "4"},
 			want: snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: 2 * time.Hour, checkpointMaxCount: 4},
 		},
 		{
 			name: "num-retained under its pre-1.20 name",
-			conf: native.Config{optCheckpointsRetainedLegacy: "3"},
+			conf: flinkconf.Config{optCheckpointsRetainedLegacy: "3"},
 			want: snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 3},
 		},
 		{
 			name: "num-retained: the new name wins",
-			conf: native.Config{optCheckpointsRetained: "2", optCheckpointsRetainedLegacy: "3"},
+			conf: flinkconf.Config{optCheckpointsRetained: "2", optCheckpointsRetainedLegacy: "3"},
 			want: snapshotHistoryLimits{savepointMaxCount: 10, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 2},
 		},
 		{
 			name: "invalid and non-positive values fall back to the defaults",
-			conf: native.Config{optSavepointHistoryMax: "0", optSavepointHistoryAge: "soon", optCheckpointsRetained: "-1"},
+			conf: flinkconf.Config{optSavepointHistoryMax: "0", optSavepointHistoryAge: "soon", optCheckpointsRetained: "-1"},
 			want: defaults,
 		},
 		{
 			name:         "the operator's thresholds cap larger values",
-			conf:         native.Config{optSavepointHistoryMax: "50", optSavepointHistoryAge: "7 d"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			conf:         flinkconf.Config{optSavepointHistoryMax: "50", optSavepointHistoryAge: "7 d"},
+			operatorConf: flinkconf.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "the operator's thresholds cap the defaults",
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "5", optSavepointHistoryAgeThreshold: "1 h"},
+			operatorConf: flinkconf.Config{optSavepointHistoryMaxThreshold: "5", optSavepointHistoryAgeThreshold: "1 h"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 5, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name:         "smaller values are left alone",
-			conf:         native.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "1 h"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			conf:         flinkconf.Config{optSavepointHistoryMax: "3", optSavepointHistoryAge: "1 h"},
+			operatorConf: flinkconf.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 3, savepointMaxAge: time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "a resource cannot lift the operator's thresholds",
-			conf: native.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "100",
+			conf: flinkconf.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "100",
 				optSavepointHistoryAge: "7 d", optSavepointHistoryAgeThreshold: "30 d"},
-			operatorConf: native.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
+			operatorConf: flinkconf.Config{optSavepointHistoryMaxThreshold: "20", optSavepointHistoryAgeThreshold: "2 d"},
 			want:         snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 48 * time.Hour, checkpointMaxCount: 1},
 		},
 		{
 			name: "without the operator's configuration the thresholds are read from the resource's",
-			conf: native.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "20"},
+			conf: flinkconf.Config{optSavepointHistoryMax: "50", optSavepointHistoryMaxThreshold: "20"},
 			want: snapshotHistoryLimits{savepointMaxCount: 20, savepointMaxAge: 24 * time.Hour, checkpointMaxCount: 1},
 		},
 	}
@@ -304,7 +304,7 @@ func TestSnapshotHistoryLimitsFrom(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := tt.conf
 			if conf == nil {
-				conf = native.Config{}
+				conf = flinkconf.Config{}
 			}
 			assert.Equal(t, tt.want, snapshotHistoryLimitsFrom(conf, tt.operatorConf), fmt.Sprint(tt.conf, tt.operatorConf))
 		})

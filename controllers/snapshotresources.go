@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -28,7 +28,7 @@ const (
 
 // snapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
 // turns them off (upstream's legacy mode keeps them in status fields).
-func snapshotResourcesEnabled(conf native.Config) bool {
+func snapshotResourcesEnabled(conf flinkconf.Config) bool {
 	return !strings.EqualFold(strings.TrimSpace(conf[optSnapshotResources]), "false")
 }
 
@@ -40,11 +40,11 @@ type jobSnapshots struct {
 	deployed *flinkv1beta1.JobSpec
 	desired  *flinkv1beta1.JobSpec
 	status   *flinkv1beta1.JobStatus
-	conf     native.Config
+	conf     flinkconf.Config
 	// operatorConf is the operator's own configuration, where the system caps of history
 	// cleanup (kubernetes.operator.savepoint.history.max.*.threshold) are read, so a resource's
 	// flinkConfiguration cannot lift them. Nil reads them from conf.
-	operatorConf native.Config
+	operatorConf flinkconf.Config
 	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
 	minPeriodic time.Duration
 	// shardLabels are the owner's labels the operator instance's selector looks at

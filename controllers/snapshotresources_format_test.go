@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // TestSnapshotResourceSavepointFormat: the savepoint resources the operator creates (manual,
@@ -25,7 +25,7 @@ func TestSnapshotResourceSavepointFormat(t *testing.T) {
 		{map[string]string{"kubernetes.operator.savepoint.format.type": "native"}, flinkv1beta1.SavepointFormatNative},
 		{map[string]string{"kubernetes.operator.savepoint.format.type": "CANONICAL"}, flinkv1beta1.SavepointFormatCanonical},
 	} {
-		j := jobSnapshots{owner: dep, kind: flinkv1beta1.JobKindFlinkDeployment, conf: native.Config(tc.conf)}
+		j := jobSnapshots{owner: dep, kind: flinkv1beta1.JobKindFlinkDeployment, conf: flinkconf.Config(tc.conf)}
 		for _, trigger := range []flinkv1beta1.SnapshotTriggerType{flinkv1beta1.SnapshotTriggerManual, flinkv1beta1.SnapshotTriggerPeriodic, flinkv1beta1.SnapshotTriggerUpgrade} {
 			snap := newSnapshot(j, false, trigger, "1")
 			assert.Equal(t, tc.want, snap.Spec.Savepoint.FormatType, "%s savepoint with %v", trigger, tc.conf)

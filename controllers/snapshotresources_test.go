@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
@@ -119,7 +119,7 @@ func TestTrimSavepointHistory(t *testing.T) {
 
 	// Two days after the newest snapshot: a time given to the trim, not read from a clock.
 	twoDaysLater := newest.Add(48 * time.Hour)
-	require.NoError(t, trimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", native.Config{}, nil, twoDaysLater))
+	require.NoError(t, trimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", flinkconf.Config{}, nil, twoDaysLater))
 
 	var list flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
@@ -159,7 +159,7 @@ func TestPeriodicDue(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conf := native.Config{options.PeriodicSavepoint.Key: tt.value}
+			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
 			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
 		})
 	}
@@ -184,7 +184,7 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 		{"cron every second, last one minutes ago", "* * * * * ?", minutesAgo, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			conf := native.Config{options.PeriodicSavepoint.Key: tt.value}
+			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
 			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
 		})
 	}
@@ -192,8 +192,8 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 
 	rec := record.NewFakeRecorder(10)
 	obj := &flinkv1beta1.FlinkDeployment{}
-	warnPeriodicBelowMinimum(rec, obj, native.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
-	warnPeriodicBelowMinimum(rec, obj, native.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
+	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
+	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
 	require.Len(t, rec.Events, 1)
 	assert.Equal(t, "Warning PeriodicIntervalClamped kubernetes.operator.periodic.savepoint.interval 1s is below the operator's minimum, "+
 		"its reconcile interval 1m0s: periodic snapshots are taken every 1m0s", <-rec.Events)
@@ -212,7 +212,7 @@ func TestManualSnapshotRequestedOnce(t *testing.T) {
 	nonce := int64(3)
 	crashed := errors.New("operator killed before the nonce was recorded")
 	j := jobSnapshots{owner: owner, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: &flinkv1beta1.JobSpec{},
-		desired: &flinkv1beta1.JobSpec{SavepointTriggerNonce: &nonce}, status: &flinkv1beta1.JobStatus{}, conf: native.Config{},
+		desired: &flinkv1beta1.JobSpec{SavepointTriggerNonce: &nonce}, status: &flinkv1beta1.JobStatus{}, conf: flinkconf.Config{},
 		recordNonces: func() error { return nil }, persist: func() error { return crashed }}
 	start := time.Now()
 	for i := range 3 { // the same stale view, asked again later

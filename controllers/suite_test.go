@@ -17,6 +17,7 @@ import (
 
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -92,7 +93,7 @@ func deploymentController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(),
 			PriorityQueue: true, // as the operator runs (--reconcile-priority-queue)
 		}).SetupWithManager(mgr)
@@ -105,7 +106,7 @@ func sessionJobController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"}, // jars in t.TempDir(), and /does/not/exist.jar
 			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
 		}).SetupWithManager(mgr)
@@ -117,7 +118,7 @@ func sessionJobController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 func snapshotController(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink: &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals(),
+			Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals(),
 			BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr)
 	}
 }

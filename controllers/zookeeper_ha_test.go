@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -145,7 +146,7 @@ func zooKeeperController(flink *fakeflink.Server) func(ctrl.Manager, record.Even
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		return (&FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink:     &FlinkClients{URLTemplate: flink.URL, Timeout: 2 * time.Second},
+			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Validator: &validation.Validator{}, Intervals: fastIntervals(), PriorityQueue: true,
 			ZooKeeper: hastore.ZooKeeperPolicy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		}).SetupWithManager(mgr)

@@ -16,7 +16,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/resttls"
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
 	"github.com/flink-operator/flink-operator/test/pki"
@@ -80,7 +80,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 
 	// The resource's effective configuration, as the reconcilers compute it; the URL template
 	// is http and reaches the test's loopback JobManager.
-	conf := native.Config{"rest.port": restURL.Port()}
+	conf := flinkconf.Config{"rest.port": restURL.Port()}
 	for k, v := range sslConf {
 		conf[k] = v
 	}
@@ -159,7 +159,7 @@ func testRealFlinkRESTSSL(t *testing.T, dist flinkcluster.Dist) {
 	})
 
 	t.Run("plain http is not what this cluster speaks", func(t *testing.T) {
-		plain := native.Config{"rest.port": restURL.Port()}
+		plain := flinkconf.Config{"rest.port": restURL.Port()}
 		c, err := factory(compatible).For(ctx, namespace, name, flinkVersion, plain)
 		require.NoError(t, err)
 		assert.True(t, strings.HasPrefix(c.URL(), "http://"), c.URL())
@@ -201,7 +201,7 @@ func TestRealFlinkDeprecatedSSLSwitch(t *testing.T) {
 			restURL, err := url.Parse(cluster.RESTURL)
 			require.NoError(t, err)
 
-			effective := native.Config{"rest.port": restURL.Port()}
+			effective := flinkconf.Config{"rest.port": restURL.Port()}
 			for k, v := range conf {
 				effective[k] = v
 			}

@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -48,7 +49,7 @@ const (
 // high-availability.type, then the deprecated high-availability; ZooKeeper is named
 // "zookeeper" in any letter case. Everything else (kubernetes, a factory class) is taken as
 // Kubernetes HA, as the operator always did.
-func KindOf(conf native.Config) Kind {
+func KindOf(conf flinkconf.Config) Kind {
 	mode := conf.Get("high-availability.type", conf.Get("high-availability", conf.Get("recovery.mode", "")))
 	if strings.EqualFold(strings.TrimSpace(mode), "zookeeper") {
 		return KindZooKeeper
@@ -61,7 +62,7 @@ func KindOf(conf native.Config) Kind {
 // ConfigMaps; zk is the operator's policy for ZooKeeper quorums, which the tenant names.
 // jobIDs are the jobs the operator recorded for the cluster: in ZooKeeper, whose paths are not
 // namespaced, only their metadata is deleted (Kubernetes HA ConfigMaps are the namespace's).
-func For(conf native.Config, c client.Client, namespace, cluster string, jobIDs []string, zk ZooKeeperPolicy) (Store, error) {
+func For(conf flinkconf.Config, c client.Client, namespace, cluster string, jobIDs []string, zk ZooKeeperPolicy) (Store, error) {
 	if KindOf(conf) == KindZooKeeper {
 		return newZooKeeper(conf, cluster, jobIDs, zk)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/flink-operator/flink-operator/pkg/addrpolicy"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // Flink's ZooKeeper HA keys (HighAvailabilityOptions), each with its deprecated names, and
@@ -116,7 +116,7 @@ type ZooKeeper struct {
 	policy ZooKeeperPolicy
 }
 
-func newZooKeeper(conf native.Config, cluster string, jobIDs []string, policy ZooKeeperPolicy) (*ZooKeeper, error) {
+func newZooKeeper(conf flinkconf.Config, cluster string, jobIDs []string, policy ZooKeeperPolicy) (*ZooKeeper, error) {
 	quorum := first(conf, keyQuorum, "")
 	if strings.TrimSpace(quorum) == "" {
 		return nil, fmt.Errorf("flinkConfiguration %s: ZooKeeper HA needs the quorum's addresses (host:port,...)", QuorumKey)
@@ -237,7 +237,7 @@ func zkPath(parts ...string) string {
 	return "/" + strings.Join(kept, "/")
 }
 
-func first(conf native.Config, keys []string, def string) string {
+func first(conf flinkconf.Config, keys []string, def string) string {
 	for _, k := range keys {
 		if v, ok := conf[k]; ok && strings.TrimSpace(v) != "" {
 			return strings.TrimSpace(v)

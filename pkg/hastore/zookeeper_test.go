@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/zkserver"
 )
 
@@ -59,8 +59,8 @@ func exists(t *testing.T, c *zk.Conn, p string) bool {
 	return ok
 }
 
-func zkConf(quorum string, extra ...string) native.Config {
-	conf := native.Config{"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": quorum,
+func zkConf(quorum string, extra ...string) flinkconf.Config {
+	conf := flinkconf.Config{"high-availability.type": "zookeeper", "high-availability.zookeeper.quorum": quorum,
 		"high-availability.cluster-id": "app"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		conf[extra[i]] = extra[i+1]
@@ -77,11 +77,11 @@ func TestZooKeeperStore(t *testing.T) {
 	ctx := context.Background()
 
 	for name, tc := range map[string]struct {
-		conf native.Config
+		conf flinkconf.Config
 		base string
 	}{
 		"defaults":                    {zkConf(srv.Addr), "/flink/app"},
-		"root, chroot, legacy HA key": {native.Config{"high-availability": "ZooKeeper", "high-availability.zookeeper.quorum": srv.Addr + "/tenant", "high-availability.zookeeper.path.root": "/ha/", "high-availability.cluster-id": "/app"}, "/tenant/ha/app"},
+		"root, chroot, legacy HA key": {flinkconf.Config{"high-availability": "ZooKeeper", "high-availability.zookeeper.quorum": srv.Addr + "/tenant", "high-availability.zookeeper.path.root": "/ha/", "high-availability.cluster-id": "/app"}, "/tenant/ha/app"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			require.Equal(t, hastore.KindZooKeeper, hastore.KindOf(tc.conf))
@@ -169,10 +169,10 @@ func TestSilentQuorumTimesOut(t *testing.T) {
 
 func TestZooKeeperConfigErrors(t *testing.T) {
 	for name, tc := range map[string]struct {
-		conf native.Config
+		conf flinkconf.Config
 		want string
 	}{
-		"no quorum":         {native.Config{"high-availability.type": "zookeeper"}, "high-availability.zookeeper.quorum"},
+		"no quorum":         {flinkconf.Config{"high-availability.type": "zookeeper"}, "high-availability.zookeeper.quorum"},
 		"bad server":        {zkConf("a b:2181"), "is not host:port"},
 		"empty cluster id":  {zkConf("zk:2181", "high-availability.cluster-id", "/"), "high-availability.cluster-id"},
 		"root at the top":   {zkConf("zk:2181/tenant", "high-availability.zookeeper.path.root", "//"), "high-availability.zookeeper.path.root: \"//\" puts the cluster's node at the top"},
@@ -189,10 +189,10 @@ func TestZooKeeperConfigErrors(t *testing.T) {
 }
 
 func TestKindOf(t *testing.T) {
-	assert.Equal(t, hastore.KindZooKeeper, hastore.KindOf(native.Config{"high-availability.type": "zookeeper"}))
-	assert.Equal(t, hastore.KindZooKeeper, hastore.KindOf(native.Config{"high-availability": "ZOOKEEPER"}))
-	assert.Equal(t, hastore.KindKubernetes, hastore.KindOf(native.Config{"high-availability.type": "kubernetes"}))
-	assert.Equal(t, hastore.KindKubernetes, hastore.KindOf(native.Config{"high-availability.type": "kubernetes", "high-availability": "zookeeper"}),
+	assert.Equal(t, hastore.KindZooKeeper, hastore.KindOf(flinkconf.Config{"high-availability.type": "zookeeper"}))
+	assert.Equal(t, hastore.KindZooKeeper, hastore.KindOf(flinkconf.Config{"high-availability": "ZOOKEEPER"}))
+	assert.Equal(t, hastore.KindKubernetes, hastore.KindOf(flinkconf.Config{"high-availability.type": "kubernetes"}))
+	assert.Equal(t, hastore.KindKubernetes, hastore.KindOf(flinkconf.Config{"high-availability.type": "kubernetes", "high-availability": "zookeeper"}),
 		"high-availability.type wins over the deprecated key")
 }
 
@@ -214,7 +214,7 @@ func foreignTree(t *testing.T, c *zk.Conn, base string) []string {
 
 // deleteAll runs what the operator runs when the cluster's resource is deleted, and what a
 // stateless upgrade runs, and returns the first refusal.
-func deleteAll(conf native.Config, cluster string) error {
+func deleteAll(conf flinkconf.Config, cluster string) error {
 	store, err := hastore.For(conf, nil, "tenant", cluster, []string{"00000000000000000000000000000002"}, loopback)
 	if err != nil {
 		return err
@@ -315,7 +315,7 @@ func TestZooKeeperDeletionIsConfined(t *testing.T) {
 
 	t.Run("dot-dot segments", func(t *testing.T) {
 		foreignTree(t, c, "/kafka/brokers")
-		for _, conf := range []native.Config{
+		for _, conf := range []flinkconf.Config{
 			zkConf(srv.Addr+"/flink/../kafka", "high-availability.cluster-id", "brokers"),
 			zkConf(srv.Addr, "high-availability.zookeeper.path.root", "/flink/../kafka", "high-availability.cluster-id", "brokers"),
 			zkConf(srv.Addr, "high-availability.zookeeper.path.root", "/kafka", "high-availability.cluster-id", "x/../brokers"),

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
 )
@@ -36,10 +37,10 @@ func TestProgramArgsReadByRealFlink(t *testing.T) {
 			if !dist.AtLeast(1, 19) {
 				dep.Spec.Job.Args = args[:len(args)-2] // flink-conf.yaml carries neither '#' nor line breaks
 			}
-			cluster, err := native.Build(dep, native.Defaults{}, native.BuildOptions{})
+			cluster, err := native.Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			confDir := t.TempDir()
-			name := native.ConfigFileName(dep.Spec.FlinkVersion)
+			name := flinkconf.ConfigFileName(dep.Spec.FlinkVersion)
 			require.NoError(t, os.WriteFile(filepath.Join(confDir, name), []byte(cluster.ConfigMap.Data[name]), 0o644))
 
 			classpath, err := dist.Classpath()

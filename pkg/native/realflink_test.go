@@ -15,6 +15,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -37,10 +38,10 @@ func TestGeneratedConfigRunsRealFlink(t *testing.T) {
 			dep.Namespace = "flink"
 			dep.Spec.FlinkVersion = flinkVersionOf(t, version)
 
-			cluster, err := native.Build(dep, native.Defaults{}, native.BuildOptions{})
+			cluster, err := native.Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			files := cluster.ConfigMap.Data
-			configFile := files[native.ConfigFileName(dep.Spec.FlinkVersion)]
+			configFile := files[flinkconf.ConfigFileName(dep.Spec.FlinkVersion)]
 			require.NotEmpty(t, configFile)
 
 			running := flinkcluster.StartSession(t, dist, flinkcluster.Options{

@@ -27,7 +27,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/endpoint"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/shard"
@@ -70,7 +70,7 @@ type Settings struct {
 	RateLimit ratelimit.Limit
 	Retry     ratelimit.Retry
 	// Defaults are the default Flink configuration of managed clusters.
-	Defaults native.Defaults
+	Defaults flinkconf.Defaults
 }
 
 // Parse reads the ConfigMap's data: config.yaml (flat or nested YAML) or flink-conf.yaml
@@ -114,7 +114,7 @@ func Parse(data map[string]string) (map[string]string, error) {
 // the base value of every option named in explicit (flags given on the command line).
 func Build(conf map[string]string, base Settings, explicit map[string]bool) (Settings, error) {
 	out := base
-	nc := native.Config(conf)
+	nc := flinkconf.Config(conf)
 	durations := []struct {
 		key  string
 		dst  *time.Duration
@@ -166,7 +166,7 @@ func Build(conf map[string]string, base Settings, explicit map[string]bool) (Set
 	if out.RateLimit, out.Retry, err = RateLimits(conf); err != nil {
 		return Settings{}, err
 	}
-	defaults, err := native.DefaultsFromOperatorConfig(conf)
+	defaults, err := flinkconf.DefaultsFromOperatorConfig(conf)
 	if err != nil {
 		return Settings{}, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -21,7 +22,7 @@ func (v *Validator) ValidateBlueGreenDeployment(bg *flinkv1beta1.FlinkBlueGreenD
 		errs = append(errs, field.Invalid(conf.Key(e.Key), e.Value, "not a duration: a number and a unit such as ms, s, min"))
 	}
 	if bg.Spec.Ingress != nil {
-		if _, err := native.BuildIngress(ingressShape(bg), native.DefaultRESTPort); err != nil {
+		if _, err := native.BuildIngress(ingressShape(bg), flinkconf.DefaultRESTPort); err != nil {
 			errs = append(errs, field.Invalid(field.NewPath("spec", "ingress", "template"), bg.Spec.Ingress.Template,
 				strings.TrimPrefix(err.Error(), "spec.ingress.template: ")))
 		}

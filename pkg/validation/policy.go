@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -46,7 +47,7 @@ var policyKeys = []string{options.PodSecurityLevel.Key, options.IngressAnnotatio
 	options.ExtensionValidators.Key, options.ExtensionListeners.Key, options.ExtensionAllowedHosts.Key}
 
 // PolicyFromOperatorConfig reads the policy from the operator configuration's operator options
-// (native.Defaults.Operator). An invalid value is an error: the caller refuses everything rather
+// (flinkconf.Defaults.Operator). An invalid value is an error: the caller refuses everything rather
 // than run without the policy the administrator asked for.
 func PolicyFromOperatorConfig(conf map[string]string) (Policy, error) {
 	p := Policy{PodSecurity: psaapi.LevelPrivileged}
@@ -108,7 +109,7 @@ func (v *Validator) validatePolicy(dep *flinkv1beta1.FlinkDeployment) field.Erro
 	var errs field.ErrorList
 	if own, err := dep.Spec.FlinkConfiguration.Flatten(); err == nil {
 		for _, k := range sortedKeys(own) {
-			if contains(policyKeys, native.TrimKey(k)) {
+			if contains(policyKeys, flinkconf.TrimKey(k)) {
 				errs = append(errs, field.Forbidden(spec.Child("flinkConfiguration").Key(k), "an operator-wide policy, set in the operator configuration only"))
 			}
 		}
@@ -153,7 +154,7 @@ func ingressPolicy(path *field.Path, dep *flinkv1beta1.FlinkDeployment, p Policy
 	}
 	// The host the operator writes into the rule: an unbuildable template is reported by the
 	// other rules, and nothing is deployed from it.
-	if ing, err := native.BuildIngress(dep, native.DefaultRESTPort); err == nil {
+	if ing, err := native.BuildIngress(dep, flinkconf.DefaultRESTPort); err == nil {
 		for _, r := range ing.Spec.Rules {
 			switch {
 			case r.Host == "":
@@ -259,8 +260,8 @@ func carries(dep *flinkv1beta1.FlinkDeployment, path *field.Path, lv psaapi.Leve
 }
 
 // clusterPods are the JobManager and TaskManager pods of the cluster dep describes.
-func clusterPods(dep *flinkv1beta1.FlinkDeployment, defaults native.Defaults) ([]componentPod, error) {
-	cluster, err := native.Build(dep, defaults, native.BuildOptions{ResultStoreID: "policy-check"})
+func clusterPods(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Defaults) ([]componentPod, error) {
+	cluster, err := native.Build(dep, defaults, flinkconf.BuildOptions{ResultStoreID: "policy-check"})
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +302,7 @@ func taskManagerPod(cluster *native.Cluster) (*corev1.Pod, error) {
 	}
 	pod := &corev1.Pod{}
 	if cluster.PodTemplate != nil {
-		if err := yaml.Unmarshal([]byte(cluster.PodTemplate.Data[native.TaskManagerPodFile]), pod); err != nil {
+		if err := yaml.Unmarshal([]byte(cluster.PodTemplate.Data[flinkconf.TaskManagerPodFile]), pod); err != nil {
 			return nil, fmt.Errorf("TaskManager pod template: %w", err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 // hardened is what the restricted level asks of every container, given once for both
@@ -56,7 +56,7 @@ func TestPodSecurityPolicy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			v := &Validator{}
 			if tc.level != "" {
-				v.Defaults = native.Defaults{Operator: map[string]string{"kubernetes.operator.pod-security.level": tc.level}}
+				v.Defaults = flinkconf.Defaults{Operator: map[string]string{"kubernetes.operator.pod-security.level": tc.level}}
 			}
 			got := messages(v.ValidateDeployment(patched(t, validDeployment, tc.patch), nil))
 			if tc.want == nil {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 )
 
@@ -72,7 +72,7 @@ func (v *Validator) ValidateSessionJob(ctx context.Context, job, old *flinkv1bet
 		sessionConf[k] = val
 	}
 	merged.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(sessionConf)
-	conf, err := native.UserConfig(merged, v.Defaults)
+	conf, err := flinkconf.UserConfig(merged, v.Defaults)
 	if err != nil {
 		return errs
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/schedule"
@@ -25,7 +26,7 @@ import (
 // Validator checks resources against the operator's configuration.
 type Validator struct {
 	// Defaults are the operator's default Flink configuration (the rules read the effective one).
-	Defaults native.Defaults
+	Defaults flinkconf.Defaults
 	// AllowedJarSchemes are the jarURI schemes a session job may use; upstream's
 	// user.artifacts.allowed-schemes, https by default.
 	AllowedJarSchemes []string
@@ -39,7 +40,7 @@ type Validator struct {
 	// Without them such jars would pass the fetcher and still be refused here.
 	AllowedNetworks []netip.Prefix
 	// OperatorConfig returns the operator options of the operator configuration in force now
-	// (native.Defaults.Operator of the live configuration), from which the operator-wide Policy
+	// (flinkconf.Defaults.Operator of the live configuration), from which the operator-wide Policy
 	// is read at every validation, so a changed operator ConfigMap applies at once. nil reads
 	// Defaults.Operator.
 	OperatorConfig func() map[string]string
@@ -97,7 +98,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 		errs = append(errs, field.Required(spec.Child("serviceAccount"), "the service account of the Flink pods"))
 	}
 
-	conf, err := native.UserConfig(dep, v.Defaults)
+	conf, err := flinkconf.UserConfig(dep, v.Defaults)
 	if err != nil {
 		return append(errs, field.Invalid(spec.Child("flinkConfiguration"), "", err.Error()))
 	}
@@ -106,7 +107,7 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	errs = append(errs, validateSizes(spec, conf, dep)...)
 
 	if dep.Spec.Ingress != nil {
-		if _, err := native.BuildIngress(dep, native.DefaultRESTPort); err != nil {
+		if _, err := native.BuildIngress(dep, flinkconf.DefaultRESTPort); err != nil {
 			errs = append(errs, field.Invalid(spec.Child("ingress", "template"), dep.Spec.Ingress.Template, strings.TrimPrefix(err.Error(), "spec.ingress.template: ")))
 		}
 	}
@@ -210,7 +211,7 @@ func validateName(path *field.Path, name string) field.ErrorList {
 // validateConfigKeys refuses the keys the operator owns, also when padded: Flink's legacy
 // parser trims keys, so "kubernetes.cluster-id " is kubernetes.cluster-id. When the
 // configuration is written to a file (fileBound: deployments, not session jobs), it also
-// refuses entries the file of that Flink version cannot hold as given (native.CheckConfigEntry:
+// refuses entries the file of that Flink version cannot hold as given (flinkconf.CheckConfigEntry:
 // in flink-conf.yaml, up to 1.18, entries that would set another key). The value is not
 // echoed: it may be a secret, and admission denials end up in audit logs.
 func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, version flinkv1beta1.FlinkVersion, fileBound bool) field.ErrorList {
@@ -223,7 +224,7 @@ func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, v
 	owned := map[string]bool{}
 	for _, fk := range forbiddenKeys {
 		for _, k := range keys {
-			if native.TrimKey(k) == fk {
+			if flinkconf.TrimKey(k) == fk {
 				owned[k] = true
 				errs = append(errs, field.Forbidden(path.Key(k), "set by the operator from the resource's name and namespace"))
 			}
@@ -233,7 +234,7 @@ func validateConfigKeys(path *field.Path, cfg flinkv1beta1.FlinkConfiguration, v
 		return errs
 	}
 	for _, k := range keys {
-		if err := native.CheckConfigEntry(version, k, user[k]); err != nil && !owned[k] {
+		if err := flinkconf.CheckConfigEntry(version, k, user[k]); err != nil && !owned[k] {
 			errs = append(errs, field.Invalid(path.Key(k), field.OmitValueType{}, err.Error()))
 		}
 	}
@@ -261,7 +262,7 @@ var autoscalerRanges = []struct {
 	{"job.autoscaler.memory.heap-usage.threshold", 0, 1},
 }
 
-func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorList {
+func validateOperatorOptions(path *field.Path, conf flinkconf.Config) field.ErrorList {
 	var errs field.ErrorList
 	// Every registered option holds a value of its type, parsed as the controllers parse it.
 	for _, o := range options.All() {
@@ -283,7 +284,7 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 		if raw == "" {
 			continue
 		}
-		if _, err := native.ParseFlinkDuration(raw); err == nil {
+		if _, err := flinkconf.ParseFlinkDuration(raw); err == nil {
 			continue
 		}
 		if _, err := schedule.ParseCron(raw); err != nil {
@@ -306,16 +307,16 @@ func validateOperatorOptions(path *field.Path, conf native.Config) field.ErrorLi
 // validateSizes refuses numbers the cluster's objects cannot hold: ports outside 1 to 65535
 // (cast into a container port they would wrap around), and a parallelism needing more
 // TaskManagers than a Deployment can have.
-func validateSizes(spec *field.Path, conf native.Config, dep *flinkv1beta1.FlinkDeployment) field.ErrorList {
+func validateSizes(spec *field.Path, conf flinkconf.Config, dep *flinkv1beta1.FlinkDeployment) field.ErrorList {
 	var errs field.ErrorList
 	confPath := spec.Child("flinkConfiguration")
-	for _, p := range native.PortKeys {
+	for _, p := range flinkconf.PortKeys {
 		if _, err := conf.Port(p.Key, p.Default); err != nil {
 			errs = append(errs, field.Invalid(confPath.Key(p.Key), conf[p.Key], "a port number from 1 to 65535"))
 		}
 	}
 	if dep.Spec.Mode == flinkv1beta1.DeploymentModeStandalone {
-		if _, err := native.TaskManagerReplicas(conf, &dep.Spec); err != nil {
+		if _, err := flinkconf.TaskManagerReplicas(conf, &dep.Spec); err != nil {
 			errs = append(errs, field.Invalid(confPath.Key("parallelism.default"), conf["parallelism.default"], err.Error()))
 		}
 	}
@@ -323,7 +324,7 @@ func validateSizes(spec *field.Path, conf native.Config, dep *flinkv1beta1.Flink
 }
 
 // validateJob applies the job rules over the effective configuration.
-func validateJob(path *field.Path, job *flinkv1beta1.JobSpec, conf native.Config) field.ErrorList {
+func validateJob(path *field.Path, job *flinkv1beta1.JobSpec, conf flinkconf.Config) field.ErrorList {
 	var errs field.ErrorList
 	confPath := field.NewPath("spec", "flinkConfiguration")
 	hasCheckpointDir := conf[checkpointDirKey] != "" || conf[legacyCheckpointDirKey] != ""
@@ -355,7 +356,7 @@ func validateJob(path *field.Path, job *flinkv1beta1.JobSpec, conf native.Config
 }
 
 // validateMemory requires the component's memory to be given somewhere.
-func validateMemory(path *field.Path, component string, res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource, conf native.Config) field.ErrorList {
+func validateMemory(path *field.Path, component string, res *corev1.ResourceRequirements, legacy *flinkv1beta1.Resource, conf flinkconf.Config) field.ErrorList {
 	if res != nil {
 		if _, ok := res.Requests[corev1.ResourceMemory]; ok {
 			return nil
@@ -392,7 +393,7 @@ func validateResources(path *field.Path, res *corev1.ResourceRequirements, legac
 			errs = append(errs, field.Invalid(p.Child("cpu"), *legacy.CPU, "must be greater than 0"))
 		}
 		if legacy.Memory != "" {
-			if b, err := native.MemoryBytes(legacy.Memory); err != nil {
+			if b, err := flinkconf.MemoryBytes(legacy.Memory); err != nil {
 				errs = append(errs, field.Invalid(p.Child("memory"), legacy.Memory, "a Flink memory size (2048m, 1g) or a Kubernetes quantity (2Gi)"))
 			} else if b <= 0 {
 				errs = append(errs, field.Invalid(p.Child("memory"), legacy.Memory, "must be greater than 0"))

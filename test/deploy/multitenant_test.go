@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -183,7 +184,7 @@ func TestMultiTenantProfile(t *testing.T) {
 			dep := wellBehaved(t)
 			dep.Spec.Mode = mode
 			dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{"rest.port": "9091"})
-			cluster, err := native.Build(dep, native.Defaults{}, native.BuildOptions{})
+			cluster, err := native.Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 			require.NoError(t, err)
 			pod := cluster.JobManager.Spec.Template
 			assert.True(t, peerMatches(t, jm.To[0], map[string]string{corev1.LabelMetadataName: dep.Namespace}, pod.Labels), "%s JobManager pods", mode)
@@ -260,7 +261,7 @@ func TestMultiTenantProfileAppliesToAPIServer(t *testing.T) {
 // validatorFor is the webhook's validator under an operator configuration.
 func validatorFor(t *testing.T, conf map[string]string) *validation.Validator {
 	t.Helper()
-	d, err := native.DefaultsFromOperatorConfig(conf)
+	d, err := flinkconf.DefaultsFromOperatorConfig(conf)
 	require.NoError(t, err)
 	return &validation.Validator{Defaults: d}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -52,9 +53,9 @@ func TestExamples(t *testing.T) {
 			var tmpl corev1.ConfigMap
 			require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace,
 				Name: native.PodTemplateConfigMapName(key.Name)}, &tmpl))
-			require.Contains(t, tmpl.Data[native.TaskManagerPodFile], "role: worker")
-			require.Contains(t, tmpl.Data[native.TaskManagerPodFile], "WORKER_POOL")
-			require.Contains(t, tmpl.Data[native.TaskManagerPodFile], "TEAM", "the common template is merged in")
+			require.Contains(t, tmpl.Data[flinkconf.TaskManagerPodFile], "role: worker")
+			require.Contains(t, tmpl.Data[flinkconf.TaskManagerPodFile], "WORKER_POOL")
+			require.Contains(t, tmpl.Data[flinkconf.TaskManagerPodFile], "TEAM", "the common template is merged in")
 		}},
 		{path: "examples/ingress/ingress.yaml", check: func(t *testing.T, key client.ObjectKey, d *flinkv1beta1.FlinkDeployment) {
 			allTasksRunning(t, key, d.Status.JobStatus.JobID)

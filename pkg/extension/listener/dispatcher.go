@@ -65,7 +65,7 @@ func (m *Metrics) delivered(name string, ok bool) {
 // directly: they must not block). A changed configuration replaces the HTTP listeners at the
 // next event; the events still queued for the old ones are dropped.
 type Dispatcher struct {
-	// OperatorConfig returns the operator options in force (native.Defaults.Operator).
+	// OperatorConfig returns the operator options in force (flinkconf.Defaults.Operator).
 	OperatorConfig func() map[string]string
 	Embedded       []Listener
 	// Metrics are required (NewMetrics).

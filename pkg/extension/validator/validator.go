@@ -67,7 +67,7 @@ type Named struct {
 // Embedded) concurrently and merges their answers. A validator that cannot answer refuses the
 // resource under failure policy Fail (an internal error naming it) and is skipped under Ignore.
 type Chain struct {
-	// OperatorConfig returns the operator options in force (native.Defaults.Operator); nil: no
+	// OperatorConfig returns the operator options in force (flinkconf.Defaults.Operator); nil: no
 	// endpoints, Embedded only.
 	OperatorConfig func() map[string]string
 	Embedded       []Named
