@@ -38,7 +38,7 @@ OLM_VERSION ?= v0.33.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 # opm and OLM are built from wrapper modules in hack/tools: `go install` of operator-framework
-# modules is refused by the module proxy here (../shared/reference/tooling.md).
+# modules fails here, so wrapper modules pin their versions and build them.
 OPM ?= $(LOCALBIN)/olm/opm-$(OPM_VERSION)
 OLM ?= $(LOCALBIN)/olm/olm-$(OLM_VERSION)
 OLM_CATALOG ?= $(LOCALBIN)/olm/catalog-$(OLM_VERSION)

@@ -280,7 +280,7 @@ spec:
 	assert.NotContains(t, conf, "job-result-store.storage-path", "no HA storage: Flink's in-memory store")
 }
 
-// A restore path in the user's flinkConfiguration never reaches Flink (finding 23): what a job
+// A restore path in the user's flinkConfiguration never reaches Flink: what a job
 // restores is the operator's decision, and a stateless redeploy must not restore it.
 func TestUserRestorePathIsRemoved(t *testing.T) {
 	dep := deployment(t, `
@@ -320,11 +320,11 @@ spec:
 	assert.Equal(t, "s3://bucket/ha/job-result-store/app/attempt-1", conf["job-result-store.storage-path"])
 }
 
-// A cluster Build makes always has result stores of its own (finding 6): without a chosen id a
+// A cluster Build makes always has result stores of its own: without a chosen id a
 // random one, new for every Build, the same in the rendered configuration file and reported on
 // the Cluster so the caller can record it. The deprecated name of the HA storage directory
 // counts, as Flink reads it, and a user's storage path is replaced, as upstream does.
-// The last-state sentinel (finding 2): the restore path under the version's key, so a job whose
+// The last-state sentinel: the restore path under the version's key, so a job whose
 // HA checkpoints vanished fails instead of starting empty; a savepoint to restore wins; the
 // user's own restore path never shows through.
 func TestLastStateRestoreRendersTheSentinel(t *testing.T) {
@@ -393,7 +393,7 @@ spec:
 	assert.Equal(t, "true", conf["execution.state-recovery.ignore-unclaimed-state"])
 }
 
-// A job id the user fixed wins over the operator's (finding 35), in the configuration Flink
+// A job id the user fixed wins over the operator's, in the configuration Flink
 // gets as in what the controller records.
 func TestUserJobIDWins(t *testing.T) {
 	dep := deployment(t, `

@@ -48,11 +48,11 @@ func TestMilliMemoryIsReadAsFlinkMebibytes(t *testing.T) {
 // Every deployment of an application cluster with HA storage gets result stores of its own,
 // kept after commit (FLINK-27569): an ended job is not re-run by a restarted JobManager, and a
 // stale entry of an earlier deployment is never read by the next one.
-// A restore path in the user's flinkConfiguration never reaches Flink (finding 23): what a job
+// A restore path in the user's flinkConfiguration never reaches Flink: what a job
 // restores is the operator's decision, and a stateless redeploy must not restore it.
 // Flink 2.3 added the application result store; it gets a store per deployment too (upstream
 // FLINK-40467), or a stale entry of the previous deployment makes the new cluster run nothing.
-// A cluster Build makes always has result stores of its own (finding 6): without a chosen id a
+// A cluster Build makes always has result stores of its own: without a chosen id a
 // random one, new for every Build, the same in the rendered configuration file and reported on
 // the Cluster so the caller can record it. The deprecated name of the HA storage directory
 // counts, as Flink reads it, and a user's storage path is replaced, as upstream does.
@@ -90,12 +90,12 @@ spec:
 	assert.NotContains(t, session.Config, "job-result-store.delete-on-commit")
 }
 
-// The last-state sentinel (finding 2): the restore path under the version's key, so a job whose
+// The last-state sentinel: the restore path under the version's key, so a job whose
 // HA checkpoints vanished fails instead of starting empty; a savepoint to restore wins; the
 // user's own restore path never shows through.
 // Whether unclaimed state may be dropped stays the user's setting, as upstream: only
 // spec.job.allowNonRestoredState (or the operator) overrides it, under the version's name.
-// A job id the user fixed wins over the operator's (finding 35), in the configuration Flink
+// A job id the user fixed wins over the operator's, in the configuration Flink
 // gets as in what the controller records.
 // As upstream's FlinkConfigBuilder.getParallelism: TaskManager replicas fix the parallelism
 // (replicas × slots) and job.parallelism is then ignored; without replicas it is the job's.

@@ -128,6 +128,6 @@ var table = []Entry{
 	{Key: op + "resource.metrics.enabled", Support: NotApplicable, Why: metricsDiffer},
 
 	// The autoscaler has a table of its own; the standalone autoscaler is another program.
-	{Key: options.AutoscalerPrefix + "*", Support: Honoured, Why: "read by the autoscaler, whose README section lists which of its options it honours (issue #18)"},
+	{Key: options.AutoscalerPrefix + "*", Support: Honoured, Why: "read by the autoscaler, whose README section lists which of its options it honours"},
 	{Key: "autoscaler.standalone.*", Support: NotApplicable, Why: "options of upstream's standalone autoscaler, a separate program; the autoscaler here runs inside the operator"},
 }
