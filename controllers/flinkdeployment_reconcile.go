@@ -483,15 +483,10 @@ func (r *FlinkDeploymentReconciler) deleteClusterOnDeletion(ctx context.Context,
 
 // removeFinalizer forgets what the reconciler keeps of the resource, then lets it go.
 func (r *FlinkDeploymentReconciler) removeFinalizer(ctx context.Context, p *pass) (phaseResult, error) {
-	if r.Lifecycle != nil {
-		r.Lifecycle.Forget(p.dep.UID)
-	}
 	r.exceptions.forget(p.dep.UID)
-	r.writes.forget(p.dep.UID)
 	r.Autoscaling.metrics().Forget(p.dep.Namespace, metrics.KindDeployment, p.dep.Name)
-	controllerutil.RemoveFinalizer(p.dep, DeploymentFinalizer)
-	if err := r.Client.Update(ctx, p.dep); err != nil {
-		return phaseResult{}, fmt.Errorf("remove finalizer: %w", err)
+	if err := r.release(ctx, r.Client, p.dep, DeploymentFinalizer); err != nil {
+		return phaseResult{}, err
 	}
 	return acted(ctrl.Result{}), nil
 }
