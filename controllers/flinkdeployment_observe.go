@@ -425,10 +425,6 @@ func (r *FlinkDeploymentReconciler) computeConfig(s *scope, spec *flinkv1beta1.F
 	return clusterConfig(dep, r.Defaults)
 }
 
-func isTerminal(s flinkv1beta1.JobStatusState) bool {
-	return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed || s == flinkv1beta1.JobStatusCanceled
-}
-
 func orUnknown(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
 	if s == "" {
 		return "UNKNOWN"

@@ -555,14 +555,6 @@ func jobRunning(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 	return st.JobStatus.State == flinkv1beta1.JobStatusRunning
 }
 
-// upgradeModeOf is a job's upgrade mode (of a FlinkDeployment or a FlinkSessionJob).
-func upgradeModeOf(job *flinkv1beta1.JobSpec) flinkv1beta1.UpgradeMode {
-	if job == nil || job.UpgradeMode == "" {
-		return flinkv1beta1.UpgradeModeStateless
-	}
-	return job.UpgradeMode
-}
-
 // redeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
 func redeployRequested(before, after *flinkv1beta1.JobSpec) bool {
 	if after == nil || after.SavepointRedeployNonce == nil {

@@ -230,3 +230,7 @@ func (r *jobRecord[S]) recordNonces(st *flinkv1beta1.CommonStatus, generation in
 	rs.ReconciliationTimestamp = ts
 	return nil
 }
+
+func isTerminal(s flinkv1beta1.JobStatusState) bool {
+	return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed || s == flinkv1beta1.JobStatusCanceled
+}

@@ -171,3 +171,11 @@ func planNotRunning(s upgradeSituation, terminal bool) upgradePlan {
 	}
 	return upgradePlan{Stop: stopWait, Reason: "waiting for the job to be observed"}
 }
+
+// upgradeModeOf is a job's upgrade mode (of a FlinkDeployment or a FlinkSessionJob).
+func upgradeModeOf(job *flinkv1beta1.JobSpec) flinkv1beta1.UpgradeMode {
+	if job == nil || job.UpgradeMode == "" {
+		return flinkv1beta1.UpgradeModeStateless
+	}
+	return job.UpgradeMode
+}
