@@ -97,7 +97,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		bg := newBlueGreen(t, ns, name, "10 min")
 		bg.Spec.Ingress.Annotations = map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": `more_set_headers "X: y";`}
 		require.NoError(t, c.Create(ctx, bg))
-		waitForBlueGreen(t, c, ns, name, "refused", refusedBy(snippetField))
+		waitFor(t, c, ns, name, "refused", refusedBy(snippetField))
 		events.seen(t, snippetField)
 		noChildrenNoIngress(t, ns)
 	})
@@ -109,7 +109,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		policy.set("kubernetes.operator.ingress.hosts.allowed", "{{namespace}}.apps.example.com")
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenPolicyOperator(fakeflink.New(t), policy)})
 		require.NoError(t, c.Create(ctx, newBlueGreen(t, ns, name, "10 min"))) // {{name}}.{{namespace}}.example.com
-		waitForBlueGreen(t, c, ns, name, "refused", refusedBy(`spec.ingress.template: Forbidden: host "orders.`+ns+`.example.com"`))
+		waitFor(t, c, ns, name, "refused", refusedBy(`spec.ingress.template: Forbidden: host "orders.`+ns+`.example.com"`))
 		events.seen(t, "kubernetes.operator.ingress.hosts.allowed")
 		noChildrenNoIngress(t, ns)
 	})
@@ -123,7 +123,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		bg := newBlueGreen(t, ns, name, "10 min")
 		bg.Spec.Template.Spec.PodTemplate = podWithHostNetwork()
 		require.NoError(t, c.Create(ctx, bg))
-		waitForBlueGreen(t, c, ns, name, "refused", refusedBy("spec.template.spec.podTemplate: Forbidden"))
+		waitFor(t, c, ns, name, "refused", refusedBy("spec.template.spec.podTemplate: Forbidden"))
 		noChildrenNoIngress(t, ns)
 	})
 
@@ -141,7 +141,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
 			bg.Spec.Ingress.Annotations = map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": "x"}
 		})
-		waitForBlueGreen(t, c, ns, name, "refused", refusedBy(snippetField))
+		waitFor(t, c, ns, name, "refused", refusedBy(snippetField))
 		time.Sleep(time.Second)
 		ing := &networkingv1.Ingress{}
 		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.IngressName(name)}, ing))
@@ -156,7 +156,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 			return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: native.IngressName(name)}, ing) == nil &&
 				ing.Annotations["cert-manager.io/cluster-issuer"] == "letsencrypt"
 		}, func() string { return "" })
-		waitForBlueGreen(t, c, ns, name, "refusal cleared", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		waitFor(t, c, ns, name, "refusal cleared", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 			return bg.Status.Error == "" && meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady)
 		})
 	})

@@ -90,16 +90,6 @@ func getBlueGreen(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.
 	return bg
 }
 
-func waitForBlueGreen(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkBlueGreenDeployment) bool) *flinkv1beta1.FlinkBlueGreenDeployment {
-	t.Helper()
-	var last *flinkv1beta1.FlinkBlueGreenDeployment
-	wait.For(t, 30*time.Second, what, func() bool {
-		last = getBlueGreen(t, c, ns, name)
-		return cond(last)
-	}, func() string { return fmt.Sprintf("status %+v", last.Status) })
-	return last
-}
-
 func inState(s flinkv1beta1.FlinkBlueGreenDeploymentState) func(*flinkv1beta1.FlinkBlueGreenDeployment) bool {
 	return func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.BlueGreenState == s }
 }
@@ -108,19 +98,9 @@ func inState(s flinkv1beta1.FlinkBlueGreenDeploymentState) func(*flinkv1beta1.Fl
 // the job id.
 func runChild(t *testing.T, c client.Client, k *cluster, ns, name string) string {
 	t.Helper()
-	d := waitChild(t, c, ns, name, name+" deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	d := waitFor(t, c, ns, name, name+" deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	k.run(ns, name, d.Status.JobStatus.JobID)
 	return d.Status.JobStatus.JobID
-}
-
-// waitChild waits until the child FlinkDeployment exists and satisfies cond.
-func waitChild(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	d := &flinkv1beta1.FlinkDeployment{}
-	wait.For(t, 30*time.Second, what, func() bool {
-		return c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, d) == nil && cond(d)
-	}, func() string { return fmt.Sprintf("%s: status %+v", name, d.Status) })
-	return d
 }
 
 func ingressBackend(t *testing.T, c client.Client, ns, name string) string {
@@ -168,7 +148,7 @@ func configWith(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value s
 func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace string) (blueJob string) {
 	t.Helper()
 	require.NoError(t, c.Create(context.Background(), newBlueGreen(t, ns, name, abortGrace)))
-	blue := waitChild(t, c, ns, name+"-blue", "blue child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+	blue := waitFor(t, c, ns, name+"-blue", "blue child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 	assert.Equal(t, "BLUE", blue.Labels[flinkv1beta1.BlueGreenDeploymentTypeLabel], "upstream's label")
 	assert.Equal(t, "orders", blue.Labels["team"], "the template's labels")
 	owner := metav1.GetControllerOf(blue)
@@ -176,7 +156,7 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 	assert.Equal(t, name, owner.Name)
 	assert.True(t, *owner.BlockOwnerDeletion)
 	blueJob = runChild(t, c, k, ns, name+"-blue")
-	bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
+	bg := waitFor(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
 	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady))
 	assert.Equal(t, bg.Generation, meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady).ObservedGeneration)
 	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return ingressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
@@ -198,21 +178,21 @@ func TestBlueGreenDeployment(t *testing.T) {
 		blueJob := activeBlue(t, c, k, ns, name, "10 min")
 
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		bg := waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		bg := waitFor(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
 		require.NotEmpty(t, bg.Status.SavepointTriggerID, "the switch records its savepoint")
 		snap := &flinkv1beta1.FlinkStateSnapshot{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
 		assert.Equal(t, name+"-blue", snap.Spec.JobReference.Name)
 		require.NotEmpty(t, snap.Status.Path)
 
-		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		green := waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "green starts from blue's savepoint")
 		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
 		runChild(t, c, k, ns, name+"-green")
 		assert.Equal(t, snap.Status.Path, restorePath(t, c, ns, name+"-green"), "green's JobManager restores the savepoint")
 		assert.Equal(t, "RUNNING", flink.Job(blueJob), "blue runs until green is ready")
 
-		bg = waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+		bg = waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 		assert.Empty(t, bg.Status.SavepointTriggerID)
 		assert.Empty(t, bg.Status.Error)
 		wait.For(t, 10*time.Second, "ingress to green", func() bool { return ingressBackend(t, c, ns, name) == name+"-green-rest" }, func() string { return "" })
@@ -234,15 +214,15 @@ func TestBlueGreenDeployment(t *testing.T) {
 		blueJob := activeBlue(t, c, k, ns, name, "3s")
 
 		changeImage(t, c, ns, name, "flink:does-not-exist")
-		waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		// Green's JobManager never becomes available.
-		bg := waitForBlueGreen(t, c, ns, name, "aborted back to ACTIVE_BLUE", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		bg := waitFor(t, c, ns, name, "aborted back to ACTIVE_BLUE", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error != ""
 		})
 		assert.Contains(t, bg.Status.Error, "Aborting deployment 'orders-green', rolling B/G deployment back to ACTIVE_BLUE")
 		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
 		assert.True(t, meta.IsStatusConditionFalse(bg.Status.Conditions, ConditionBlueGreenReady))
-		waitChild(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
 		blue := get(t, c, ns, name+"-blue")
@@ -268,12 +248,12 @@ func TestBlueGreenDeployment(t *testing.T) {
 
 		flink.SetAutoComplete(false)
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		bg := waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+		bg := waitFor(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
 		snapName := bg.Status.SavepointTriggerID
 		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
 		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "disk full")
 
-		bg = waitForBlueGreen(t, c, ns, name, "back to ACTIVE_BLUE with the error", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		bg = waitFor(t, c, ns, name, "back to ACTIVE_BLUE with the error", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error != ""
 		})
 		assert.Contains(t, bg.Status.Error, "Savepoint of 'orders-blue' failed")
@@ -302,11 +282,11 @@ func TestBlueGreenDeployment(t *testing.T) {
 			}))
 		}
 		setJobState(flinkv1beta1.JobStateSuspended)
-		waitChild(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
 		k.collect(ns, name+"-blue") // the garbage collector's part in removing the JobManager
-		waitChild(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
 		bg := getBlueGreen(t, c, ns, name)
@@ -314,7 +294,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Equal(t, flinkv1beta1.JobStatusSuspended, bg.Status.JobStatus.State)
 
 		setJobState(flinkv1beta1.JobStateRunning)
-		waitChild(t, c, ns, name+"-blue", "blue resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateRunning
 		})
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
@@ -335,7 +315,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 			bg.Spec.Template.Spec.Job.SavepointTriggerNonce = &nonce
 			bg.Spec.Template.Spec.FlinkConfiguration = configWith(t, bg.Spec.Template.Spec.FlinkConfiguration, "kubernetes.operator.savepoint.history.max.count", "3")
 		})
-		blue := waitChild(t, c, ns, name+"-blue", "blue patched", func(d *flinkv1beta1.FlinkDeployment) bool {
+		blue := waitFor(t, c, ns, name+"-blue", "blue patched", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.SavepointTriggerNonce != nil && *d.Spec.Job.SavepointTriggerNonce == 7
 		})
 		flat, err := blue.Spec.FlinkConfiguration.Flatten()
@@ -383,14 +363,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 			bg.Spec.Template.Spec.Job.SavepointRedeployNonce = &nonce
 			bg.Spec.Template.Spec.Job.InitialSavepointPath = chosen
 		})
-		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		green := waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		assert.Equal(t, chosen, green.Spec.Job.InitialSavepointPath, "green starts from the user's savepoint")
 		bg := getBlueGreen(t, c, ns, name)
 		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, bg.Status.BlueGreenState)
 		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint of blue")
 		runChild(t, c, k, ns, name+"-green")
 		assert.Equal(t, chosen, restorePath(t, c, ns, name+"-green"), "green's JobManager restores the user's savepoint")
-		waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+		waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 		assert.Len(t, flink.Triggered(), triggered, "no savepoint was taken")
 		for _, r := range flink.Requests() {
 			assert.NotEqual(t, "POST /jobs/"+blueJob+"/savepoints", r, "no savepoint of blue")
@@ -406,8 +386,8 @@ func TestBlueGreenDeployment(t *testing.T) {
 		activeBlue(t, c, k, ns, name, "10 min")
 
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
-		green := waitChild(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		waitFor(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		green := waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
 		wait.Never(t, 2*time.Second, "the new child never gets the suspend", func() bool {
 			return get(t, c, ns, name+"-green").Spec.Job.State == flinkv1beta1.JobStateSuspended
@@ -416,14 +396,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
 
 		runChild(t, c, k, ns, name+"-green")
-		waitChild(t, c, ns, name+"-green", "green suspended after the switch", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-green", "green suspended after the switch", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
 		k.collect(ns, name+"-green")
-		waitChild(t, c, ns, name+"-green", "green SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-green", "green SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
-		bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		bg := waitFor(t, c, ns, name, "ACTIVE_GREEN, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.JobStatus.State == flinkv1beta1.JobStatusSuspended
 		})
 		assert.Empty(t, bg.Status.Error)
@@ -444,7 +424,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 
 		flink.SetAutoComplete(false)
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		waitForBlueGreen(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+		waitFor(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
 		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
 		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
 		wait.Never(t, time.Second, "waits for the savepoint", func() bool {
@@ -453,14 +433,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 		flink.SetAutoComplete(true)
 		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "")
 
-		waitChild(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
 		k.collect(ns, name+"-blue")
-		waitChild(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
-		bg := waitForBlueGreen(t, c, ns, name, "ACTIVE_BLUE, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+		bg := waitFor(t, c, ns, name, "ACTIVE_BLUE, suspended", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 			return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.JobStatus.State == flinkv1beta1.JobStatusSuspended
 		})
 		assert.Empty(t, bg.Status.SavepointTriggerID)
@@ -477,11 +457,11 @@ func TestBlueGreenDeployment(t *testing.T) {
 		blueJob := activeBlue(t, c, k, ns, name, "10 min")
 
 		flink.SetJob(blueJob, "RESTARTING")
-		waitChild(t, c, ns, name+"-blue", "blue RESTARTING", func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(t, c, ns, name+"-blue", "blue RESTARTING", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.JobStatus.State == flinkv1beta1.JobStatusRestarting
 		})
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		bg := waitForBlueGreen(t, c, ns, name, "FAILING", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.Error != "" })
+		bg := waitFor(t, c, ns, name, "FAILING", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.Error != "" })
 		assert.Equal(t, "Transition to GREEN not possible, current Flink Deployment 'orders-blue' is not READY. FAILING 'orders'", bg.Status.Error)
 		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
@@ -511,7 +491,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		activeBlue(t, c, k, ns, name, "10 min")
 
 		changeImage(t, c, ns, name, "flink:1.20.3")
-		bg := waitForBlueGreen(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
+		bg := waitFor(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
 		wait.For(t, 10*time.Second, "a create of green", func() bool { return greenCreates.Load() > 0 }, func() string { return "" })
 		stop()
 		abortAt := getBlueGreen(t, c, ns, name).Status.AbortTimestamp
@@ -519,14 +499,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 		triggered := len(flink.Triggered())
 
 		startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
-		green := waitChild(t, c, ns, name+"-green", "green recreated", func(*flinkv1beta1.FlinkDeployment) bool { return true })
+		green := waitFor(t, c, ns, name+"-green", "green recreated", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		snap := &flinkv1beta1.FlinkStateSnapshot{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
 		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "from the recorded savepoint, not a new one")
 		assert.Equal(t, abortAt, getBlueGreen(t, c, ns, name).Status.AbortTimestamp, "the switch keeps its grace period")
 		assert.Len(t, flink.Triggered(), triggered, "no second savepoint")
 		runChild(t, c, k, ns, name+"-green")
-		waitForBlueGreen(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
+		waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 	})
 }
 

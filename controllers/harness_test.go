@@ -203,16 +203,15 @@ func get(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkDepl
 	return dep
 }
 
-// waitFor waits until the FlinkDeployment satisfies cond and returns it; on timeout the test
-// fails with its last status.
-func waitFor(t *testing.T, c client.Client, ns, name, what string, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+// waitFor waits until the named object (a FlinkDeployment, a FlinkBlueGreenDeployment, its
+// child...) exists and satisfies cond, and returns it; on timeout the test fails with its last
+// status.
+func waitFor[T any, PT interface {
+	*T
+	client.Object
+}](t *testing.T, c client.Client, ns, name, what string, cond func(PT) bool) PT {
 	t.Helper()
-	var last *flinkv1beta1.FlinkDeployment
-	wait.For(t, 30*time.Second, what, func() bool {
-		last = get(t, c, ns, name)
-		return cond(last)
-	}, func() string { return fmt.Sprintf("status %+v", last.Status) })
-	return last
+	return wait.Object(t, c, client.ObjectKey{Namespace: ns, Name: name}, 30*time.Second, what, cond)
 }
 
 func update(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkDeployment)) {

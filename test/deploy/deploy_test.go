@@ -5,7 +5,6 @@ package deploy_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,14 +38,7 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	// The API server calls the operator's webhooks through their Service, which needs pod
 	// addresses EndpointSlices accept: a network namespace of its own (package podnet).
-	ran, code, why := podnet.Reexec()
-	if ran {
-		os.Exit(code)
-	}
-	if why != nil || podnet.Current() != podnet.Namespace {
-		fmt.Fprintf(os.Stderr, "deploy: the test needs a network namespace of its own (root, unshare): %v\n", why)
-		os.Exit(1)
-	}
+	podnet.Enter("deploy", true)
 	os.Exit(m.Run())
 }
 
@@ -102,7 +94,7 @@ func TestMakeDeploy(t *testing.T) {
 
 	c := env.Client
 	deployment := client.ObjectKeyFromObject(in.deployment)
-	waitFor(t, ctx, "both operator replicas ready (certificate issued, webhooks served)", 3*time.Minute, func() (bool, error) {
+	wait.Until(t, ctx, 3*time.Minute, "both operator replicas ready (certificate issued, webhooks served)", func() (bool, error) {
 		var d appsv1.Deployment
 		if err := c.Get(ctx, deployment, &d); err != nil {
 			return false, err
@@ -153,7 +145,7 @@ func TestMakeDeploy(t *testing.T) {
 		require.NoError(t, c.Create(ctx, dep), "the webhooks admit the shipped sample")
 		key := client.ObjectKeyFromObject(dep)
 		var got flinkv1beta1.FlinkDeployment
-		waitFor(t, ctx, "the sample's job RUNNING", 3*time.Minute, func() (bool, error) {
+		wait.Until(t, ctx, 3*time.Minute, "the sample's job RUNNING", func() (bool, error) {
 			if err := c.Get(ctx, key, &got); err != nil {
 				return false, err
 			}
@@ -235,21 +227,4 @@ func printOperatorLogs(t *testing.T, dir, namespace string) {
 func logf(t *testing.T, format string, args ...any) {
 	t.Helper()
 	t.Logf(time.Now().Format("15:04:05")+" "+format, args...)
-}
-
-// waitFor waits (test/wait) until cond holds; it fails after timeout, or at once when ctx ends,
-// with cond's last error.
-func waitFor(t *testing.T, ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) {
-	t.Helper()
-	var last error
-	wait.For(t, timeout, what, func() bool {
-		ok, err := cond()
-		if err != nil {
-			last = err
-		}
-		if !ok && ctx.Err() != nil {
-			t.Fatalf("%s while waiting for %s (last error: %v)", ctx.Err(), what, last)
-		}
-		return ok
-	}, func() string { return fmt.Sprintf("last error: %v", last) })
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestMultiTenantProfileOnCluster installs what `make deploy-multi-tenant` applies (kustomize
@@ -80,7 +81,7 @@ func TestMultiTenantProfileOnCluster(t *testing.T) {
 	// make deploy-multi-tenant: kustomize build config/profiles/multi-tenant | kubectl apply --server-side -f -
 	kubectlApply("", in.objects)
 	c := env.Client
-	waitFor(t, ctx, "both operator replicas ready (certificate issued, webhooks served)", 3*time.Minute, func() (bool, error) {
+	wait.Until(t, ctx, 3*time.Minute, "both operator replicas ready (certificate issued, webhooks served)", func() (bool, error) {
 		var d appsv1.Deployment
 		if err := c.Get(ctx, client.ObjectKeyFromObject(in.deployment), &d); err != nil {
 			return false, err
@@ -100,7 +101,7 @@ func TestMultiTenantProfileOnCluster(t *testing.T) {
 	require.Len(t, quota, 1)
 	require.NoError(t, unstructured.SetNestedField(quota[0].Object, "1", "spec", "hard", "count/flinkdeployments.flink.apache.org"))
 	kubectlApply(tenant, quota)
-	waitFor(t, ctx, "the quota's usage computed", 3*time.Minute, func() (bool, error) {
+	wait.Until(t, ctx, 3*time.Minute, "the quota's usage computed", func() (bool, error) {
 		var q corev1.ResourceQuota
 		if err := c.Get(ctx, client.ObjectKey{Namespace: tenant, Name: quota[0].GetName()}, &q); err != nil {
 			return false, err

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +16,6 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
-
-// waitForBlueGreen polls the FlinkBlueGreenDeployment until cond holds.
-func waitForBlueGreen(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkBlueGreenDeployment) bool) *flinkv1beta1.FlinkBlueGreenDeployment {
-	t.Helper()
-	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
-	wait.For(t, timeout, key.Name+": "+what, func() bool {
-		return env.Client.Get(context.Background(), key, bg) == nil && cond(bg)
-	}, func() string {
-		return fmt.Sprintf("state=%s job=%s error=%s (operator log %s)",
-			bg.Status.BlueGreenState, bg.Status.JobStatus.State, bg.Status.Error, env.OperatorLog())
-	})
-	logf(t, "%s: %s", key.Name, what)
-	return bg
-}
 
 func updateBlueGreen(t *testing.T, key client.ObjectKey, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
 	t.Helper()
@@ -76,7 +61,7 @@ func TestBlueGreen(t *testing.T) {
 	greenKey := client.ObjectKey{Namespace: key.Namespace, Name: "bluegreen-green"}
 	require.NoError(t, env.Client.Create(ctx, bg))
 
-	waitForBlueGreen(t, key, "ACTIVE_BLUE", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	waitFor(t, key, "ACTIVE_BLUE", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue
 	})
 	blue := waitFor(t, blueKey, "Ready and RUNNING", time.Minute, readyAndRunning)
@@ -89,13 +74,13 @@ func TestBlueGreen(t *testing.T) {
 	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
 		bg.Spec.Template.Spec.FlinkConfiguration = setConfig(t, bg.Spec.Template.Spec.FlinkConfiguration, "execution.checkpointing.interval", "4s")
 	})
-	switching := waitForBlueGreen(t, key, "TRANSITIONING_TO_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	switching := waitFor(t, key, "TRANSITIONING_TO_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenTransitioningToGreen
 	})
 	snap := &flinkv1beta1.FlinkStateSnapshot{}
 	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: key.Namespace, Name: switching.Status.SavepointTriggerID}, snap))
 	require.Equal(t, flinkv1beta1.SnapshotCompleted, snap.Status.State)
-	waitForBlueGreen(t, key, "ACTIVE_GREEN", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	waitFor(t, key, "ACTIVE_GREEN", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen
 	})
 	green := waitFor(t, greenKey, "Ready and RUNNING", time.Minute, readyAndRunning)
@@ -118,7 +103,7 @@ func TestBlueGreen(t *testing.T) {
 		bg.Spec.Configuration["kubernetes.operator.bluegreen.abort.grace-period"] = "20s"
 		bg.Spec.Template.Spec.Image = "busybox:1.36" // not a Flink image: ImageNotRunnable
 	})
-	aborted := waitForBlueGreen(t, key, "aborted back to ACTIVE_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	aborted := waitFor(t, key, "aborted back to ACTIVE_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.Error != ""
 	})
 	require.Contains(t, aborted.Status.Error, "Aborting deployment 'bluegreen-blue'")
@@ -143,11 +128,11 @@ func TestBlueGreen(t *testing.T) {
 		bg.Spec.Template.Spec.Job.SavepointRedeployNonce = &nonce
 		bg.Spec.Template.Spec.Job.InitialSavepointPath = chosen
 	})
-	redeploying := waitForBlueGreen(t, key, "TRANSITIONING_TO_BLUE (savepoint redeploy)", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	redeploying := waitFor(t, key, "TRANSITIONING_TO_BLUE (savepoint redeploy)", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenTransitioningToBlue && bg.Status.Error == ""
 	})
 	require.Empty(t, redeploying.Status.SavepointTriggerID, "a savepoint redeploy takes no savepoint")
-	waitForBlueGreen(t, key, "ACTIVE_BLUE after the savepoint redeploy", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+	waitFor(t, key, "ACTIVE_BLUE after the savepoint redeploy", 3*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveBlue && bg.Status.Error == ""
 	})
 	blue = waitFor(t, blueKey, "Ready and RUNNING", time.Minute, readyAndRunning)

@@ -42,17 +42,7 @@ var env *localenv.Env
 func TestMain(m *testing.M) {
 	// The suite runs in a network namespace of its own where it can (package podnet), so the
 	// operator's admission webhooks are served through their Service, as installed.
-	ran, code, why := podnet.Reexec()
-	if ran {
-		os.Exit(code)
-	}
-	if why != nil && podnet.Current() == podnet.Namespace {
-		fmt.Fprintf(os.Stderr, "e2e: network namespace: %v\n", why)
-		os.Exit(1)
-	}
-	if why != nil {
-		fmt.Printf("e2e: no network namespace (%v)\n", why)
-	}
+	podnet.Enter("e2e", false)
 	os.Exit(run(m))
 }
 
@@ -143,18 +133,18 @@ func logf(t *testing.T, format string, args ...any) {
 	t.Logf(time.Now().Format("15:04:05")+" "+format, args...)
 }
 
-// waitFor polls the FlinkDeployment until cond holds.
-func waitFor(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+// waitFor polls the named resource (a FlinkDeployment, a FlinkSessionJob, a
+// FlinkBlueGreenDeployment...) until cond holds; on timeout the test fails with its last status
+// and where the operator's log is.
+func waitFor[T any, PT interface {
+	*T
+	client.Object
+}](t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(PT) bool) PT {
 	t.Helper()
-	dep := &flinkv1beta1.FlinkDeployment{}
-	wait.For(t, timeout, key.Name+": "+what, func() bool {
-		return env.Client.Get(context.Background(), key, dep) == nil && cond(dep)
-	}, func() string {
-		return fmt.Sprintf("lifecycle=%s jm=%s job=%s error=%s (operator log %s)",
-			dep.Status.LifecycleState, dep.Status.JobManagerDeploymentStatus, dep.Status.JobStatus.State, dep.Status.Error, env.OperatorLog())
-	})
+	obj := wait.Object(t, env.Client, key, timeout, key.Name+": "+what, cond,
+		func() string { return "operator log " + env.OperatorLog() })
 	logf(t, "%s: %s", key.Name, what)
-	return dep
+	return obj
 }
 
 // readyAndRunning: Ready=True for the current generation and the job RUNNING.
@@ -403,18 +393,7 @@ func TestApplicationWithHA(t *testing.T) {
 		require.Equal(t, int64(4000), checkpointInterval(t, key, jobID), "Flink runs the job with the new checkpoint interval")
 	})
 
-	t.Run("a killed JobManager recovers through HA", func(t *testing.T) {
-		cp := completedCheckpoint(t, key, jobID)
-		pod := jobManagerPod(t, key)
-		killContainer(t, pod)
-		waitContainerRestarted(t, pod)
-		d := waitFor(t, key, "Ready again after the JobManager restart", 3*time.Minute, readyAndRunning)
-		require.Equal(t, jobID, d.Status.JobStatus.JobID)
-		restored := restoredFrom(t, key, jobID)
-		require.False(t, restored.IsSavepoint)
-		require.GreaterOrEqual(t, restored.ID, cp.ID)
-		allTasksRunning(t, key, jobID)
-	})
+	t.Run("a killed JobManager recovers through HA", func(t *testing.T) { killedJobManagerRecovers(t, key, jobID) })
 
 	t.Run("suspend and resume", func(t *testing.T) {
 		cp := completedCheckpoint(t, key, jobID)
@@ -484,6 +463,23 @@ func killContainer(t *testing.T, pod *corev1.Pod) {
 	require.NoError(t, syscall.Kill(-pid, syscall.SIGKILL))
 }
 
+// killedJobManagerRecovers kills the JobManager's process and checks that the job comes back
+// through HA (Kubernetes or ZooKeeper): the same job id, restored from the latest checkpoint
+// or a newer one (not a savepoint), all its tasks running again.
+func killedJobManagerRecovers(t *testing.T, key client.ObjectKey, jobID string) {
+	t.Helper()
+	cp := completedCheckpoint(t, key, jobID)
+	pod := jobManagerPod(t, key)
+	killContainer(t, pod)
+	waitContainerRestarted(t, pod)
+	d := waitFor(t, key, "Ready again after the JobManager restart", 3*time.Minute, readyAndRunning)
+	require.Equal(t, jobID, d.Status.JobStatus.JobID)
+	restored := restoredFrom(t, key, jobID)
+	require.False(t, restored.IsSavepoint)
+	require.GreaterOrEqual(t, restored.ID, cp.ID)
+	allTasksRunning(t, key, jobID)
+}
+
 // waitContainerRestarted waits until the pod's container restarted and is ready again.
 func waitContainerRestarted(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
@@ -539,9 +535,7 @@ func waitForSnapshots(t *testing.T, ns, name, trigger string, n int, timeout tim
 
 func waitSnapshotState(t *testing.T, key client.ObjectKey, state flinkv1beta1.SnapshotState) *flinkv1beta1.FlinkStateSnapshot {
 	t.Helper()
-	s := &flinkv1beta1.FlinkStateSnapshot{}
-	wait.For(t, 2*time.Minute, fmt.Sprintf("%s: state %s", key.Name, state), func() bool {
-		return env.Client.Get(context.Background(), key, s) == nil && s.Status.State == state
-	}, func() string { return fmt.Sprintf("status %+v", s.Status) })
-	return s
+	return waitFor(t, key, fmt.Sprintf("state %s", state), 2*time.Minute, func(s *flinkv1beta1.FlinkStateSnapshot) bool {
+		return s.Status.State == state
+	})
 }

@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -48,18 +47,6 @@ func sessionJobs(t *testing.T, namespace string) []*flinkv1beta1.FlinkSessionJob
 	return out
 }
 
-func waitForJob(t *testing.T, key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
-	t.Helper()
-	j := &flinkv1beta1.FlinkSessionJob{}
-	wait.For(t, timeout, key.Name+": "+what, func() bool {
-		return env.Client.Get(context.Background(), key, j) == nil && cond(j)
-	}, func() string {
-		return fmt.Sprintf("lifecycle=%s job=%s error=%s", j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
-	})
-	logf(t, "%s: %s", key.Name, what)
-	return j
-}
-
 func jobReady(j *flinkv1beta1.FlinkSessionJob) bool {
 	c := meta.FindStatusCondition(j.Status.Conditions, "Ready")
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == j.Generation &&
@@ -86,15 +73,15 @@ func TestSessionJobs(t *testing.T) {
 		require.NoError(t, env.Client.Create(ctx, j))
 	}
 	stateful, stateless := client.ObjectKeyFromObject(jobs[0]), client.ObjectKeyFromObject(jobs[1])
-	first := waitForJob(t, stateful, "RUNNING", 3*time.Minute, jobReady)
-	other := waitForJob(t, stateless, "RUNNING", 3*time.Minute, jobReady)
+	first := waitFor(t, stateful, "RUNNING", 3*time.Minute, jobReady)
+	other := waitFor(t, stateless, "RUNNING", 3*time.Minute, jobReady)
 	allTasksRunning(t, sessionKey, first.Status.JobStatus.JobID)
 	allTasksRunning(t, sessionKey, other.Status.JobStatus.JobID)
 
 	t.Run("savepoint upgrade of one job restores its savepoint; the other keeps running", func(t *testing.T) {
 		before := first.Status.JobStatus.JobID
 		patchJob(t, stateful, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-		j := waitForJob(t, stateful, "upgraded", 3*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
+		j := waitFor(t, stateful, "upgraded", 3*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
 			return jobReady(j) && j.Status.JobStatus.JobID != before
 		})
 		sp := j.Status.JobStatus.SavepointInfo.LastSavepoint
@@ -110,11 +97,11 @@ func TestSessionJobs(t *testing.T) {
 
 	t.Run("suspend and resume", func(t *testing.T) {
 		patchJob(t, stateful, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateSuspended })
-		waitForJob(t, stateful, "SUSPENDED", 2*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
+		waitFor(t, stateful, "SUSPENDED", 2*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
 			return j.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
 		patchJob(t, stateful, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateRunning })
-		j := waitForJob(t, stateful, "resumed", 2*time.Minute, jobReady)
+		j := waitFor(t, stateful, "resumed", 2*time.Minute, jobReady)
 		logf(t, "resumed as job %s from %q (last savepoint %+v)", j.Status.JobStatus.JobID, j.Status.JobStatus.UpgradeSavepointPath,
 			j.Status.JobStatus.SavepointInfo.LastSavepoint)
 		restored := restoredFrom(t, sessionKey, j.Status.JobStatus.JobID)

@@ -76,17 +76,7 @@ func TestZooKeeperHA(t *testing.T) {
 		require.Equal(t, int64(3000), checkpointInterval(t, key, jobID), "the new job graph runs, not the one ZooKeeper kept")
 	})
 
-	t.Run("a killed JobManager recovers through ZooKeeper", func(t *testing.T) {
-		cp := completedCheckpoint(t, key, jobID)
-		pod := jobManagerPod(t, key)
-		killContainer(t, pod)
-		waitContainerRestarted(t, pod)
-		d := waitFor(t, key, "Ready again after the JobManager restart", 3*time.Minute, readyAndRunning)
-		require.Equal(t, jobID, d.Status.JobStatus.JobID)
-		restored := restoredFrom(t, key, jobID)
-		require.False(t, restored.IsSavepoint)
-		require.GreaterOrEqual(t, restored.ID, cp.ID)
-	})
+	t.Run("a killed JobManager recovers through ZooKeeper", func(t *testing.T) { killedJobManagerRecovers(t, key, jobID) })
 
 	t.Run("a stateless upgrade leaves exactly one job", func(t *testing.T) {
 		patch(t, key, func(d *flinkv1beta1.FlinkDeployment) {

@@ -52,14 +52,7 @@ const (
 func TestMain(m *testing.M) {
 	// Pods get addresses of their own in a network namespace where possible, as in the e2e
 	// suite (package podnet).
-	ran, code, why := podnet.Reexec()
-	if ran {
-		os.Exit(code)
-	}
-	if why != nil && podnet.Current() == podnet.Namespace {
-		fmt.Fprintf(os.Stderr, "migration: network namespace: %v\n", why)
-		os.Exit(1)
-	}
+	podnet.Enter("migration", false)
 	ctrllog.SetLogger(logr.Discard())
 	os.Exit(m.Run())
 }
@@ -130,11 +123,11 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 	appKey, sessionKey, jobKey := client.ObjectKeyFromObject(app), client.ObjectKeyFromObject(session), client.ObjectKeyFromObject(sessionJob)
 
 	// (1) The Apache operator brings both jobs up; Flink checkpoints them.
-	s.waitDeployment(appKey, "STABLE/RUNNING under the Apache operator", 4*time.Minute, stableRunning)
-	s.waitDeployment(sessionKey, "STABLE under the Apache operator", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+	waitFor(s, appKey, "STABLE/RUNNING under the Apache operator", 4*time.Minute, stableRunning)
+	waitFor(s, sessionKey, "STABLE under the Apache operator", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.LifecycleState == flinkv1beta1.LifecycleStable && d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady
 	})
-	s.waitSessionJob(jobKey, "STABLE/RUNNING under the Apache operator", 3*time.Minute, sessionJobStableRunning)
+	waitFor(s, jobKey, "STABLE/RUNNING under the Apache operator", 3*time.Minute, sessionJobStableRunning)
 	appBefore := s.record(appKey)
 	sessionBefore := s.record(sessionKey)
 	require.Len(t, appBefore.jobs, 1, "the application cluster runs one job")
@@ -154,13 +147,13 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 
 	t.Run("adopts both jobs without restarting them", func(t *testing.T) {
 		s.t = t
-		s.waitDeployment(appKey, "Ready and RUNNING under this operator", 2*time.Minute, readyAndRunning)
-		s.waitDeployment(sessionKey, "Ready under this operator", 2*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(s, appKey, "Ready and RUNNING under this operator", 2*time.Minute, readyAndRunning)
+		waitFor(s, sessionKey, "Ready under this operator", 2*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 			c := meta.FindStatusCondition(d.Status.Conditions, "Ready")
 			return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == d.Generation &&
 				d.Status.LifecycleState == flinkv1beta1.LifecycleStable
 		})
-		s.waitSessionJob(jobKey, "Ready and RUNNING under this operator", 2*time.Minute, sessionJobReady)
+		waitFor(s, jobKey, "Ready and RUNNING under this operator", 2*time.Minute, sessionJobReady)
 		// Several reconcile and observe rounds of this operator, so a late restart would show:
 		// three of each job (its status asked of Flink), the reconcile interval being 5 s.
 		observes := s.flinkRequests("GET /jobs/:jobid/status")
@@ -217,7 +210,7 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 		// The HA ConfigMaps are looked at on every poll: a rollback that deletes them and lets
 		// Flink write new ones shows as a missing name or a new UID.
 		var haLost string
-		s.waitDeployment(appKey, "ROLLED_BACK and RUNNING", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		waitFor(s, appKey, "ROLLED_BACK and RUNNING", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 			if haLost == "" {
 				haLost = haChange(haBefore, s.haConfigMaps(appKey))
 			}
@@ -264,7 +257,7 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 				delete(conf, "kubernetes.operator.deployment.readiness.timeout")
 			})
 		})
-		d := s.waitDeployment(appKey, "upgraded and RUNNING", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		d := waitFor(s, appKey, "upgraded and RUNNING", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
 			return readyAndRunning(d) && s.runningJobManager(appKey) != jobManager
 		})
 		require.Equal(t, appJob.ID, d.Status.JobStatus.JobID, "a last-state upgrade keeps the job id")
@@ -279,7 +272,7 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 	t.Run("a savepoint upgrade of the session job restores its savepoint", func(t *testing.T) {
 		s.t = t
 		s.patchSessionJob(jobKey, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
-		j := s.waitSessionJob(jobKey, "upgraded and RUNNING", 3*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
+		j := waitFor(s, jobKey, "upgraded and RUNNING", 3*time.Minute, func(j *flinkv1beta1.FlinkSessionJob) bool {
 			return sessionJobReady(j) && j.Status.JobStatus.JobID != sessionJobID.ID
 		})
 		sp := j.Status.JobStatus.SavepointInfo.LastSavepoint
@@ -493,29 +486,16 @@ func (s *suite) sessionJob(key client.ObjectKey) *flinkv1beta1.FlinkSessionJob {
 	return j
 }
 
-func (s *suite) waitDeployment(key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkDeployment) bool) *flinkv1beta1.FlinkDeployment {
+// waitFor polls the named FlinkDeployment or FlinkSessionJob until cond holds; on timeout the
+// test fails with its last status.
+func waitFor[T any, PT interface {
+	*T
+	client.Object
+}](s *suite, key client.ObjectKey, what string, timeout time.Duration, cond func(PT) bool) PT {
 	s.t.Helper()
-	d := &flinkv1beta1.FlinkDeployment{}
-	wait.For(s.t, timeout, key.Name+": "+what, func() bool {
-		return s.env.Client.Get(context.Background(), key, d) == nil && cond(d)
-	}, func() string {
-		return fmt.Sprintf("lifecycle=%s jm=%s job=%s error=%q",
-			d.Status.LifecycleState, d.Status.JobManagerDeploymentStatus, d.Status.JobStatus.State, d.Status.Error)
-	})
+	obj := wait.Object(s.t, s.env.Client, key, timeout, key.Name+": "+what, cond)
 	logf(s.t, "%s: %s", key.Name, what)
-	return d
-}
-
-func (s *suite) waitSessionJob(key client.ObjectKey, what string, timeout time.Duration, cond func(*flinkv1beta1.FlinkSessionJob) bool) *flinkv1beta1.FlinkSessionJob {
-	s.t.Helper()
-	j := &flinkv1beta1.FlinkSessionJob{}
-	wait.For(s.t, timeout, key.Name+": "+what, func() bool {
-		return s.env.Client.Get(context.Background(), key, j) == nil && cond(j)
-	}, func() string {
-		return fmt.Sprintf("lifecycle=%s job=%s error=%q", j.Status.LifecycleState, j.Status.JobStatus.State, j.Status.Error)
-	})
-	logf(s.t, "%s: %s", key.Name, what)
-	return j
+	return obj
 }
 
 // flinkRequests is how many requests of endpoint (a route template, as the operator's

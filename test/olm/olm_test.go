@@ -69,6 +69,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	testwait "github.com/flink-operator/flink-operator/test/wait"
 )
 
 const (
@@ -88,14 +89,7 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	// The API server reaches the operator's webhooks only through pod addresses in a network
 	// namespace (package podnet); without one the test cannot prove the webhook path.
-	ran, code, why := podnet.Reexec()
-	if ran {
-		os.Exit(code)
-	}
-	if why != nil || podnet.Current() != podnet.Namespace {
-		fmt.Fprintf(os.Stderr, "olm: the test needs a network namespace of its own (root, unshare): %v\n", why)
-		os.Exit(1)
-	}
+	podnet.Enter("olm", true)
 	os.Exit(m.Run())
 }
 
@@ -138,7 +132,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	for _, crd := range bundleObjects(t, filepath.Join(root, "catalog", pkg, "bundles", previousCSV+".yaml"), "CustomResourceDefinition") {
 		require.NoError(t, c.Create(ctx, crd))
 	}
-	waitFor(t, ctx, "v0.1.0 CRDs established", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "v0.1.0 CRDs established", func() (bool, error) {
 		var crd apiextensionsv1.CustomResourceDefinition
 		if err := c.Get(ctx, client.ObjectKey{Name: "flinkdeployments.flink.apache.org"}, &crd); err != nil {
 			return false, err
@@ -185,7 +179,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	// N: the channel's next entry replaces N-1.
 	approveInstallPlan(t, ctx, c, currentCSV)
 	waitCSVSucceeded(t, ctx, c, currentCSV)
-	waitFor(t, ctx, "the replaced CSV to be removed", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "the replaced CSV to be removed", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: previousCSV}, &operatorsv1alpha1.ClusterServiceVersion{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
@@ -214,7 +208,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 	t.Run("reconciles under the CSV's permissions", func(t *testing.T) {
 		// The session cluster created before the operator existed gets its JobManager
 		// Deployment (its image does not run here: no Flink is needed for this).
-		waitFor(t, ctx, "the JobManager Deployment of existing-session", func() (bool, error) {
+		testwait.Until(t, ctx, 4*time.Minute, "the JobManager Deployment of existing-session", func() (bool, error) {
 			err := c.Get(ctx, client.ObjectKey{Namespace: watchedNS, Name: "existing-session"}, &appsv1.Deployment{})
 			return err == nil, client.IgnoreNotFound(err)
 		})
@@ -292,7 +286,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 		// permissions become Roles in the operator's namespace and copies in each target
 		// namespace; only the metrics authentication rules are cluster-wide.
 		// OLM copies them into target namespaces asynchronously, and replaces them on upgrade.
-		waitFor(t, ctx, "the operator's Role and RoleBinding in "+watchedNS, func() (bool, error) {
+		testwait.Until(t, ctx, 4*time.Minute, "the operator's Role and RoleBinding in "+watchedNS, func() (bool, error) {
 			var bindings rbacv1.RoleBindingList
 			if err := c.List(ctx, &bindings, client.InNamespace(watchedNS)); err != nil {
 				return false, err
@@ -349,7 +343,7 @@ func TestInstallAndUpgradeThroughOLM(t *testing.T) {
 func requireOperatorProcess(t *testing.T, ctx context.Context, c client.Client, dir, version string) {
 	t.Helper()
 	var pid int
-	waitFor(t, ctx, "a ready operator pod of "+version, func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "a ready operator pod of "+version, func() (bool, error) {
 		var pods corev1.PodList
 		if err := c.List(ctx, &pods, client.InNamespace(operatorNS), client.MatchingLabels{"control-plane": "controller-manager"}); err != nil {
 			return false, err
@@ -429,7 +423,7 @@ func serveCatalog(t *testing.T, dir, catalogDir string) int {
 		"--pprof-addr", "127.0.0.1:"+strconv.Itoa(ports[1]), "-t", filepath.Join(dir, "opm-termination.log"))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitFor(t, ctx, "opm serve listening", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "opm serve listening", func() (bool, error) {
 		conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(ports[0]))
 		if err != nil {
 			return false, nil
@@ -553,7 +547,7 @@ func existingResources(t *testing.T, ctx context.Context, c client.Client) []cli
 	}
 	for _, o := range objs {
 		// Discovery may lag a moment behind the CRDs becoming Established.
-		waitFor(t, ctx, "create "+o.GetName(), func() (bool, error) {
+		testwait.Until(t, ctx, 4*time.Minute, "create "+o.GetName(), func() (bool, error) {
 			err := c.Create(ctx, o)
 			if meta.IsNoMatchError(err) {
 				return false, nil
@@ -571,7 +565,7 @@ func ptrFloat(f float64) *float64 { return &f }
 // becomes ready, the cache refreshes), so the reference is followed until the CSV is installed.
 func approveInstallPlan(t *testing.T, ctx context.Context, c client.Client, csv string) {
 	t.Helper()
-	waitFor(t, ctx, "the InstallPlan for "+csv+" approved and the CSV created", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "the InstallPlan for "+csv+" approved and the CSV created", func() (bool, error) {
 		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: csv}, &operatorsv1alpha1.ClusterServiceVersion{})
 		if err == nil {
 			return true, nil
@@ -602,7 +596,7 @@ func approveInstallPlan(t *testing.T, ctx context.Context, c client.Client, csv 
 func waitCSVSucceeded(t *testing.T, ctx context.Context, c client.Client, name string) {
 	t.Helper()
 	var last string
-	waitFor(t, ctx, "CSV "+name+" Succeeded", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "CSV "+name+" Succeeded", func() (bool, error) {
 		var csv operatorsv1alpha1.ClusterServiceVersion
 		if err := c.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: name}, &csv); err != nil {
 			return false, client.IgnoreNotFound(err)
@@ -684,20 +678,4 @@ func boundTo(bindings []rbacv1.RoleBinding, serviceAccount string) bool {
 		}
 	}
 	return false
-}
-
-func waitFor(t *testing.T, ctx context.Context, what string, cond func() (bool, error), detail ...func() string) {
-	t.Helper()
-	started := time.Now()
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
-		return cond()
-	})
-	if err != nil {
-		msg := ""
-		for _, d := range detail {
-			msg = d()
-		}
-		t.Fatalf("waiting for %s: %v %s", what, err, msg)
-	}
-	t.Logf("%s after %s", what, time.Since(started).Round(100*time.Millisecond))
 }

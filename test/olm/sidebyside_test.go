@@ -33,6 +33,7 @@ import (
 	"github.com/flink-operator/flink-operator/test/localenv"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
 	"github.com/flink-operator/flink-operator/test/podnet"
+	testwait "github.com/flink-operator/flink-operator/test/wait"
 )
 
 // The Apache operator as OperatorHub ships it: package flink-kubernetes-operator, installed in
@@ -106,7 +107,7 @@ func TestSideBySideWithTheApacheOperator(t *testing.T) {
 	assert.Equal(t, ownerConflictMessage, csv.Status.Message)
 	t.Logf("OLM on %s: %s: %s", currentCSV, csv.Status.Reason, csv.Status.Message)
 	// The InstallPlan itself completes (CRDs, CSV, RBAC): the refusal is the CSV's.
-	waitFor(t, ctx, "the InstallPlan of "+currentCSV+" Complete", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "the InstallPlan of "+currentCSV+" Complete", func() (bool, error) {
 		return installPlanFor(t, ctx, c, operatorNS, currentCSV).Status.Phase == operatorsv1alpha1.InstallPlanPhaseComplete, nil
 	})
 	// Nothing of this operator runs: its Deployment is removed (or never made), so no two
@@ -129,7 +130,7 @@ func TestSideBySideWithTheApacheOperator(t *testing.T) {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(before), after), "%s kept", before.GetName())
 		assert.Equal(t, before.GetUID(), after.GetUID())
 	}
-	waitFor(t, ctx, "this operator reconciles existing-session", func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "this operator reconciles existing-session", func() (bool, error) {
 		var fd flinkv1beta1.FlinkDeployment
 		if err := c.Get(ctx, client.ObjectKey{Namespace: watchedNS, Name: "existing-session"}, &fd); err != nil {
 			return false, err
@@ -165,7 +166,7 @@ func waitCSVPhaseIn(t *testing.T, ctx context.Context, c client.Client, namespac
 	t.Helper()
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	var last string
-	waitFor(t, ctx, "CSV "+namespace+"/"+name+" "+string(phase), func() (bool, error) {
+	testwait.Until(t, ctx, 4*time.Minute, "CSV "+namespace+"/"+name+" "+string(phase), func() (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, csv); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}

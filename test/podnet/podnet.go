@@ -83,3 +83,26 @@ func setUp() error {
 	}
 	return nil
 }
+
+// Enter is the start of a TestMain of a suite named suite: it runs the rest of the test binary
+// in a network namespace of its own (Reexec) and exits with that run's code. It exits with 1
+// when the namespace was made but could not be set up, and, when required (the suite proves the
+// path from the API server to a webhook Service, which needs pod addresses), also when no
+// namespace can be made here. Otherwise it returns and the suite runs on the loopback (Mode
+// Loopback), saying why.
+func Enter(suite string, required bool) {
+	ran, code, why := Reexec()
+	if ran {
+		os.Exit(code)
+	}
+	switch {
+	case why != nil && Current() == Namespace:
+		fmt.Fprintf(os.Stderr, "%s: network namespace: %v\n", suite, why)
+		os.Exit(1)
+	case required && (why != nil || Current() != Namespace):
+		fmt.Fprintf(os.Stderr, "%s: the test needs a network namespace of its own (root, unshare): %v\n", suite, why)
+		os.Exit(1)
+	case why != nil:
+		fmt.Printf("%s: no network namespace (%v)\n", suite, why)
+	}
+}

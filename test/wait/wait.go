@@ -39,6 +39,25 @@ func For(t testing.TB, timeout time.Duration, what string, cond func() bool, sta
 	}
 }
 
+// Until is For for a condition that can fail (a get, a call to a server): it checks cond every
+// Poll until it returns true. On timeout the test fails with cond's last error, followed by
+// what state returns; when ctx ends first (the test's own deadline) it fails at once, saying so.
+func Until(t testing.TB, ctx context.Context, timeout time.Duration, what string, cond func() (bool, error), state ...func() string) {
+	t.Helper()
+	var last error
+	For(t, timeout, what, func() bool {
+		ok, err := cond()
+		if err != nil {
+			last = err
+		}
+		if !ok && ctx.Err() != nil {
+			t.Fatalf("%s while waiting for %s (last error: %v)", ctx.Err(), what, last)
+			return true // a t whose Fatalf returns (a recorder) ends the wait here
+		}
+		return ok
+	}, append([]func() string{func() string { return fmt.Sprintf("last error: %v", last) }}, state...)...)
+}
+
 // Never checks cond every Poll for d (and once more at the end); the test fails at once if it
 // ever holds, saying what happened and when. It is how a test says "nothing happens for a
 // while": unlike a sleep followed by one check, it also catches something that happens and is
@@ -61,11 +80,12 @@ func Never(t testing.TB, d time.Duration, what string, cond func() bool) {
 // Object gets the object named key from c, fresh each Poll, until cond holds, and returns it:
 // how a test waits for a resource to reach a state. A failed get (not created yet, say) counts
 // as "not yet". On timeout the test fails with the last error, or with the status of the last
-// object read (the whole object when it has no status).
+// object read (the whole object when it has no status), followed by what more returns (where
+// to find the operator's log, say).
 func Object[T any, PT interface {
 	*T
 	client.Object
-}](t testing.TB, c client.Reader, key client.ObjectKey, timeout time.Duration, what string, cond func(PT) bool) PT {
+}](t testing.TB, c client.Reader, key client.ObjectKey, timeout time.Duration, what string, cond func(PT) bool, more ...func() string) PT {
 	t.Helper()
 	var last PT
 	var lastErr error
@@ -76,12 +96,12 @@ func Object[T any, PT interface {
 		}
 		last = obj
 		return cond(obj)
-	}, func() string {
+	}, append([]func() string{func() string {
 		if lastErr != nil {
 			return fmt.Sprintf("last get of %s: %v", key, lastErr)
 		}
 		return fmt.Sprintf("last %s: %+v", key, statusOf(last))
-	})
+	}}, more...)...)
 	return last
 }
 

@@ -2,6 +2,7 @@ package wait
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -39,6 +40,34 @@ func TestFor(t *testing.T) {
 	For(r, 120*time.Millisecond, "nothing", func() bool { return false }, func() string { return "last state: x" })
 	if want := "timed out after 120ms waiting for nothing; last state: x"; r.failed != want {
 		t.Fatalf("failure %q, want %q", r.failed, want)
+	}
+}
+
+func TestUntil(t *testing.T) {
+	calls := 0
+	r := &recorder{}
+	Until(r, context.Background(), time.Second, "the second call", func() (bool, error) {
+		calls++
+		return calls == 2, errors.New("not yet")
+	})
+	if r.failed != "" || calls != 2 {
+		t.Fatalf("Until failed (%q) or stopped after %d calls", r.failed, calls)
+	}
+
+	r = &recorder{}
+	Until(r, context.Background(), 120*time.Millisecond, "nothing", func() (bool, error) { return false, errors.New("refused") },
+		func() string { return "pods: 0" })
+	if want := "timed out after 120ms waiting for nothing; last error: refused; pods: 0"; r.failed != want {
+		t.Fatalf("failure %q, want %q", r.failed, want)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = &recorder{}
+	start := time.Now()
+	Until(r, ctx, time.Minute, "nothing", func() (bool, error) { return false, ctx.Err() })
+	if want := "context canceled while waiting for nothing (last error: context canceled)"; r.failed != want || time.Since(start) > 5*time.Second {
+		t.Fatalf("failure %q after %s, want %q at once", r.failed, time.Since(start), want)
 	}
 }
 
@@ -88,5 +117,12 @@ func TestObject(t *testing.T) {
 	Object(r, c, key, 120*time.Millisecond, "n=3", func(cm *corev1.ConfigMap) bool { return cm.Data["n"] == "3" })
 	if !strings.Contains(r.failed, "waiting for n=3; last ns/cm: ") || !strings.Contains(r.failed, "n: 2") {
 		t.Fatalf("failure %q does not show the last object", r.failed)
+	}
+
+	r = &recorder{}
+	Object(r, c, key, 120*time.Millisecond, "n=3", func(cm *corev1.ConfigMap) bool { return cm.Data["n"] == "3" },
+		func() string { return "log in x.log" })
+	if !strings.Contains(r.failed, "n: 2") || !strings.HasSuffix(r.failed, "; log in x.log") {
+		t.Fatalf("failure %q does not end with what more says", r.failed)
 	}
 }
