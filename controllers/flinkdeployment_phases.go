@@ -20,11 +20,15 @@ import (
 // is idempotent and records its inputs in the status before it touches anything (write-ahead),
 // so an operator restarted at any moment takes the same path again.
 
-// phase is one step of the reconcile of a validated spec.
-type phase struct {
+// phaseOf is one step of a reconcile whose phases share P: a FlinkDeployment's pass, a
+// FlinkSessionJob's jobPass (flinksessionjob_phases.go).
+type phaseOf[P any] struct {
 	name string
-	run  func(ctx context.Context, p *pass) (phaseResult, error)
+	run  func(ctx context.Context, p P) (phaseResult, error)
 }
+
+// phase is one step of the reconcile of a FlinkDeployment.
+type phase = phaseOf[*pass]
 
 // phaseResult is what a phase did: acted (done), or not, with when it wants to look again.
 type phaseResult struct {
@@ -52,7 +56,7 @@ func acted(res ctrl.Result) phaseResult { return phaseResult{done: true, result:
 // is for a situation the ones before it did not have to handle. The phases that let the
 // reconcile go on have their looks-again merged: the soonest wins. An error ends the
 // reconcile; its result is dropped, as controller-runtime drops it.
-func runPhases(ctx context.Context, p *pass, phases []phase) (ctrl.Result, error) {
+func runPhases[P any](ctx context.Context, p P, phases []phaseOf[P]) (ctrl.Result, error) {
 	var res ctrl.Result
 	for _, ph := range phases {
 		out, err := ph.run(ctx, p)

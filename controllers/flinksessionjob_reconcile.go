@@ -10,108 +10,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
-	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 )
-
-// The session job state machine, from status.reconciliationStatus and the job on the session:
-//
-//	nothing reconciled yet, suspended → record the spec; nothing runs
-//	session JobManager not ready      → wait (progress-check interval)
-//	nothing reconciled yet            → deploy
-//	DEPLOYED, job RECONCILING         → (re)submit under the recorded job id (crash between the
-//	                                    write-ahead and the submission, or a stateless job its
-//	                                    session lost); a lost stateful job ("Job Not Found") waits
-//	DEPLOYED, spec changed            → planSpecChange: record the new spec as UPGRADING with what
-//	                                    it restores (write-ahead); or record nothing while the job
-//	                                    is lost, or ended with no state known (manual restore)
-//	UPGRADING                         → planUpgrade, the deployments' decision table, and jobStop,
-//	                                    their stop executor: savepoint (stop-with-savepoint, trigger
-//	                                    id first, path recorded), last-state (latest checkpoint
-//	                                    recorded, cancel, read again once CANCELED), stateless and
-//	                                    a savepoint the user named (cancel); then suspended:
-//	                                    DEPLOYED (SUSPENDED); else deploy from what the plan restores
-//	UPGRADING, waiting for the user   → a newer spec (the user's answer) replaces the target
-//
-// deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
-// the jar is uploaded and run; submitting an id Flink already runs counts as done.
-func (r *FlinkSessionJobReconciler) reconcileJob(ctx context.Context, s *jobScope, target *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
-	st := s.status()
-	desired := target.DeepCopy()
-	if err := r.applyAutoscaler(ctx, s, desired); err != nil {
-		return ctrl.Result{}, err
-	}
-	suspended := desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended
-	switch {
-	case s.deployed == nil && suspended:
-		return ctrl.Result{}, s.recordJobSpec(*desired, flinkv1beta1.ReconciliationDeployed)
-	case s.flink == nil:
-		setJobState(&st.JobStatus, orReconciling(st.JobStatus.State))
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	case s.deployed == nil:
-		st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
-		return r.deployJob(ctx, s, desired, desired.Job.InitialSavepointPath)
-	}
-	upgrading := st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
-	switch {
-	case !upgrading && !jobSpecChanged(s.deployed, desired):
-		if st.JobStatus.State == flinkv1beta1.JobStatusReconciling && st.JobStatus.JobID != "" &&
-			(s.deployed.Job == nil || s.deployed.Job.State != flinkv1beta1.JobStateSuspended) && !jobLost(st.Error) {
-			return r.submit(ctx, s, s.deployed)
-		}
-		if st.JobStatus.State == flinkv1beta1.JobStatusFailed && options.RestartFailed.Get(s.jobConfig()) {
-			return r.restartFailedJob(ctx, s)
-		}
-		if inFlight, err := r.snapshots(ctx, s, desired); inFlight || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-		}
-		return ctrl.Result{RequeueAfter: r.jobRequeue(s)}, nil
-	case !upgrading || (waitsForUser(st.Error) && jobSpecChanged(s.deployed, desired)):
-		// A new spec; or, while an upgrade waits for the user to say where the job's state is,
-		// the user's answer replacing its target.
-		if wait, err := r.awaitPendingSavepoint(ctx, s, desired); wait || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
-		}
-		if waiting, err := r.recordSpecChange(ctx, s, desired); waiting || err != nil {
-			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, err
-		}
-	}
-	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
-}
-
-// restartFailedJob resubmits a FAILED job with kubernetes.operator.job.restart.failed, for
-// session jobs as for applications (upstream's AbstractJobReconciler): the spec that ran is
-// recorded again as UPGRADING (write-ahead) and goes through the upgrade steps, which restore
-// what its upgrade mode keeps: the failed job's latest checkpoint, recorded by the observer, or
-// nothing for a stateless job.
-func (r *FlinkSessionJobReconciler) restartFailedJob(ctx context.Context, s *jobScope) (ctrl.Result, error) {
-	st := s.status()
-	r.Recorder.Event(s.job, corev1.EventTypeWarning, ReasonRestartFailed, "Job FAILED; restarting it")
-	// The spec that ran, in the mode the user asks for now: the recorded mode may be the one
-	// the Apache operator restored with, and a change of upgradeMode alone is not recorded.
-	target := s.deployed.DeepCopy()
-	target.Job.UpgradeMode = upgradeModeOf(s.job.Spec.Job)
-	if target.Job.UpgradeMode == flinkv1beta1.UpgradeModeStateless && !usersRestorePath(st, target) {
-		st.JobStatus.UpgradeSavepointPath = ""
-	}
-	if err := s.recordJobSpec(*target, flinkv1beta1.ReconciliationUpgrading); err != nil {
-		return ctrl.Result{}, err
-	}
-	if err := r.persistJob(ctx, s); err != nil {
-		return ctrl.Result{}, err
-	}
-	return r.upgradeJob(ctx, s, s.deployed.DeepCopy())
-}
 
 // recordSpecChange records a changed spec as UPGRADING with what its submission restores
 // (write-ahead), as planSpecChange decides; waiting says nothing was recorded because the
@@ -401,23 +310,6 @@ func (r *FlinkSessionJobReconciler) jobRequeue(s *jobScope) time.Duration {
 		return r.Intervals.ProgressCheck
 	}
 	return r.Intervals.Reconcile
-}
-
-// cleanupJob stops the job on deletion (savepoint when savepoint-on-deletion is set, else
-// cancel), then drops the finalizer. It never blocks on a session that is gone or not ready,
-// and gives up after the cleanup timeout with a Warning event.
-func (r *FlinkSessionJobReconciler) cleanupJob(ctx context.Context, s *jobScope) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(s.job, SessionJobFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	if err := r.persistJob(ctx, s); err != nil { // lifecycle DELETING
-		return ctrl.Result{}, err
-	}
-	if wait, err := r.stopBeforeDeletion(ctx, s); wait || err != nil {
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, errors.Join(err, r.persistJob(ctx, s))
-	}
-	r.Autoscaling.metrics().Forget(s.job.Namespace, metrics.KindSessionJob, s.job.Name)
-	return ctrl.Result{}, r.release(ctx, r.Client, s.job, SessionJobFinalizer)
 }
 
 // stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
