@@ -59,7 +59,8 @@ var cases = []Case{
 	// Policy bypasses.
 	{Bypass, "privileged pods through pod templates", "./pkg/validation", []string{"TestPodSecurityPolicy", "TestIngressAnnotationsPolicy"}, false},
 	{Bypass, "policy at reconcile for resources admitted earlier", "./controllers", []string{"TestReconcileValidationAppliesTheOperatorPolicy"}, true},
-	{Bypass, "configuration lines injected into Flink's file", "./pkg/native", []string{"FuzzRenderConfigFile", "FuzzMergePods"}, false},
+	{Bypass, "configuration lines injected into Flink's file", "./pkg/flinkconf", []string{"FuzzRenderConfigFile"}, false},
+	{Bypass, "pod templates merged into the cluster's pods", "./pkg/native", []string{"FuzzMergePods"}, false},
 	{Bypass, "a certificate or CA planted in the webhook Secret", "./pkg/webhookcert", []string{"TestEnsureReplacesWhatItCannotTrust"}, true},
 	{Bypass, "snapshot intervals of seconds", "./controllers", []string{"TestPeriodicSnapshotMinimum"}, true},
 
@@ -96,7 +97,8 @@ var cases = []Case{
 	{Starvation, "one namespace's events evicting the others'", "./pkg/extension/listener", []string{"TestListenerQueueFairAcrossNamespaces"}, false},
 	{TwoLeaders, "a leader paused past its lease", "./controllers", []string{"TestPausedLeaderDoesNotActAfterTakeover"}, true},
 	{Deputy, "ZooKeeper paths of other tenants and other applications", "./pkg/hastore", []string{"TestZooKeeperDeletionIsConfined", "TestZooKeeperConfigErrors"}, false},
-	{Deputy, "a REST Service pointed at another JobManager", "./controllers", []string{"TestRESTServiceDecidesNothing", "TestRESTServiceChecked"}, true},
+	{Deputy, "a REST Service pointed at another JobManager", "./controllers", []string{"TestRESTServiceDecidesNothing"}, true},
+	{Deputy, "a REST Service pointed at another JobManager, at the client factory", "./pkg/flink/clients", []string{"TestRESTServiceChecked"}, true},
 	{Deputy, "REST Services that are not the one the operator renders", "./pkg/native", []string{"TestRESTServiceProblem"}, false},
 	{Starvation, "25 tarpit jar servers in one namespace", "./controllers", []string{"TestTarpitJarsInOneNamespaceDoNotStarveAnother"}, true},
 	{Starvation, "trickling jar servers", "./pkg/artifact", []string{"TestTricklingDownloadIsCut", "TestTricklingDownloadIsCutWithinTheIdleTimeout"}, false},
