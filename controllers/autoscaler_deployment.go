@@ -73,7 +73,3 @@ func (s *scope) recordAutoscalerReset(nonce *int64) error {
 	s.deployed = spec
 	return nil
 }
-
-func equalNonce(a, b *int64) bool {
-	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
-}

@@ -31,13 +31,6 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// Vertex ids of the scripted jobs (Flink's are 32 hex characters).
-const (
-	vertexSource = autoscaler.VertexID("bc764cd8ddf7a0cff126f51c16239658")
-	vertexMap    = autoscaler.VertexID("0a448493b4782967b150582570326227")
-	vertexSink   = autoscaler.VertexID("ea632d67b7d595e5b851708ae9ad79d6")
-)
-
 // scriptedMetrics is a job's metrics as a test scripts them: a source → map → sink graph whose
 // map vertex is as busy as busy says, at the parallelism the job runs with (the overrides the
 // fake JobManager was last given, else 1).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,4 +74,16 @@ func statusWritten(ctx context.Context, l listener.Listener, obj client.Object, 
 		return json.RawMessage(raw)
 	}
 	l.OnStatusChange(ctx, listener.StatusChange{Resource: res, Object: obj, OldStatus: encode(oldStatus), Status: encode(status)})
+}
+
+// deploymentPods are the pod templates of a FlinkDeployment.
+func deploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
+	pods := []*corev1.Pod{dep.Spec.PodTemplate}
+	if dep.Spec.JobManager != nil {
+		pods = append(pods, dep.Spec.JobManager.PodTemplate)
+	}
+	if dep.Spec.TaskManager != nil {
+		pods = append(pods, dep.Spec.TaskManager.PodTemplate)
+	}
+	return pods
 }

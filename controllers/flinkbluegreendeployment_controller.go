@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 )
 
@@ -652,4 +654,40 @@ func (r *FlinkBlueGreenDeploymentReconciler) ingressRefusal(ctx context.Context,
 
 func foreignIngress(name string) string {
 	return fmt.Sprintf("Ingress %s exists and does not belong to this FlinkBlueGreenDeployment", name)
+}
+
+// setUpBlueGreen wires the blue/green controller as the others: its events go to the
+// listener, each reconcile is bounded by the deadline, paced by the rate limits and the
+// namespace share, and the secrets of the template's configuration are masked in what it logs,
+// records and returns.
+func (r *FlinkBlueGreenDeploymentReconciler) setUpBlueGreen(mgr ctrl.Manager, build func(*builder.Builder) *builder.Builder) error {
+	if r.Intervals == (Intervals{}) {
+		r.Intervals = DefaultIntervals
+	}
+	if r.RateLimits.PerNamespace == 0 {
+		r.RateLimits.PerNamespace = r.PerNamespace
+	}
+	r.Recorder = withListener(r.Recorder, r.Listener)
+	return r.setUp(mgr, controllerSpec{name: "flinkbluegreendeployment", object: &flinkv1beta1.FlinkBlueGreenDeployment{},
+		intervals: r.Intervals, build: build}, r.redacting())
+}
+
+// redacting is the blue/green reconciler under the shared preamble: the template's secrets are
+// masked in its events, logs and errors.
+func (r *FlinkBlueGreenDeploymentReconciler) redacting() reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
+		return r.run(ctx, r.Client, req, bg, preamble{logKey: "flinkbluegreendeployment",
+			secrets: func(client.Object) []string {
+				spec := &bg.Spec.Template.Spec
+				conf, _ := spec.FlinkConfiguration.Flatten()
+				dep := &flinkv1beta1.FlinkDeployment{Spec: *spec}
+				return append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(spec.Job)...)
+			}},
+			func(ctx context.Context, red *redact.Redactor) (ctrl.Result, error) {
+				rr := *r
+				rr.Recorder = red.Recorder(r.Recorder)
+				return rr.Reconcile(ctx, req)
+			})
+	})
 }

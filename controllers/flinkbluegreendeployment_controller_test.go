@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,10 +17,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -58,38 +55,6 @@ func blueGreenOperator(flink *fakeflink.Server, create func(client.Object) error
 	}
 }
 
-func newBlueGreen(t *testing.T, ns, name, abortGrace string) *flinkv1beta1.FlinkBlueGreenDeployment {
-	t.Helper()
-	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(fmt.Sprintf(`
-spec:
-  configuration:
-    kubernetes.operator.bluegreen.abort.grace-period: %q
-    kubernetes.operator.bluegreen.reconciliation.reschedule-interval: "200ms"
-    kubernetes.operator.bluegreen.deployment-deletion.delay: "0ms"
-  ingress: {template: "{{name}}.{{namespace}}.example.com"}
-  template:
-    metadata: {labels: {team: orders}}
-    spec:
-      image: flink:1.20
-      flinkVersion: v1_20
-      serviceAccount: flink
-      flinkConfiguration: {state.checkpoints.dir: "file:///cp", state.savepoints.dir: "file:///sp", taskmanager.numberOfTaskSlots: "2"}
-      jobManager: {resource: {memory: 1g, cpu: 1}}
-      taskManager: {resource: {memory: 1g, cpu: 1}}
-      job: {jarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", parallelism: 2, upgradeMode: savepoint}
-`, abortGrace)), bg))
-	bg.Namespace, bg.Name = ns, name
-	return bg
-}
-
-func getBlueGreen(t *testing.T, c client.Client, ns, name string) *flinkv1beta1.FlinkBlueGreenDeployment {
-	t.Helper()
-	bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
-	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, bg))
-	return bg
-}
-
 func inState(s flinkv1beta1.FlinkBlueGreenDeploymentState) func(*flinkv1beta1.FlinkBlueGreenDeployment) bool {
 	return func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool { return bg.Status.BlueGreenState == s }
 }
@@ -101,15 +66,6 @@ func runChild(t *testing.T, c client.Client, k *cluster, ns, name string) string
 	d := waitFor(t, c, ns, name, name+" deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	k.run(ns, name, d.Status.JobStatus.JobID)
 	return d.Status.JobStatus.JobID
-}
-
-func ingressBackend(t *testing.T, c client.Client, ns, name string) string {
-	t.Helper()
-	ing := &networkingv1.Ingress{}
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: native.IngressName(name)}, ing); err != nil {
-		return ""
-	}
-	return ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name
 }
 
 func changeImage(t *testing.T, c client.Client, ns, name, image string) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,18 +118,6 @@ func (r *FlinkDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		})
 }
 
-// deploymentPods are the pod templates of a FlinkDeployment.
-func deploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
-	pods := []*corev1.Pod{dep.Spec.PodTemplate}
-	if dep.Spec.JobManager != nil {
-		pods = append(pods, dep.Spec.JobManager.PodTemplate)
-	}
-	if dep.Spec.TaskManager != nil {
-		pods = append(pods, dep.Spec.TaskManager.PodTemplate)
-	}
-	return pods
-}
-
 func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep *flinkv1beta1.FlinkDeployment, red *redact.Redactor) (ctrl.Result, error) {
 	s := newScope(dep)
 	s.redact = red
@@ -190,16 +177,6 @@ func newScope(dep *flinkv1beta1.FlinkDeployment) *scope {
 		}
 	}
 	return s
-}
-
-// adoptObservedGeneration fills in status.observedGeneration from the generation an upstream
-// operator recorded in lastReconciledSpec, when the status has none (upstream 1.7 records it
-// only there). Without it an adopted, unchanged resource would never be Ready: Ready needs the
-// observed generation, and only a spec change would write it.
-func adoptObservedGeneration(st *flinkv1beta1.CommonStatus) {
-	if st.ObservedGeneration == 0 {
-		st.ObservedGeneration = flinkv1beta1.ReconciledGeneration(st.ReconciliationStatus.LastReconciledSpec)
-	}
 }
 
 // running is the spec the cluster runs: the last reconciled one, or after a rollback the

@@ -34,8 +34,6 @@ import (
 // the status a reconcile would find, runs one phase (or the phase list) once, and asserts the
 // requests the JobManager received and the objects and status written.
 
-const phaseJobID = "0123456789abcdef0123456789abcdef"
-
 // haConf turns Kubernetes HA on.
 var haConf = map[string]string{"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
 
@@ -207,15 +205,6 @@ func (w *phaseWorld) recorded() []string {
 }
 
 func ctrlResult(after time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: after} }
-
-func eventWithReason(events []string, reason string) bool {
-	for _, e := range events {
-		if strings.Contains(e, " "+reason+" ") {
-			return true
-		}
-	}
-	return false
-}
 
 // withParallelism is the resource's spec with another job parallelism (a spec change that
 // restarts the job).

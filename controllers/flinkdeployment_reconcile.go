@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -20,9 +19,6 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
-
-// ReasonRestartFailed is the event of a FAILED job being restarted.
-const ReasonRestartFailed = "RestartUnhealthyJob"
 
 // deleteCluster starts deleting the cluster (and its HA metadata unless keepHA) and reports
 // whether it is gone. A JobManager Deployment whose pods cannot go is waited for at most
@@ -368,14 +364,6 @@ func (r *FlinkDeploymentReconciler) refuseForeignObject(s *scope, foreign *nativ
 	return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}
 }
 
-// savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
-func savepointFormat(conf flinkconf.Config) flink.SavepointFormat {
-	if strings.EqualFold(options.SavepointFormat.Get(conf), string(flink.SavepointFormatNative)) {
-		return flink.SavepointFormatNative
-	}
-	return flink.SavepointFormatCanonical
-}
-
 // cleanup runs on deletion: deletionPhases, once the DELETING lifecycle state is written.
 func (r *FlinkDeploymentReconciler) cleanup(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s.dep, DeploymentFinalizer) {
@@ -439,16 +427,16 @@ func (r *FlinkDeploymentReconciler) awaitSessionJobs(ctx context.Context, p *pas
 	if p.dep.Spec.Job != nil {
 		return next(), nil
 	}
-	var jobs flinkv1beta1.FlinkSessionJobList
+	var sessionJobs flinkv1beta1.FlinkSessionJobList
 	var reader client.Reader = r.Client
 	if r.Shard != nil {
 		reader = r.liveReader() // the cache holds this shard's session jobs, not all of this session's
 	}
-	if err := reader.List(ctx, &jobs, client.InNamespace(p.dep.Namespace)); err != nil {
+	if err := reader.List(ctx, &sessionJobs, client.InNamespace(p.dep.Namespace)); err != nil {
 		return phaseResult{}, fmt.Errorf("list session jobs: %w", err)
 	}
 	var waiting []string
-	for _, j := range jobs.Items {
+	for _, j := range sessionJobs.Items {
 		if j.Spec.DeploymentName == p.dep.Name {
 			waiting = append(waiting, j.Name)
 		}
@@ -553,75 +541,4 @@ func (r *FlinkDeploymentReconciler) requeueAfter(s *scope) time.Duration {
 
 func jobRunning(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 	return st.JobStatus.State == flinkv1beta1.JobStatusRunning
-}
-
-// redeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
-func redeployRequested(before, after *flinkv1beta1.JobSpec) bool {
-	if after == nil || after.SavepointRedeployNonce == nil {
-		return false
-	}
-	return before == nil || before.SavepointRedeployNonce == nil || *before.SavepointRedeployNonce != *after.SavepointRedeployNonce
-}
-
-// specChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade
-// mode, trigger nonces, initial savepoint, allowNonRestoredState, autoscaler reset) and
-// operator/autoscaler configuration keys do not restart anything.
-//
-// Removing restartNonce or savepointRedeployNonce (null) is no change: only a new value asks
-// for a restart or a redeploy (upstream's @SpecDiff on these fields ignores null).
-func specChanged(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) bool {
-	return !equalStatus(significant(deployed), significant(withRemovedNoncesKept(deployed, desired)))
-}
-
-// withRemovedNoncesKept is desired with the deployed restart and redeploy nonces where desired
-// has none.
-func withRemovedNoncesKept(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) *flinkv1beta1.FlinkDeploymentSpec {
-	c := desired.DeepCopy()
-	if c.RestartNonce == nil {
-		c.RestartNonce = deployed.RestartNonce
-	}
-	if c.Job != nil && deployed.Job != nil && c.Job.SavepointRedeployNonce == nil {
-		c.Job.SavepointRedeployNonce = deployed.Job.SavepointRedeployNonce
-	}
-	return c
-}
-
-// withRecordedTriggerNonces is job with the savepoint and checkpoint trigger nonces of the job
-// recorded before (recorded): the spec an upgrade records must not mark a trigger nonce changed
-// together with it as handled, or the snapshot it asks for would never be taken (upstream's
-// ReconciliationUtils.updateStatusForSpecReconciliation keeps the old nonces for this reason).
-// The nonces are recorded once the snapshot is asked for of the running job (recordNonces).
-func withRecordedTriggerNonces(recorded, job *flinkv1beta1.JobSpec) *flinkv1beta1.JobSpec {
-	if recorded == nil || job == nil {
-		return job
-	}
-	job = job.DeepCopy()
-	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = recorded.SavepointTriggerNonce, recorded.CheckpointTriggerNonce
-	return job
-}
-
-func significant(spec *flinkv1beta1.FlinkDeploymentSpec) map[string]any {
-	c := spec.DeepCopy()
-	if c.Job != nil {
-		c.Job.UpgradeMode, c.Job.SavepointTriggerNonce, c.Job.CheckpointTriggerNonce = "", nil, nil
-		c.Job.InitialSavepointPath, c.Job.AllowNonRestoredState, c.Job.AutoscalerResetNonce = "", nil, nil
-		if c.Job.State == "" {
-			c.Job.State = flinkv1beta1.JobStateRunning
-		}
-	}
-	if c.Mode == "" {
-		c.Mode = flinkv1beta1.DeploymentModeNative
-	}
-	if flat, err := c.FlinkConfiguration.Flatten(); err == nil {
-		for k := range flat {
-			if options.IsOperatorKey(k) {
-				delete(flat, k)
-			}
-		}
-		c.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(flat)
-	}
-	raw, _ := json.Marshal(c)
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
-	return out
 }

@@ -15,8 +15,6 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
 // an ended job's JobManager.
 func TestRecovery(t *testing.T) {

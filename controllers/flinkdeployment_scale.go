@@ -19,8 +19,6 @@ import (
 )
 
 const (
-	// keyParallelismOverrides is Flink's per-vertex parallelism (vertexId:parallelism,...).
-	keyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"
 	// ReasonScaling is the event of an in-place rescale.
 	ReasonScaling = "Scaling"
 )

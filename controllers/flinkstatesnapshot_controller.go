@@ -35,12 +35,6 @@ const (
 	// ReasonSnapshotDeletionWaits: a deleted savepoint resource waits for Flink to finish it
 	// (upstream only logs this).
 	ReasonSnapshotDeletionWaits = "SnapshotDeletionWaits"
-
-	LabelSnapshotType     = "snapshot.type"
-	LabelSnapshotState    = "snapshot.state"
-	LabelSnapshotTrigger  = "snapshot.trigger-type"
-	LabelJobReferenceKind = "job-reference.kind"
-	LabelJobReferenceName = "job-reference.name"
 )
 
 // FlinkStateSnapshotReconciler takes savepoints and checkpoints that FlinkStateSnapshot
@@ -107,13 +101,6 @@ func (r *FlinkStateSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, perr
 	}
 	return result, err
-}
-
-func snapshotKind(s *flinkv1beta1.FlinkStateSnapshot) string {
-	if s.Spec.Checkpoint != nil {
-		return "CHECKPOINT"
-	}
-	return "SAVEPOINT"
 }
 
 // ensureMetadata adds the finalizer and the filtering labels.

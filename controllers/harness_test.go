@@ -22,34 +22,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
-
-func fastIntervals() Intervals {
-	return Intervals{Reconcile: time.Second, ProgressCheck: 100 * time.Millisecond}
-}
-
-func newDeployment(t *testing.T, ns, name string) *flinkv1beta1.FlinkDeployment {
-	t.Helper()
-	dep := &flinkv1beta1.FlinkDeployment{}
-	require.NoError(t, yaml.UnmarshalStrict([]byte(`
-spec:
-  image: flink:1.20
-  flinkVersion: v1_20
-  serviceAccount: flink
-  flinkConfiguration: {state.checkpoints.dir: "file:///cp", state.savepoints.dir: "file:///sp", taskmanager.numberOfTaskSlots: "2"}
-  jobManager: {resource: {memory: 1g, cpu: 1}}
-  taskManager: {resource: {memory: 1g, cpu: 1}}
-  job: {jarURI: "local:///opt/flink/examples/streaming/TopSpeedWindowing.jar", parallelism: 2, upgradeMode: savepoint}
-`), dep))
-	dep.Namespace, dep.Name = ns, name
-	return dep
-}
 
 // cluster plays the parts envtest lacks: the JobManager Deployment becomes available (as the
 // deployment controller and kubelet would make it) and the garbage collector finishes

@@ -234,3 +234,27 @@ func (r *jobRecord[S]) recordNonces(st *flinkv1beta1.CommonStatus, generation in
 func isTerminal(s flinkv1beta1.JobStatusState) bool {
 	return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed || s == flinkv1beta1.JobStatusCanceled
 }
+
+// adoptObservedGeneration fills in status.observedGeneration from the generation an upstream
+// operator recorded in lastReconciledSpec, when the status has none (upstream 1.7 records it
+// only there). Without it an adopted, unchanged resource would never be Ready: Ready needs the
+// observed generation, and only a spec change would write it.
+func adoptObservedGeneration(st *flinkv1beta1.CommonStatus) {
+	if st.ObservedGeneration == 0 {
+		st.ObservedGeneration = flinkv1beta1.ReconciledGeneration(st.ReconciliationStatus.LastReconciledSpec)
+	}
+}
+
+// withRecordedTriggerNonces is job with the savepoint and checkpoint trigger nonces of the job
+// recorded before (recorded): the spec an upgrade records must not mark a trigger nonce changed
+// together with it as handled, or the snapshot it asks for would never be taken (upstream's
+// ReconciliationUtils.updateStatusForSpecReconciliation keeps the old nonces for this reason).
+// The nonces are recorded once the snapshot is asked for of the running job (recordNonces).
+func withRecordedTriggerNonces(recorded, job *flinkv1beta1.JobSpec) *flinkv1beta1.JobSpec {
+	if recorded == nil || job == nil {
+		return job
+	}
+	job = job.DeepCopy()
+	job.SavepointTriggerNonce, job.CheckpointTriggerNonce = recorded.SavepointTriggerNonce, recorded.CheckpointTriggerNonce
+	return job
+}

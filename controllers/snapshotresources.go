@@ -187,3 +187,19 @@ func triggerTime(ms *int64) time.Time {
 	}
 	return time.UnixMilli(*ms)
 }
+
+// The labels of FlinkStateSnapshot resources.
+const (
+	LabelSnapshotType     = "snapshot.type"
+	LabelSnapshotState    = "snapshot.state"
+	LabelSnapshotTrigger  = "snapshot.trigger-type"
+	LabelJobReferenceKind = "job-reference.kind"
+	LabelJobReferenceName = "job-reference.name"
+)
+
+func snapshotKind(s *flinkv1beta1.FlinkStateSnapshot) string {
+	if s.Spec.Checkpoint != nil {
+		return "CHECKPOINT"
+	}
+	return "SAVEPOINT"
+}

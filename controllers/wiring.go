@@ -2,11 +2,9 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -14,13 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
-	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -169,94 +164,4 @@ func (o *ReconcilerOptions) validatorNow(v *validation.Validator, defaults flink
 		out.Defaults.Operator = defaults.Operator
 	}
 	return &out
-}
-
-// Setup is what the operator's reconcilers are built from: the options they share and the
-// few each kind has of its own.
-type Setup struct {
-	ReconcilerOptions
-	Client client.Client
-	// APIReader reads from the API server, not the cache (the manager's when nil).
-	APIReader client.Reader
-	// SnapshotClient is the snapshot reconciler's client (a snapshot's job may be in another
-	// shard); Client when nil.
-	SnapshotClient client.Client
-	Recorder       record.EventRecorder
-	Flink          *clients.Factory
-	Validator      *validation.Validator
-	Intervals      Intervals
-	Autoscaling    *Autoscaling
-	Artifacts      *artifact.Fetcher
-	Shard          labels.Selector
-	ZooKeeper      hastore.ZooKeeperPolicy
-}
-
-// SetupReconcilers builds the four reconcilers from s, all wired the same way (one tracker of
-// their own writes, one listener, one set of secret patterns, one deadline and rate limits),
-// and adds them to mgr.
-func SetupReconcilers(mgr ctrl.Manager, s Setup) error {
-	if s.writes == nil {
-		s.writes = newOwnWrites() // resource UIDs are unique across kinds: one tracker serves all
-	}
-	snapshotClient := s.SnapshotClient
-	if snapshotClient == nil {
-		snapshotClient = s.Client
-	}
-	reconcilers := []struct {
-		kind  string
-		setup func(ctrl.Manager) error
-	}{
-		{"FlinkDeployment", (&FlinkDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
-			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
-			Autoscaling: s.Autoscaling, Shard: s.Shard, ZooKeeper: s.ZooKeeper}).SetupWithManager},
-		{"FlinkSessionJob", (&FlinkSessionJobReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
-			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
-			Autoscaling: s.Autoscaling, Artifacts: s.Artifacts, Shard: s.Shard}).SetupWithManager},
-		{"FlinkStateSnapshot", (&FlinkStateSnapshotReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: snapshotClient,
-			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Intervals: s.Intervals}).SetupWithManager},
-		{"FlinkBlueGreenDeployment", (&FlinkBlueGreenDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client,
-			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Validator: s.Validator, Intervals: s.Intervals}).SetupWithManager},
-	}
-	for _, r := range reconcilers {
-		if err := r.setup(mgr); err != nil {
-			return fmt.Errorf("set up %s controller: %w", r.kind, err)
-		}
-	}
-	return nil
-}
-
-// setUpBlueGreen wires the blue/green controller as the others: its events go to the
-// listener, each reconcile is bounded by the deadline, paced by the rate limits and the
-// namespace share, and the secrets of the template's configuration are masked in what it logs,
-// records and returns.
-func (r *FlinkBlueGreenDeploymentReconciler) setUpBlueGreen(mgr ctrl.Manager, build func(*builder.Builder) *builder.Builder) error {
-	if r.Intervals == (Intervals{}) {
-		r.Intervals = DefaultIntervals
-	}
-	if r.RateLimits.PerNamespace == 0 {
-		r.RateLimits.PerNamespace = r.PerNamespace
-	}
-	r.Recorder = withListener(r.Recorder, r.Listener)
-	return r.setUp(mgr, controllerSpec{name: "flinkbluegreendeployment", object: &flinkv1beta1.FlinkBlueGreenDeployment{},
-		intervals: r.Intervals, build: build}, r.redacting())
-}
-
-// redacting is the blue/green reconciler under the shared preamble: the template's secrets are
-// masked in its events, logs and errors.
-func (r *FlinkBlueGreenDeploymentReconciler) redacting() reconcile.Reconciler {
-	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-		bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
-		return r.run(ctx, r.Client, req, bg, preamble{logKey: "flinkbluegreendeployment",
-			secrets: func(client.Object) []string {
-				spec := &bg.Spec.Template.Spec
-				conf, _ := spec.FlinkConfiguration.Flatten()
-				dep := &flinkv1beta1.FlinkDeployment{Spec: *spec}
-				return append(redact.Values(conf, r.SecretKeyPatterns, deploymentPods(dep)...), jarURIPasswords(spec.Job)...)
-			}},
-			func(ctx context.Context, red *redact.Redactor) (ctrl.Result, error) {
-				rr := *r
-				rr.Recorder = red.Recorder(r.Recorder)
-				return rr.Reconcile(ctx, req)
-			})
-	})
 }

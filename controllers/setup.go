@@ -1,0 +1,68 @@
+package controllers
+
+import (
+	"fmt"
+
+	"github.com/flink-operator/flink-operator/pkg/artifact"
+	"github.com/flink-operator/flink-operator/pkg/flink/clients"
+	"github.com/flink-operator/flink-operator/pkg/hastore"
+	"github.com/flink-operator/flink-operator/pkg/validation"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Setup is what the operator's reconcilers are built from: the options they share and the
+// few each kind has of its own.
+type Setup struct {
+	ReconcilerOptions
+	Client client.Client
+	// APIReader reads from the API server, not the cache (the manager's when nil).
+	APIReader client.Reader
+	// SnapshotClient is the snapshot reconciler's client (a snapshot's job may be in another
+	// shard); Client when nil.
+	SnapshotClient client.Client
+	Recorder       record.EventRecorder
+	Flink          *clients.Factory
+	Validator      *validation.Validator
+	Intervals      Intervals
+	Autoscaling    *Autoscaling
+	Artifacts      *artifact.Fetcher
+	Shard          labels.Selector
+	ZooKeeper      hastore.ZooKeeperPolicy
+}
+
+// SetupReconcilers builds the four reconcilers from s, all wired the same way (one tracker of
+// their own writes, one listener, one set of secret patterns, one deadline and rate limits),
+// and adds them to mgr.
+func SetupReconcilers(mgr ctrl.Manager, s Setup) error {
+	if s.writes == nil {
+		s.writes = newOwnWrites() // resource UIDs are unique across kinds: one tracker serves all
+	}
+	snapshotClient := s.SnapshotClient
+	if snapshotClient == nil {
+		snapshotClient = s.Client
+	}
+	reconcilers := []struct {
+		kind  string
+		setup func(ctrl.Manager) error
+	}{
+		{"FlinkDeployment", (&FlinkDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
+			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
+			Autoscaling: s.Autoscaling, Shard: s.Shard, ZooKeeper: s.ZooKeeper}).SetupWithManager},
+		{"FlinkSessionJob", (&FlinkSessionJobReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
+			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
+			Autoscaling: s.Autoscaling, Artifacts: s.Artifacts, Shard: s.Shard}).SetupWithManager},
+		{"FlinkStateSnapshot", (&FlinkStateSnapshotReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: snapshotClient,
+			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Intervals: s.Intervals}).SetupWithManager},
+		{"FlinkBlueGreenDeployment", (&FlinkBlueGreenDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client,
+			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Validator: s.Validator, Intervals: s.Intervals}).SetupWithManager},
+	}
+	for _, r := range reconcilers {
+		if err := r.setup(mgr); err != nil {
+			return fmt.Errorf("set up %s controller: %w", r.kind, err)
+		}
+	}
+	return nil
+}
