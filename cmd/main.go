@@ -41,6 +41,8 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
 	extendpoint "github.com/flink-operator/flink-operator/pkg/extension/endpoint"
@@ -101,7 +103,7 @@ type options struct {
 	// artifactMinThroughput is the slowest average a jar download may keep (bytes/s; 0: off).
 	artifactMinThroughput int64
 	// rateLimits pace each controller's reconciles (rate-limiter.* and retry.* options; set by run).
-	rateLimits controllers.RateLimits
+	rateLimits reconciler.RateLimits
 	// restTLS is the operator's trust for JobManagers with REST SSL (plus upstream's env).
 	restTLS resttls.Settings
 	// labelSelector limits the Flink resources served to those it selects (sharding, shard.go).
@@ -177,13 +179,13 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"PEM client certificate for clusters with security.ssl.rest.authentication-enabled (or env OPERATOR_KEYSTORE_PATH).")
 	fs.StringVar(&o.restTLS.ClientKeyFile, resttls.FlagClientKeyFile[2:], "", "PEM key of --flink-rest-client-cert-file.")
 	fs.DurationVar(&o.restTimeout, "flink-rest-timeout", 10*time.Second, "Timeout of a Flink REST call (kubernetes.operator.flink.client.timeout).")
-	fs.DurationVar(&o.reconcileInterval, "reconcile-interval", controllers.DefaultIntervals.Reconcile,
+	fs.DurationVar(&o.reconcileInterval, "reconcile-interval", reconciler.DefaultIntervals.Reconcile,
 		"How often a settled resource is looked at (kubernetes.operator.reconcile.interval).")
-	fs.DurationVar(&o.progressInterval, "progress-check-interval", controllers.DefaultIntervals.ProgressCheck,
+	fs.DurationVar(&o.progressInterval, "progress-check-interval", reconciler.DefaultIntervals.ProgressCheck,
 		"How often a resource in motion is looked at (kubernetes.operator.observer.progress-check.interval).")
-	fs.IntVar(&o.reconcileParallelism, "reconcile-parallelism", controllers.DefaultReconcileParallelism,
+	fs.IntVar(&o.reconcileParallelism, "reconcile-parallelism", reconciler.DefaultReconcileParallelism,
 		"Resources of one kind reconciled at a time (kubernetes.operator.reconcile.parallelism; upstream's -1, unbounded, is taken as 256).")
-	fs.DurationVar(&o.reconcileDeadline, "reconcile-timeout", controllers.DefaultReconcileDeadline,
+	fs.DurationVar(&o.reconcileDeadline, "reconcile-timeout", reconciler.DefaultReconcileDeadline,
 		"Longest time one reconcile may take; a JobManager or jar host that never answers gives its worker back after it.")
 	fs.IntVar(&o.perNamespace, "max-concurrent-reconciles-per-namespace", 0,
 		"Reconciles of one namespace each controller runs at once, so that one tenant's slow resources cannot take every "+
@@ -258,8 +260,8 @@ func (o *options) certRotator(cfg *rest.Config, scheme *runtime.Scheme) (*webhoo
 }
 
 // intervals are the reconcilers' timing settings.
-func (o *options) intervals() controllers.Intervals {
-	return controllers.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval, Deadline: o.reconcileDeadline}
+func (o *options) intervals() reconciler.Intervals {
+	return reconciler.Intervals{Reconcile: o.reconcileInterval, ProgressCheck: o.progressInterval, Deadline: o.reconcileDeadline}
 }
 
 func envOr(key, def string) string {
@@ -551,14 +553,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// controller-runtime upgrade.
 	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
 	if err := controllers.SetupReconcilers(mgr, controllers.Setup{
-		ReconcilerOptions: controllers.ReconcilerOptions{CustomValidator: custom, Listener: listeners, PriorityQueue: o.priorityQueue,
+		ReconcilerOptions: reconciler.ReconcilerOptions{CustomValidator: custom, Listener: listeners, PriorityQueue: o.priorityQueue,
 			Lifecycle: opMetrics.Lifecycle, SecretKeyPatterns: o.keyPatterns(), Live: o.live, RateLimits: o.rateLimits},
 		Client: mgr.GetClient(),
 		// A snapshot's job (and a session job's cluster) may be in another shard: followed
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
 		SnapshotClient: shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},
 		Recorder:       recorder, Flink: flinkClients, Validator: validator, Intervals: o.intervals(),
-		Autoscaling: &controllers.Autoscaling{Metrics: opMetrics.Autoscaler}, Artifacts: artifacts, Shard: selector, ZooKeeper: zooKeeper,
+		Autoscaling: &jobs.Autoscaling{Metrics: opMetrics.Autoscaler}, Artifacts: artifacts, Shard: selector, ZooKeeper: zooKeeper,
 	}); err != nil {
 		return nil, err
 	}
@@ -702,7 +704,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		if err != nil {
 			return err
 		}
-		o.rateLimits = controllers.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace}
+		o.rateLimits = reconciler.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace}
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err

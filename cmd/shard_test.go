@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
@@ -212,7 +212,7 @@ func TestSessionJobOfAnotherShardsSession(t *testing.T) {
 	require.NoError(t, env.Client.Status().Update(ctx, session))
 
 	job := &flinkv1beta1.FlinkSessionJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders", Labels: map[string]string{"shard": "a"},
-		Finalizers: []string{controllers.SessionJobFinalizer}},
+		Finalizers: []string{flinksessionjob.SessionJobFinalizer}},
 		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session",
 			Job: &flinkv1beta1.JobSpec{JarURI: "https://example.com/orders.jar", UpgradeMode: flinkv1beta1.UpgradeModeStateless}}}
 	require.NoError(t, env.Client.Create(ctx, job))

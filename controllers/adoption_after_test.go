@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -181,7 +183,7 @@ func TestRecordedUpgradeModeIsNotTheUsersIntent(t *testing.T) {
 	t.Run("a job whose only change was upgradeMode restarts from its latest checkpoint when it fails", func(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, events := newScenario(t, "restart-mode-only")
-		dep := newDeployment(t, ns, "job")
+		dep := fixtures.NewDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
 		dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"kubernetes.operator.job.restart.failed": "true"})
 		d := stableDeployment(t, c, k, dep)
@@ -191,7 +193,7 @@ func TestRecordedUpgradeModeIsNotTheUsersIntent(t *testing.T) {
 		checkpoint := "file:/flink/checkpoints/" + jobID + "/chk-42"
 		flink.SetLatestCheckpoint(jobID, checkpoint)
 		flink.SetJob(jobID, "FAILED")
-		events.seen(t, ReasonRestartFailed)
+		events.seen(t, jobs.ReasonRestartFailed)
 		k.collect(ns, "job")
 		redeployed(t, c, k, ns, "job", jobID)
 		assert.Equal(t, checkpoint, restorePath(t, c, ns, "job"), "the failed job's latest checkpoint is restored")
@@ -240,7 +242,7 @@ func failsAndRestartsFromItsCheckpoint(t *testing.T, a *adopted, events *recorde
 	checkpoint := "file:/flink/checkpoints/" + jobID + "/chk-42"
 	a.flink.SetLatestCheckpoint(jobID, checkpoint)
 	a.flink.SetJob(jobID, "FAILED")
-	wait.For(t, 20*time.Second, "a restart ("+ReasonRestartFailed+" event)", func() bool { return events.has(ReasonRestartFailed) },
+	wait.For(t, 20*time.Second, "a restart ("+jobs.ReasonRestartFailed+" event)", func() bool { return events.has(jobs.ReasonRestartFailed) },
 		func() string { return fmt.Sprintf("status %+v", get(t, a.c, a.ns, name).Status) })
 	a.collect(name)
 	waitFor(t, a.c, a.ns, name, "restarted", a.redeployed(name))
@@ -353,7 +355,7 @@ func savepointTaken(t *testing.T, a *adopted, jobID string, before map[string]bo
 		require.NoError(t, a.c.List(context.Background(), &list, client.InNamespace(a.ns)))
 		for i := range list.Items {
 			s := &list.Items[i]
-			if !before[s.Name] && s.Labels[LabelSnapshotTrigger] == string(flinkv1beta1.SnapshotTriggerManual) && s.Status.State == flinkv1beta1.SnapshotCompleted {
+			if !before[s.Name] && s.Labels[jobs.LabelSnapshotTrigger] == string(flinkv1beta1.SnapshotTriggerManual) && s.Status.State == flinkv1beta1.SnapshotCompleted {
 				manual = s
 				return true
 			}
@@ -422,7 +424,7 @@ func sessionJobFailsAndRestarts(t *testing.T, a *adopted, events *recordedEvents
 	a.flink.SetJob(jobID, "FAILED")
 	wait.For(t, 30*time.Second, "submitted again", func() bool { return len(a.flink.Runs()) > 0 },
 		func() string { return fmt.Sprintf("status %+v", a.sessionJob().Status) })
-	events.seen(t, ReasonRestartFailed)
+	events.seen(t, jobs.ReasonRestartFailed)
 	runs := a.flink.Runs()
 	require.Len(t, runs, 1)
 	assert.Equal(t, checkpoint, runs[0].SavepointPath, "restored from the failed job's latest checkpoint")

@@ -27,6 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -207,12 +210,12 @@ func atGeneration(t *testing.T, c client.Client, obj client.Object, generation i
 // --artifact-allowed-networks).
 func adoptingControllers(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	sessionJobs := func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkSessionJobReconciler{
+		return (&flinksessionjob.FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
 			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https", "http"},
-				AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, Intervals: fastIntervals(),
+				AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}, Intervals: fixtures.FastIntervals(),
 		}).SetupWithManager(mgr)
 	}
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
@@ -377,7 +380,7 @@ func TestAdoptsEveryCapturedUpstreamState(t *testing.T) {
 				assert.Equal(t, want.Status.JobStatus.State, d.Status.JobStatus.State, "job state")
 				assertUpgradePath(t, want.Status.JobStatus.UpgradeSavepointPath, d.Status.JobStatus, capture.snapshots)
 				assert.Empty(t, d.Status.Error)
-				assert.False(t, events.has(ReasonSpecChanged), "no spec change seen")
+				assert.False(t, events.has(reconciler.ReasonSpecChanged), "no spec change seen")
 			}
 			for _, want := range capture.sessionJobs {
 				j := a.sessionJob()

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 )
 
@@ -34,13 +36,13 @@ func TestAdoptsTheGenerationApache17Recorded(t *testing.T) {
 	require.Zero(t, dep.Status.ObservedGeneration, "the capture has no status.observedGeneration")
 	require.Zero(t, job.Status.ObservedGeneration, "the capture has no status.observedGeneration")
 
-	newScope(dep)
+	flinkdeployment.NewScope(dep)
 	assert.Equal(t, dep.Generation, dep.Status.ObservedGeneration, "the application's reconciled generation is adopted")
 	ready := meta.FindStatusCondition(lifecycle.Conditions(&dep.Status, true, dep.Generation), lifecycle.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status, "the adopted running application is Ready: %+v", ready)
 
-	newJobScope(job, nil)
+	flinksessionjob.NewJobScope(job, nil)
 	assert.Equal(t, job.Generation, job.Status.ObservedGeneration, "the session job's reconciled generation is adopted")
 	ready = meta.FindStatusCondition(lifecycle.SessionJobConditions(&job.Status.CommonStatus, job.Generation), lifecycle.ConditionReady)
 	require.NotNil(t, ready)
@@ -50,13 +52,13 @@ func TestAdoptsTheGenerationApache17Recorded(t *testing.T) {
 		changed := dep.DeepCopy()
 		changed.Generation++
 		changed.Status.ObservedGeneration = 0
-		newScope(changed)
+		flinkdeployment.NewScope(changed)
 		assert.Equal(t, dep.Generation, changed.Status.ObservedGeneration, "the generation upstream reconciled, not the newer one")
 	})
 	t.Run("an observed generation the status has is kept", func(t *testing.T) {
 		own := dep.DeepCopy()
 		own.Status.ObservedGeneration = 7
-		newScope(own)
+		flinkdeployment.NewScope(own)
 		assert.Equal(t, int64(7), own.Status.ObservedGeneration)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 )
 
@@ -60,7 +61,7 @@ func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms
 		require.NoError(t, c.Create(ctx, &cms[i]))
 	}
 	status := dep.Status
-	dep.Finalizers = []string{DeploymentFinalizer}
+	dep.Finalizers = []string{flinkdeployment.DeploymentFinalizer}
 	require.NoError(t, c.Create(ctx, dep))
 	dep.Status = status
 	require.NoError(t, c.Status().Update(ctx, dep))

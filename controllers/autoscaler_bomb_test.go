@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -67,7 +68,7 @@ func TestAutoscalerStateBombKeepsTheOperatorUp(t *testing.T) {
 	jobID := autoscaled(t, c, k, ns, name, nil)
 	dep := get(t, c, ns, name)
 	bombs := stateBombs(t)
-	key := client.ObjectKey{Namespace: ns, Name: AutoscalerConfigMapName(name)}
+	key := client.ObjectKey{Namespace: ns, Name: jobs.AutoscalerConfigMapName(name)}
 
 	// The tenant rewrites the bombs whenever the operator has replaced them.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -29,14 +31,14 @@ func TestForeignAutoscalerConfigMapPausesAutoscaling(t *testing.T) {
 	fl := fakeflink.New(t)
 	k := &cluster{t: t, c: c, flink: fl}
 	const name = "job"
-	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: AutoscalerConfigMapName(name)},
-		Data: map[string]string{"parallelismOverrides": string(vertexMap) + ":9"}}
+	foreign := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobs.AutoscalerConfigMapName(name)},
+		Data: map[string]string{"parallelismOverrides": string(fixtures.VertexMap) + ":9"}}
 	require.NoError(t, c.Create(ctx, foreign))
 	source := &scriptedMetrics{flink: fl, busy: 1800, rate: 1000}
 	clock := &stepClock{now: time.Now(), step: 20 * time.Second}
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: autoscalingController(fl, source, clock.Now)})
 	jobID := autoscaled(t, c, k, ns, name, nil)
-	events.seen(t, "Autoscaling paused: ConfigMap "+ns+"/"+AutoscalerConfigMapName(name)+" is not owned by the resource")
+	events.seen(t, "Autoscaling paused: ConfigMap "+ns+"/"+jobs.AutoscalerConfigMapName(name)+" is not owned by the resource")
 
 	before := len(fl.Requests())
 	update(t, c, ns, name, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Args = []string{"--new"} })
@@ -48,5 +50,5 @@ func TestForeignAutoscalerConfigMapPausesAutoscaling(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(foreign), &after))
 	assert.Equal(t, foreign.ResourceVersion, after.ResourceVersion, "the foreign ConfigMap is never written")
 	d := get(t, c, ns, name)
-	assert.NotContains(t, d.Status.ReconciliationStatus.LastReconciledSpec, string(vertexMap)+":9", "its overrides are not applied")
+	assert.NotContains(t, d.Status.ReconciliationStatus.LastReconciledSpec, string(fixtures.VertexMap)+":9", "its overrides are not applied")
 }

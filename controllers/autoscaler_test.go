@@ -22,6 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
@@ -66,9 +71,9 @@ func (m *scriptedMetrics) Topology(_ context.Context, jobID string) (autoscaler.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return autoscaler.Topology{Vertices: []autoscaler.Vertex{
-		{ID: vertexSource, Name: "Source: load", Parallelism: m.parallelism(jobID, vertexSource), MaxParallelism: 128, Source: true},
-		{ID: vertexMap, Name: "busy map", Parallelism: m.parallelism(jobID, vertexMap), MaxParallelism: 128, Inputs: []autoscaler.VertexID{vertexSource}, HashInput: true},
-		{ID: vertexSink, Name: "Sink: discard", Parallelism: m.parallelism(jobID, vertexSink), MaxParallelism: 128, Inputs: []autoscaler.VertexID{vertexMap}},
+		{ID: fixtures.VertexSource, Name: "Source: load", Parallelism: m.parallelism(jobID, fixtures.VertexSource), MaxParallelism: 128, Source: true},
+		{ID: fixtures.VertexMap, Name: "busy map", Parallelism: m.parallelism(jobID, fixtures.VertexMap), MaxParallelism: 128, Inputs: []autoscaler.VertexID{fixtures.VertexSource}, HashInput: true},
+		{ID: fixtures.VertexSink, Name: "Sink: discard", Parallelism: m.parallelism(jobID, fixtures.VertexSink), MaxParallelism: 128, Inputs: []autoscaler.VertexID{fixtures.VertexMap}},
 	}}, nil
 }
 
@@ -76,14 +81,14 @@ func (m *scriptedMetrics) Sample(_ context.Context, jobID string, t autoscaler.T
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.calls++
-	p := float64(m.parallelism(jobID, vertexMap))
+	p := float64(m.parallelism(jobID, fixtures.VertexMap))
 	light := autoscaler.VertexSample{BusyTimeMsPerSecond: 50, RecordsInPerSecond: m.rate, RecordsOutPerSecond: m.rate}
 	source := light
 	source.PendingRecords, source.HasPendingRecords = 0, true
 	return autoscaler.Sample{Vertices: map[autoscaler.VertexID]autoscaler.VertexSample{
-		vertexSource: source,
-		vertexMap:    {BusyTimeMsPerSecond: min(1000, m.busy/p), RecordsInPerSecond: m.rate, RecordsOutPerSecond: m.rate},
-		vertexSink:   light,
+		fixtures.VertexSource: source,
+		fixtures.VertexMap:    {BusyTimeMsPerSecond: min(1000, m.busy/p), RecordsInPerSecond: m.rate, RecordsOutPerSecond: m.rate},
+		fixtures.VertexSink:   light,
 	}}, nil
 }
 
@@ -106,11 +111,11 @@ func (c *stepClock) Now() time.Time {
 // on clock.
 func autoscalingController(fl *fakeflink.Server, source autoscaler.MetricsSource, clock func() time.Time) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: fl.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
-			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock},
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{PriorityQueue: true},
+			Autoscaling: &jobs.Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock},
 		}).SetupWithManager(mgr)
 	}
 }
@@ -151,13 +156,13 @@ func TestAdoptsAnAutoscaledDeployment(t *testing.T) {
 				"job.autoscaler.stabilization.interval": "1m", "job.autoscaler.metrics.window": "5m"})
 			dep.Status.ReconciliationStatus.LastReconciledSpec = withRecordedConfig(t, dep.Status.ReconciliationStatus.LastReconciledSpec,
 				map[string]string{"job.autoscaler.enabled": "true", "job.autoscaler.stabilization.interval": "1m",
-					"job.autoscaler.metrics.window": "5m", keyParallelismOverrides: overrides})
+					"job.autoscaler.metrics.window": "5m", jobs.KeyParallelismOverrides: overrides})
 			if withConfigMap {
 				// Upstream's autoscaler ConfigMap: its labels, its owner, the overrides in its
 				// parallelismOverrides key (a string vertex:parallelism,...).
 				capture.configMaps = append(capture.configMaps, &corev1.ConfigMap{
 					TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-					ObjectMeta: metav1.ObjectMeta{Name: AutoscalerConfigMapName(dep.Name),
+					ObjectMeta: metav1.ObjectMeta{Name: jobs.AutoscalerConfigMapName(dep.Name),
 						Labels: map[string]string{"app": dep.Name, "component": "autoscaler"},
 						OwnerReferences: []metav1.OwnerReference{{APIVersion: flinkv1beta1.GroupVersion.String(),
 							Kind: "FlinkDeployment", Name: dep.Name}}},
@@ -177,7 +182,7 @@ func TestAdoptsAnAutoscaledDeployment(t *testing.T) {
 				return jobRequests(fl, capture.jobs) >= 3 || jm == nil || !jm.DeletionTimestamp.IsZero()
 			}, func() string { return fmt.Sprintf("requests %v", fl.Requests()) })
 			assert.Empty(t, jobActions(fl), "nothing cancelled, stopped, submitted or rescaled")
-			assert.False(t, events.has(ReasonSpecChanged), "the autoscaler's overrides are no spec change")
+			assert.False(t, events.has(reconciler.ReasonSpecChanged), "the autoscaler's overrides are no spec change")
 			now := k.jobManager(ns, jm.Name)
 			require.NotNil(t, now, "the JobManager is kept")
 			assert.True(t, now.DeletionTimestamp.IsZero(), "the JobManager is kept")
@@ -185,10 +190,10 @@ func TestAdoptsAnAutoscaledDeployment(t *testing.T) {
 			d := get(t, c, ns, dep.Name)
 			assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State)
 			assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, overrides, "the overrides stay recorded as running")
-			assert.NotContains(t, string(d.Spec.FlinkConfiguration.Raw), keyParallelismOverrides, "never written into the user's spec")
+			assert.NotContains(t, string(d.Spec.FlinkConfiguration.Raw), jobs.KeyParallelismOverrides, "never written into the user's spec")
 
 			var cm corev1.ConfigMap
-			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: AutoscalerConfigMapName(dep.Name)}, &cm))
+			require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobs.AutoscalerConfigMapName(dep.Name)}, &cm))
 			state, err := autoscaler.DecodeState(cm.Data)
 			require.NoError(t, err)
 			assert.Equal(t, overrides, autoscaler.FormatOverrides(state.Overrides), "the autoscaler continues from the adopted overrides")
@@ -200,7 +205,7 @@ func TestAdoptsAnAutoscaledDeployment(t *testing.T) {
 // kv), its three vertices at parallelism 1 in the fake JobManager; it returns the job id.
 func autoscaled(t *testing.T, c client.Client, k *cluster, ns, name string, kv map[string]string) string {
 	t.Helper()
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	dep.Spec.Job.Parallelism = 1
 	conf := map[string]string{"jobmanager.scheduler": "adaptive", "job.autoscaler.enabled": "true",
 		"job.autoscaler.stabilization.interval": "1m", "job.autoscaler.metrics.window": "2m",
@@ -210,7 +215,7 @@ func autoscaled(t *testing.T, c client.Client, k *cluster, ns, name string, kv m
 	require.NoError(t, c.Create(context.Background(), dep))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	jobID := d.Status.JobStatus.JobID
-	k.flink.SetVertices(jobID, map[string]int{string(vertexSource): 1, string(vertexMap): 1, string(vertexSink): 1})
+	k.flink.SetVertices(jobID, map[string]int{string(fixtures.VertexSource): 1, string(fixtures.VertexMap): 1, string(fixtures.VertexSink): 1})
 	k.run(ns, name, jobID)
 	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
 	return jobID
@@ -220,7 +225,7 @@ func autoscaled(t *testing.T, c client.Client, k *cluster, ns, name string, kv m
 func autoscalerState(t *testing.T, c client.Client, ns, name string) (autoscaler.State, bool) {
 	t.Helper()
 	var cm corev1.ConfigMap
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: AutoscalerConfigMapName(name)}, &cm); err != nil {
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobs.AutoscalerConfigMapName(name)}, &cm); err != nil {
 		return autoscaler.State{}, false
 	}
 	state, err := autoscaler.DecodeState(cm.Data)
@@ -248,26 +253,26 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	jm := k.jobManager(ns, name)
 
 	source.set(1800, 1000) // the map vertex needs about four subtasks at 50% utilization
-	wait.For(t, 30*time.Second, "scaled up", func() bool { return fl.Vertices(jobID)[string(vertexMap)] > 1 })
-	up := fl.Vertices(jobID)[string(vertexMap)]
-	events.seen(t, ReasonScalingReport)
+	wait.For(t, 30*time.Second, "scaled up", func() bool { return fl.Vertices(jobID)[string(fixtures.VertexMap)] > 1 })
+	up := fl.Vertices(jobID)[string(fixtures.VertexMap)]
+	events.seen(t, jobs.ReasonScalingReport)
 	events.seen(t, "Scaled the running job in place")
 	state, ok := autoscalerState(t, c, ns, name)
 	require.True(t, ok, "the autoscaler ConfigMap exists")
-	assert.Equal(t, up, state.Overrides[vertexMap], "the decision is in the ConfigMap")
-	assert.NotEmpty(t, state.History[vertexMap], "and in its scaling history")
+	assert.Equal(t, up, state.Overrides[fixtures.VertexMap], "the decision is in the ConfigMap")
+	assert.NotEmpty(t, state.History[fixtures.VertexMap], "and in its scaling history")
 	d := get(t, c, ns, name)
-	assert.NotContains(t, string(d.Spec.FlinkConfiguration.Raw), keyParallelismOverrides, "never written into the user's spec")
+	assert.NotContains(t, string(d.Spec.FlinkConfiguration.Raw), jobs.KeyParallelismOverrides, "never written into the user's spec")
 	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
 	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID, "same JobManager: no restart")
 	assert.Empty(t, fl.Stops(), "no savepoint: rescaled in place")
 
 	source.set(100, 1000) // the load falls
-	wait.For(t, 30*time.Second, "scaled down", func() bool { return fl.Vertices(jobID)[string(vertexMap)] < up })
-	down := fl.Vertices(jobID)[string(vertexMap)]
+	wait.For(t, 30*time.Second, "scaled down", func() bool { return fl.Vertices(jobID)[string(fixtures.VertexMap)] < up })
+	down := fl.Vertices(jobID)[string(fixtures.VertexMap)]
 	wait.For(t, 10*time.Second, "the scale-down is in the ConfigMap", func() bool {
 		state, _ := autoscalerState(t, c, ns, name)
-		return state.Overrides[vertexMap] == down
+		return state.Overrides[fixtures.VertexMap] == down
 	})
 
 	// A restarted operator continues from the ConfigMap: the overrides stay in force, nothing
@@ -282,14 +287,14 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State, "no upgrade after the restart")
 	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID)
 	assert.True(t, k.jobManager(ns, name).DeletionTimestamp.IsZero())
-	assert.Equal(t, down, fl.Vertices(jobID)[string(vertexMap)])
+	assert.Equal(t, down, fl.Vertices(jobID)[string(fixtures.VertexMap)])
 
 	// autoscalerResetNonce: the state goes, and the job returns to the spec's parallelism
 	// (the overrides removed: an upgrade).
-	update(t, c, ns, name, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.AutoscalerResetNonce = ptr(int64(1)) })
+	update(t, c, ns, name, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.AutoscalerResetNonce = fixtures.Ptr(int64(1)) })
 	waitFor(t, c, ns, name, "the reset recorded and the upgrade begun", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"autoscalerResetNonce":1`) &&
-			!strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, keyParallelismOverrides)
+			!strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, jobs.KeyParallelismOverrides)
 	})
 	state, ok = autoscalerState(t, c, ns, name)
 	require.True(t, ok)
@@ -312,13 +317,13 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 	jobID := autoscaled(t, c, k, ns, name, map[string]string{"job.autoscaler.scaling.enabled": "false"})
 	jm := k.jobManager(ns, name)
 
-	events.seen(t, ReasonScalingReport)
+	events.seen(t, jobs.ReasonScalingReport)
 	before := source.samples()
 	wait.For(t, 30*time.Second, "evaluated again", func() bool { return source.samples() > before+5 })
-	assert.Equal(t, 1, fl.Vertices(jobID)[string(vertexMap)], "Flink's parallelism unchanged")
+	assert.Equal(t, 1, fl.Vertices(jobID)[string(fixtures.VertexMap)], "Flink's parallelism unchanged")
 	assert.Empty(t, jobActions(fl), "nothing rescaled, stopped or submitted")
 	d := get(t, c, ns, name)
-	assert.NotContains(t, d.Status.ReconciliationStatus.LastReconciledSpec, keyParallelismOverrides)
+	assert.NotContains(t, d.Status.ReconciliationStatus.LastReconciledSpec, jobs.KeyParallelismOverrides)
 	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID)
 	state, ok := autoscalerState(t, c, ns, name)
 	require.True(t, ok)
@@ -336,7 +341,7 @@ func TestAutoscalerScalesASessionJob(t *testing.T) {
 	ns := testEnv(t).NewNamespace(t, "autoscale-sessionjob")
 	jar := filepath.Join(t.TempDir(), "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
-	session := newDeployment(t, ns, "session")
+	session := fixtures.NewDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
@@ -345,12 +350,12 @@ func TestAutoscalerScalesASessionJob(t *testing.T) {
 	source := &scriptedMetrics{flink: fl, busy: 1800, rate: 1000}
 	clock := &stepClock{now: time.Now(), step: 20 * time.Second}
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkSessionJobReconciler{
+		return (&flinksessionjob.FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: fl.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"},
-			Validator: &validation.Validator{AllowedJarSchemes: []string{"file"}}, Intervals: fastIntervals(),
-			Autoscaling: &Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock.Now},
+			Validator: &validation.Validator{AllowedJarSchemes: []string{"file"}}, Intervals: fixtures.FastIntervals(),
+			Autoscaling: &jobs.Autoscaling{Source: func(*flink.Client) autoscaler.MetricsSource { return source }, Now: clock.Now},
 		}).SetupWithManager(mgr)
 	}})
 
@@ -381,15 +386,15 @@ func TestAutoscalerScalesASessionJob(t *testing.T) {
 	wait.For(t, 60*time.Second, "upgraded by the autoscaler", func() bool {
 		j = current()
 		return j.Status.JobStatus.JobID != first && j.Status.JobStatus.JobID != "" &&
-			strings.Contains(j.Status.ReconciliationStatus.LastReconciledSpec, keyParallelismOverrides)
+			strings.Contains(j.Status.ReconciliationStatus.LastReconciledSpec, jobs.KeyParallelismOverrides)
 	}, func() string { return fmt.Sprintf("status %+v; events %v", current().Status, events.events) })
-	events.seen(t, ReasonScalingReport)
+	events.seen(t, jobs.ReasonScalingReport)
 	assert.Len(t, fl.Stops(), 1, "stopped with a savepoint (its upgrade mode)")
 	assert.Equal(t, "FINISHED", fl.Job(first))
 	state, ok := autoscalerState(t, c, ns, job.Name)
 	require.True(t, ok)
-	assert.Greater(t, state.Overrides[vertexMap], 1, "the scale-up is in the ConfigMap")
+	assert.Greater(t, state.Overrides[fixtures.VertexMap], 1, "the scale-up is in the ConfigMap")
 	assert.Contains(t, j.Status.ReconciliationStatus.LastReconciledSpec,
-		fmt.Sprintf("%s:%d", vertexMap, state.Overrides[vertexMap]), "the job was resubmitted with the overrides")
-	assert.NotContains(t, string(j.Spec.FlinkConfiguration.Raw), keyParallelismOverrides, "never written into the user's spec")
+		fmt.Sprintf("%s:%d", fixtures.VertexMap, state.Overrides[fixtures.VertexMap]), "the job was resubmitted with the overrides")
+	assert.NotContains(t, string(j.Spec.FlinkConfiguration.Raw), jobs.KeyParallelismOverrides, "never written into the user's spec")
 }

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -49,15 +51,15 @@ func blueGreenPolicyOperator(flink *fakeflink.Server, policy *livePolicy) func(c
 		if err := snapshotController(flink)(mgr, rec); err != nil {
 			return err
 		}
-		return (&FlinkBlueGreenDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+		return (&flinkbluegreendeployment.FlinkBlueGreenDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Validator: &validation.Validator{OperatorConfig: policy.get}}).SetupWithManager(mgr)
 	}
 }
 
 func refusedBy(substr string) func(*flinkv1beta1.FlinkBlueGreenDeployment) bool {
 	return func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
-		c := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady)
-		return c != nil && c.Status == "False" && c.Reason == reasonInvalid && strings.Contains(c.Message, substr) && strings.Contains(bg.Status.Error, substr)
+		c := meta.FindStatusCondition(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady)
+		return c != nil && c.Status == "False" && c.Reason == flinkbluegreendeployment.ReasonInvalid && strings.Contains(c.Message, substr) && strings.Contains(bg.Status.Error, substr)
 	}
 }
 
@@ -94,7 +96,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.ingress.annotations.allowed", "cert-manager.io/*")
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenPolicyOperator(fakeflink.New(t), policy)})
-		bg := newBlueGreen(t, ns, name, "10 min")
+		bg := fixtures.NewBlueGreen(t, ns, name, "10 min")
 		bg.Spec.Ingress.Annotations = map[string]string{"nginx.ingress.kubernetes.io/configuration-snippet": `more_set_headers "X: y";`}
 		require.NoError(t, c.Create(ctx, bg))
 		waitFor(t, c, ns, name, "refused", refusedBy(snippetField))
@@ -108,7 +110,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.ingress.hosts.allowed", "{{namespace}}.apps.example.com")
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenPolicyOperator(fakeflink.New(t), policy)})
-		require.NoError(t, c.Create(ctx, newBlueGreen(t, ns, name, "10 min"))) // {{name}}.{{namespace}}.example.com
+		require.NoError(t, c.Create(ctx, fixtures.NewBlueGreen(t, ns, name, "10 min"))) // {{name}}.{{namespace}}.example.com
 		waitFor(t, c, ns, name, "refused", refusedBy(`spec.ingress.template: Forbidden: host "orders.`+ns+`.example.com"`))
 		events.seen(t, "kubernetes.operator.ingress.hosts.allowed")
 		noChildrenNoIngress(t, ns)
@@ -120,7 +122,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 		policy := &livePolicy{}
 		policy.set("kubernetes.operator.pod-security.level", "baseline")
 		_, _ = startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenPolicyOperator(fakeflink.New(t), policy)})
-		bg := newBlueGreen(t, ns, name, "10 min")
+		bg := fixtures.NewBlueGreen(t, ns, name, "10 min")
 		bg.Spec.Template.Spec.PodTemplate = podWithHostNetwork()
 		require.NoError(t, c.Create(ctx, bg))
 		waitFor(t, c, ns, name, "refused", refusedBy("spec.template.spec.podTemplate: Forbidden"))
@@ -157,7 +159,7 @@ func TestBlueGreenPolicyAtReconcile(t *testing.T) {
 				ing.Annotations["cert-manager.io/cluster-issuer"] == "letsencrypt"
 		}, func() string { return "" })
 		waitFor(t, c, ns, name, "refusal cleared", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
-			return bg.Status.Error == "" && meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady)
+			return bg.Status.Error == "" && meta.IsStatusConditionTrue(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady)
 		})
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -73,7 +74,7 @@ func TestCrashSafeSavepointUpgrade(t *testing.T) {
 	h := &crashHarness{t: t, ns: ns, flink: flink}
 	h.start()
 
-	require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
+	require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	firstJob := d.Status.JobStatus.JobID
 	k.run(ns, name, firstJob)

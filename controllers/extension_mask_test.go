@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -68,7 +69,7 @@ func TestStatusEventsMaskSecretsByPlace(t *testing.T) {
 			dep.Status.ReconciliationStatus.LastReconciledSpec = recorded
 			dep.Status.ReconciliationStatus.LastStableSpec = recorded
 
-			statusWritten(context.Background(), d, dep, old, &dep.Status, nil)
+			reconciler.StatusWritten(context.Background(), d, dep, old, &dep.Status, nil)
 
 			golang.mu.Lock()
 			require.Len(t, golang.changes, 1)

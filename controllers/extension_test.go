@@ -20,6 +20,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	"github.com/flink-operator/flink-operator/pkg/extension/validator"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
@@ -106,11 +109,11 @@ func extensionOperator(t *testing.T, flink *fakeflink.Server, ns string, conf ma
 	listeners := &listener.Dispatcher{OperatorConfig: current, Metrics: m, Log: logr.Discard()}
 	t.Cleanup(listeners.Stop)
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(),
-			ReconcilerOptions: ReconcilerOptions{CustomValidator: &validator.Chain{OperatorConfig: current}, Listener: listeners},
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(),
+			ReconcilerOptions: reconciler.ReconcilerOptions{CustomValidator: &validator.Chain{OperatorConfig: current}, Listener: listeners},
 		}).SetupWithManager(mgr)
 	}})
 	return events
@@ -133,7 +136,7 @@ func TestCustomValidatorRefusesInReconciler(t *testing.T) {
 			{"name": "audit", "url": "` + recording.URL + `"}]`,
 	})
 
-	dep := newDeployment(t, ns, "orders")
+	dep := fixtures.NewDeployment(t, ns, "orders")
 	dep.Spec.Job.Parallelism = 8
 	require.NoError(t, c.Create(ctx, dep))
 	const refusal = "spec.job.parallelism: Forbidden: custom validator quota: at most 4 in this namespace"
@@ -171,7 +174,7 @@ func TestCustomValidatorTimeoutFailsClosedInReconciler(t *testing.T) {
 		options.ExtensionAllowedHosts.Key: "127.0.0.1",
 		options.ExtensionValidators.Key:   `[{"name": "slow", "url": "` + stuckEndpoint(t).URL + `", "timeout": "200 ms"}]`,
 	})
-	require.NoError(t, c.Create(ctx, newDeployment(t, ns, "orders")))
+	require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, "orders")))
 	waitFor(t, c, ns, "orders", "the failure policy's refusal", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.Error, "custom validator slow did not answer (failurePolicy Fail)")
 	})

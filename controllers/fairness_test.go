@@ -22,6 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
@@ -87,7 +90,7 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 	jar := filepath.Join(t.TempDir(), "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
 	for _, ns := range []string{nsA, nsB} {
-		session := newDeployment(t, ns, "session")
+		session := fixtures.NewDeployment(t, ns, "session")
 		session.Spec.Job = nil
 		require.NoError(t, c.Create(ctx, session))
 		wait.For(t, 10*time.Second, "the session marked ready", func() bool {
@@ -98,17 +101,17 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 	}
 
 	// As the operator runs by default: 25 workers, a namespace's share of a quarter of them.
-	workers := DefaultReconcileParallelism
+	workers := reconciler.DefaultReconcileParallelism
 	share := nsshare.Default(workers)
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	startManager(t, managerOptions{namespaces: []string{nsA, nsB}, workers: workers,
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-			return (&FlinkSessionJobReconciler{
+			return (&flinksessionjob.FlinkSessionJobReconciler{
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 10 * time.Second},
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
-				Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{RateLimits: RateLimits{PerNamespace: share}},
+				Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{RateLimits: reconciler.RateLimits{PerNamespace: share}},
 			}).SetupWithManager(mgr)
 		}})
 	// Before the manager stops (cleanups run last first): the reconciles in the tarpit end.
@@ -175,13 +178,13 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 // their namespace's share, keeping a postponed resource's failure count.
 func TestPaceSharesNamespaces(t *testing.T) {
 	inner := &noopReconciler{}
-	_, r, err := RateLimits{PerNamespace: 3}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	_, r, err := reconciler.RateLimits{PerNamespace: 3}.Pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	shared, ok := r.(*nsshare.Reconciler)
 	require.True(t, ok, "got %T", r)
 	require.Nil(t, shared.Postponed, "no retry back-off configured: nothing to keep")
 
-	_, r, err = RateLimits{}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	_, r, err = reconciler.RateLimits{}.Pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	_, ok = r.(*nsshare.Reconciler)
 	require.False(t, ok, "no share configured: the reconciler as it is")
@@ -225,8 +228,8 @@ func TestWaitingForTheNamespaceShareSpendsNoBudget(t *testing.T) {
 		reconciled.Add(1)
 		return reconcile.Result{}, nil
 	})
-	limits := RateLimits{Limit: ratelimit.Limit{Max: 2, Period: time.Hour}, PerNamespace: 1}
-	_, r, err := limits.pace(cacheOnly{c: existingObjects{}}, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	limits := reconciler.RateLimits{Limit: ratelimit.Limit{Max: 2, Period: time.Hour}, PerNamespace: 1}
+	_, r, err := limits.Pace(cacheOnly{c: existingObjects{}}, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	slow := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "slow"}}
 	waiting := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "waiting"}}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 )
 
 // resource_metadata.firstDeployment in lastReconciledSpec stays true until
@@ -25,11 +26,11 @@ func TestFirstDeploymentSurvivesANonce(t *testing.T) {
 	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, _ := newScenario(t, "first-deployment")
-	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+	d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "job"))
 	oldJob := d.Status.JobStatus.JobID
 	assert.True(t, recordedFirstDeployment(t, d.Status.ReconciliationStatus.LastReconciledSpec, &flinkv1beta1.FlinkDeploymentSpec{}))
 
-	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
+	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = fixtures.Ptr(int64(1)) })
 	d = waitFor(t, c, ns, "job", "the nonce recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"savepointTriggerNonce":1`)
 	})

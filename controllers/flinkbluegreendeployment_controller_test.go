@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -51,7 +53,7 @@ func blueGreenOperator(flink *fakeflink.Server, create func(client.Object) error
 		if create != nil {
 			c = failingCreate{Client: c, create: create}
 		}
-		return (&FlinkBlueGreenDeploymentReconciler{Client: c, Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager(mgr)
+		return (&flinkbluegreendeployment.FlinkBlueGreenDeploymentReconciler{Client: c, Scheme: mgr.GetScheme(), Recorder: rec}).SetupWithManager(mgr)
 	}
 }
 
@@ -71,7 +73,7 @@ func runChild(t *testing.T, c client.Client, k *cluster, ns, name string) string
 func changeImage(t *testing.T, c client.Client, ns, name, image string) {
 	t.Helper()
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		bg := getBlueGreen(t, c, ns, name)
+		bg := fixtures.GetBlueGreen(t, c, ns, name)
 		bg.Spec.Template.Spec.Image = image
 		return c.Update(context.Background(), bg)
 	}))
@@ -80,7 +82,7 @@ func changeImage(t *testing.T, c client.Client, ns, name, image string) {
 func updateBlueGreenSpec(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
 	t.Helper()
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		bg := getBlueGreen(t, c, ns, name)
+		bg := fixtures.GetBlueGreen(t, c, ns, name)
 		change(bg)
 		return c.Update(context.Background(), bg)
 	}))
@@ -103,7 +105,7 @@ func configWith(t *testing.T, conf flinkv1beta1.FlinkConfiguration, key, value s
 // activeBlue creates a blue/green deployment and runs its blue child until ACTIVE_BLUE.
 func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace string) (blueJob string) {
 	t.Helper()
-	require.NoError(t, c.Create(context.Background(), newBlueGreen(t, ns, name, abortGrace)))
+	require.NoError(t, c.Create(context.Background(), fixtures.NewBlueGreen(t, ns, name, abortGrace)))
 	blue := waitFor(t, c, ns, name+"-blue", "blue child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 	assert.Equal(t, "BLUE", blue.Labels[flinkv1beta1.BlueGreenDeploymentTypeLabel], "upstream's label")
 	assert.Equal(t, "orders", blue.Labels["team"], "the template's labels")
@@ -113,9 +115,9 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 	assert.True(t, *owner.BlockOwnerDeletion)
 	blueJob = runChild(t, c, k, ns, name+"-blue")
 	bg := waitFor(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
-	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, ConditionBlueGreenReady))
-	assert.Equal(t, bg.Generation, meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenReady).ObservedGeneration)
-	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return ingressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
+	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady))
+	assert.Equal(t, bg.Generation, meta.FindStatusCondition(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady).ObservedGeneration)
+	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return fixtures.IngressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
 	return blueJob
 }
 
@@ -151,14 +153,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 		bg = waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 		assert.Empty(t, bg.Status.SavepointTriggerID)
 		assert.Empty(t, bg.Status.Error)
-		wait.For(t, 10*time.Second, "ingress to green", func() bool { return ingressBackend(t, c, ns, name) == name+"-green-rest" }, func() string { return "" })
+		wait.For(t, 10*time.Second, "ingress to green", func() bool { return fixtures.IngressBackend(t, c, ns, name) == name+"-green-rest" }, func() string { return "" })
 		wait.For(t, 10*time.Second, "blue deleted", func() bool {
 			blue := &flinkv1beta1.FlinkDeployment{}
 			err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-blue"}, blue)
 			return apierrors.IsNotFound(err) || !blue.DeletionTimestamp.IsZero()
 		}, func() string { return "" })
-		events.seen(t, ReasonBlueGreenSavepoint)
-		events.seen(t, ReasonBlueGreenSwitched)
+		events.seen(t, flinkbluegreendeployment.ReasonBlueGreenSavepoint)
+		events.seen(t, flinkbluegreendeployment.ReasonBlueGreenSwitched)
 	})
 
 	t.Run("a green that never becomes ready is aborted, blue keeps running", func(t *testing.T) {
@@ -177,7 +179,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		})
 		assert.Contains(t, bg.Status.Error, "Aborting deployment 'orders-green', rolling B/G deployment back to ACTIVE_BLUE")
 		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
-		assert.True(t, meta.IsStatusConditionFalse(bg.Status.Conditions, ConditionBlueGreenReady))
+		assert.True(t, meta.IsStatusConditionFalse(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady))
 		waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
@@ -187,10 +189,10 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Equal(t, blueJob, blue.Status.JobStatus.JobID, "blue's job was never restarted")
 		assert.Equal(t, "RUNNING", flink.Job(blueJob))
 		assert.NotContains(t, flink.Stops(), blueJob)
-		assert.Equal(t, name+"-blue-rest", ingressBackend(t, c, ns, name))
-		events.seen(t, ReasonBlueGreenAborted)
+		assert.Equal(t, name+"-blue-rest", fixtures.IngressBackend(t, c, ns, name))
+		events.seen(t, flinkbluegreendeployment.ReasonBlueGreenAborted)
 		wait.Never(t, time.Second, "the same spec is not retried", func() bool {
-			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenActiveBlue
+			return fixtures.GetBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenActiveBlue
 		})
 	})
 
@@ -219,7 +221,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		}, func() string { return "" })
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})))
 		assert.Equal(t, "RUNNING", flink.Job(blueJob))
-		events.seen(t, ReasonBlueGreenFailed)
+		events.seen(t, flinkbluegreendeployment.ReasonBlueGreenFailed)
 	})
 
 	t.Run("suspend and resume act on the active child in place", func(t *testing.T) {
@@ -232,7 +234,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 
 		setJobState := func(state flinkv1beta1.JobState) {
 			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				bg := getBlueGreen(t, c, ns, name)
+				bg := fixtures.GetBlueGreen(t, c, ns, name)
 				bg.Spec.Template.Spec.Job.State = state
 				return c.Update(context.Background(), bg)
 			}))
@@ -245,7 +247,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitFor(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
-		bg := getBlueGreen(t, c, ns, name)
+		bg := fixtures.GetBlueGreen(t, c, ns, name)
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState, "no switch")
 		assert.Equal(t, flinkv1beta1.JobStatusSuspended, bg.Status.JobStatus.State)
 
@@ -255,7 +257,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		})
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
 			"suspend and resume never start green")
-		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, getBlueGreen(t, c, ns, name).Status.BlueGreenState)
+		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, fixtures.GetBlueGreen(t, c, ns, name).Status.BlueGreenState)
 	})
 
 	t.Run("a trigger nonce or an operator option patches the active child, no switch", func(t *testing.T) {
@@ -289,7 +291,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		wait.Never(t, 2*time.Second, "no green child", func() bool {
 			return c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{}) == nil
 		})
-		bg := getBlueGreen(t, c, ns, name)
+		bg := fixtures.GetBlueGreen(t, c, ns, name)
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState)
 		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint for a switch")
 		var snaps flinkv1beta1.FlinkStateSnapshotList
@@ -301,7 +303,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		}
 		assert.Equal(t, blueJob, get(t, c, ns, name+"-blue").Status.JobStatus.JobID, "blue's job runs on")
 		assert.NotContains(t, flink.Stops(), blueJob)
-		events.seen(t, ReasonBlueGreenPatched)
+		events.seen(t, flinkbluegreendeployment.ReasonBlueGreenPatched)
 	})
 
 	t.Run("a savepoint redeploy starts green from the user's savepoint, without a savepoint of blue", func(t *testing.T) {
@@ -321,7 +323,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		})
 		green := waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		assert.Equal(t, chosen, green.Spec.Job.InitialSavepointPath, "green starts from the user's savepoint")
-		bg := getBlueGreen(t, c, ns, name)
+		bg := fixtures.GetBlueGreen(t, c, ns, name)
 		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, bg.Status.BlueGreenState)
 		assert.Empty(t, bg.Status.SavepointTriggerID, "no savepoint of blue")
 		runChild(t, c, k, ns, name+"-green")
@@ -348,7 +350,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		wait.Never(t, 2*time.Second, "the new child never gets the suspend", func() bool {
 			return get(t, c, ns, name+"-green").Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
-		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, getBlueGreen(t, c, ns, name).Status.BlueGreenState, "the switch goes on")
+		assert.Equal(t, flinkv1beta1.BlueGreenTransitioningToGreen, fixtures.GetBlueGreen(t, c, ns, name).Status.BlueGreenState, "the switch goes on")
 		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
 
 		runChild(t, c, k, ns, name+"-green")
@@ -384,7 +386,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
 		setBlueGreenJobState(t, c, ns, name, flinkv1beta1.JobStateSuspended)
 		wait.Never(t, time.Second, "waits for the savepoint", func() bool {
-			return getBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenSavepointingBlue
+			return fixtures.GetBlueGreen(t, c, ns, name).Status.BlueGreenState != flinkv1beta1.BlueGreenSavepointingBlue
 		})
 		flink.SetAutoComplete(true)
 		flink.CompleteSavepoint(blueJob, flink.Triggered()[0], "")
@@ -450,7 +452,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		bg := waitFor(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
 		wait.For(t, 10*time.Second, "a create of green", func() bool { return greenCreates.Load() > 0 }, func() string { return "" })
 		stop()
-		abortAt := getBlueGreen(t, c, ns, name).Status.AbortTimestamp
+		abortAt := fixtures.GetBlueGreen(t, c, ns, name).Status.AbortTimestamp
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})))
 		triggered := len(flink.Triggered())
 
@@ -459,7 +461,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		snap := &flinkv1beta1.FlinkStateSnapshot{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
 		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "from the recorded savepoint, not a new one")
-		assert.Equal(t, abortAt, getBlueGreen(t, c, ns, name).Status.AbortTimestamp, "the switch keeps its grace period")
+		assert.Equal(t, abortAt, fixtures.GetBlueGreen(t, c, ns, name).Status.AbortTimestamp, "the switch keeps its grace period")
 		assert.Len(t, flink.Triggered(), triggered, "no second savepoint")
 		runChild(t, c, k, ns, name+"-green")
 		waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
@@ -470,11 +472,11 @@ func TestBlueGreenDeployment(t *testing.T) {
 // status with them has no grace period or readiness running.
 func TestBlueGreenTimestamps(t *testing.T) {
 	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
-		_, ok := parseTimestamp(unset)
+		_, ok := flinkbluegreendeployment.ParseTimestamp(unset)
 		assert.False(t, ok, unset)
 	}
-	at, ok := parseTimestamp("2026-11-25T16:00:00.5Z")
+	at, ok := flinkbluegreendeployment.ParseTimestamp("2026-11-25T16:00:00.5Z")
 	assert.True(t, ok)
 	assert.Equal(t, int64(1795622400), at.Unix())
-	assert.Equal(t, "TransitioningToGreen", toCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
+	assert.Equal(t, "TransitioningToGreen", flinkbluegreendeployment.ToCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
 }

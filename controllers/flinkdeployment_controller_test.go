@@ -22,6 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -40,11 +43,11 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 	t.Run("deploys and becomes stable", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, events := newScenario(t, "lifecycle-deploy")
-		require.NoError(t, c.Create(ctx, newDeployment(t, ns, name)))
+		require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 		d := waitFor(t, c, ns, name, "deployment", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
 		})
-		assert.Contains(t, d.Finalizers, DeploymentFinalizer)
+		assert.Contains(t, d.Finalizers, flinkdeployment.DeploymentFinalizer)
 		assert.Equal(t, flinkv1beta1.LifecycleDeployed, d.Status.LifecycleState)
 		firstJob := d.Status.JobStatus.JobID
 		assert.True(t, flinkIDLike(firstJob), firstJob)
@@ -109,7 +112,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 			}
 		}
 		events := startOperator(t, flink, ns)
-		d := stableDeployment(t, c, k, newDeployment(t, ns, name))
+		d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, name))
 		firstJob := d.Status.JobStatus.JobID
 
 		d.Spec.Job.Parallelism = 4
@@ -203,7 +206,7 @@ func TestCrashAfterWriteAheadResumes(t *testing.T) {
 	flink := fakeflink.New(t)
 	ctx := context.Background()
 	ns, name := env.NewNamespace(t, "crash"), "orders"
-	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
+	require.NoError(t, env.Client.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
@@ -215,9 +218,9 @@ func TestCrashAfterWriteAheadResumes(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	newReconciler := func(c client.Client) *FlinkDeploymentReconciler {
-		return &FlinkDeploymentReconciler{Client: c, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-			Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+	newReconciler := func(c client.Client) *flinkdeployment.FlinkDeploymentReconciler {
+		return &flinkdeployment.FlinkDeploymentReconciler{Client: c, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+			Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
 	}
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
 
@@ -273,7 +276,7 @@ func TestUpgradeModes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ns, flink, k, _ := newScenario(t, "mode-"+tt.name)
-			dep := newDeployment(t, ns, "job")
+			dep := fixtures.NewDeployment(t, ns, "job")
 			dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeMode(tt.mode)
 			if tt.config != nil {
 				conf, err := dep.Spec.FlinkConfiguration.Flatten()
@@ -308,7 +311,7 @@ func TestUpgradeModes(t *testing.T) {
 	t.Run("a failed savepoint keeps the job running and says why", func(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, events := newScenario(t, "savepoint-fails")
-		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
+		require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
 		})
@@ -336,7 +339,7 @@ func TestUpgradeModes(t *testing.T) {
 	t.Run("a JobManager deleted behind the operator's back is reported", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, events := newScenario(t, "missing")
-		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "job")))
+		require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, "job")))
 		d := waitFor(t, c, ns, "job", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
 		})
@@ -358,7 +361,7 @@ func TestUpgradeModes(t *testing.T) {
 		})
 		assert.Nil(t, k.jobManager(ns, "job"), "nothing deployed from nothing")
 		d.Spec.Job.InitialSavepointPath = "file:///sp/kept-by-hand"
-		d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
+		d.Spec.Job.SavepointRedeployNonce = fixtures.Ptr(int64(1))
 		require.NoError(t, c.Update(ctx, d))
 		waitFor(t, c, ns, "job", "redeployed from the given savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return k.jobManager(ns, "job") != nil && d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed
@@ -376,7 +379,7 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "restarts")
 	const name = "orders"
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
 		"kubernetes.operator.job.restart.failed": "true", "kubernetes.operator.job.savepoint-on-deletion": "true"})
@@ -390,7 +393,7 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 	waitFor(t, c, ns, name, "restarting", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
 	})
-	events.seen(t, ReasonRestartFailed)
+	events.seen(t, jobs.ReasonRestartFailed)
 	k.collect(ns, name)
 	d = waitFor(t, c, ns, name, "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && d.Status.JobStatus.JobID != ""
@@ -456,7 +459,7 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	flink := fakeflink.New(t)
 	ctx := context.Background()
 	ns, name := env.NewNamespace(t, "partly-applied"), "orders"
-	require.NoError(t, env.Client.Create(ctx, newDeployment(t, ns, name)))
+	require.NoError(t, env.Client.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 
 	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
@@ -470,8 +473,8 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	r := &FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+	r := &flinkdeployment.FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
 	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
 	for i := 0; i < 3; i++ {
 		_, err = r.Reconcile(ctx, req)

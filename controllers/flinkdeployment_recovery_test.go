@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -57,7 +59,7 @@ func TestRecovery(t *testing.T) {
 		flink.SetJobMetric(jobID, "numRestarts", "1")
 		flink.SetJobMetric(jobID, "numberOfCompletedCheckpoints", "3")
 		waitFor(t, c, ns, name, "health baseline", func(d *flinkv1beta1.FlinkDeployment) bool {
-			return d.Status.ClusterInfo[clusterInfoHealthKey] != ""
+			return d.Status.ClusterInfo[flinkdeployment.ClusterInfoHealthKey] != ""
 		})
 		wait.Never(t, 300*time.Millisecond, "healthy: left alone", func() bool { return k.jobManager(ns, name).DeletionTimestamp != nil })
 
@@ -80,7 +82,7 @@ func TestRecovery(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, events := newScenario(t, "ttl")
 		const name = "job"
-		dep := newDeployment(t, ns, name)
+		dep := fixtures.NewDeployment(t, ns, name)
 		dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 			"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
 			options.JMShutdownTTL.Key: "2 s"})
@@ -103,7 +105,7 @@ func TestRecovery(t *testing.T) {
 // TestEvaluateHealth is the health check's rule, observation by observation.
 func TestEvaluateHealth(t *testing.T) {
 	t0 := time.UnixMilli(1_000_000)
-	o := healthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
+	o := flinkdeployment.HealthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
 	steps := []struct {
 		name                string
 		after               time.Duration
@@ -118,9 +120,9 @@ func TestEvaluateHealth(t *testing.T) {
 		{"checkpoints again", 16 * time.Minute, 80, 14, true},
 		{"new job: counters restart", 17 * time.Minute, 0, 0, true},
 	}
-	var rec *healthRecord
+	var rec *flinkdeployment.HealthRecord
 	for _, s := range steps {
-		next := evaluateHealth(rec, t0.Add(s.after), s.restarts, s.completed, o)
+		next := flinkdeployment.EvaluateHealth(rec, t0.Add(s.after), s.restarts, s.completed, o)
 		assert.Equal(t, s.healthy, next.Healthy, "%s: %s", s.name, next.Reason)
 		rec = &next
 	}
@@ -131,9 +133,9 @@ func TestEvaluateHealth(t *testing.T) {
 
 func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
 	conf := flinkconf.Config{"execution.checkpointing.interval": "30 s"}
-	assert.Equal(t, 20*time.Minute, healthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
+	assert.Equal(t, 20*time.Minute, flinkdeployment.HealthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
 	conf = flinkconf.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
-	assert.Equal(t, 45*time.Minute, healthOptionsOf(conf).CheckpointWindow)
-	assert.Zero(t, healthOptionsOf(flinkconf.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
-	assert.Zero(t, healthOptionsOf(flinkconf.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
+	assert.Equal(t, 45*time.Minute, flinkdeployment.HealthOptionsOf(conf).CheckpointWindow)
+	assert.Zero(t, flinkdeployment.HealthOptionsOf(flinkconf.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
+	assert.Zero(t, flinkdeployment.HealthOptionsOf(flinkconf.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
 }

@@ -13,6 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -36,8 +39,8 @@ func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[str
 }
 
 func TestInPlaceScaleTarget(t *testing.T) {
-	base := withConfig(t, &newDeployment(t, "ns", "job").Spec, map[string]string{
-		"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "a:2,b:2"})
+	base := withConfig(t, &fixtures.NewDeployment(t, "ns", "job").Spec, map[string]string{
+		"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "a:2,b:2"})
 	adaptive := flinkconf.Config{"jobmanager.scheduler": "adaptive"}
 	tests := []struct {
 		name    string
@@ -45,28 +48,28 @@ func TestInPlaceScaleTarget(t *testing.T) {
 		conf    flinkconf.Config
 		want    map[string]int
 	}{
-		{"overrides changed", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:1"}), adaptive, map[string]int{"a": 4, "b": 1}},
-		{"an override added", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:2,b:2,c:3"}), adaptive, map[string]int{"a": 2, "b": 2, "c": 3}},
-		{"an override removed: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4"}), adaptive, nil},
+		{"overrides changed", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:1"}), adaptive, map[string]int{"a": 4, "b": 1}},
+		{"an override added", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:2,b:2,c:3"}), adaptive, map[string]int{"a": 2, "b": 2, "c": 3}},
+		{"an override removed: upgrade", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4"}), adaptive, nil},
 		{"overrides and image changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
-			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d := withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
 			d.Image = "flink:1.20.1"
 			return d
 		}(), adaptive, nil},
-		{"default scheduler: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}), flinkconf.Config{}, nil},
-		{"disabled: upgrade", withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"}),
+		{"default scheduler: upgrade", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"}), flinkconf.Config{}, nil},
+		{"disabled: upgrade", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"}),
 			flinkconf.Config{"jobmanager.scheduler": "adaptive", options.InPlaceScaling.Key: "false"}, nil},
 		{"Flink 1.17: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
-			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d := withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
 			d.FlinkVersion = "v1_17"
 			return d
 		}(), adaptive, nil},
 		{"standalone: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
-			d := withConfig(t, base, map[string]string{keyParallelismOverrides: "a:4,b:2"})
+			d := withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
 			d.Mode = flinkv1beta1.DeploymentModeStandalone
 			return d
 		}(), adaptive, nil},
-		{"malformed: upgrade (validation reports it)", withConfig(t, base, map[string]string{keyParallelismOverrides: "a=4"}), adaptive, nil},
+		{"malformed: upgrade (validation reports it)", withConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a=4"}), adaptive, nil},
 		{"job parallelism changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
 			d := base.DeepCopy()
 			d.Job.Parallelism = 8
@@ -75,7 +78,7 @@ func TestInPlaceScaleTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, inPlaceScaleTarget(base, tt.desired, tt.conf))
+			assert.Equal(t, tt.want, flinkdeployment.InPlaceScaleTarget(base, tt.desired, tt.conf))
 		})
 	}
 	assert.True(t, flinkconf.AtLeast("v2_0", 1, 18))
@@ -91,8 +94,8 @@ func TestInPlaceScaling(t *testing.T) {
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "scaling")
 	const name = "job"
-	dep := newDeployment(t, ns, name)
-	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"jobmanager.scheduler": "adaptive", keyParallelismOverrides: "source:2,sink:2"})
+	dep := fixtures.NewDeployment(t, ns, name)
+	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "source:2,sink:2"})
 	require.NoError(t, c.Create(ctx, dep))
 	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
 	jobID := d.Status.JobStatus.JobID
@@ -103,7 +106,7 @@ func TestInPlaceScaling(t *testing.T) {
 
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := get(t, c, ns, name)
-		d.Spec = *withConfig(t, &d.Spec, map[string]string{keyParallelismOverrides: "source:4,sink:1"})
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{jobs.KeyParallelismOverrides: "source:4,sink:1"})
 		return c.Update(ctx, d)
 	}))
 	waitFor(t, c, ns, name, "scaled in place", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -124,7 +127,7 @@ func TestInPlaceScaling(t *testing.T) {
 	// Removing an override needs the job's own parallelism back: a full (savepoint) upgrade.
 	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		d := get(t, c, ns, name)
-		d.Spec = *withConfig(t, &d.Spec, map[string]string{keyParallelismOverrides: "source:4"})
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{jobs.KeyParallelismOverrides: "source:4"})
 		return c.Update(ctx, d)
 	}))
 	waitFor(t, c, ns, name, "upgrading", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -135,7 +138,7 @@ func TestInPlaceScaling(t *testing.T) {
 }
 
 func TestReactiveScaleTarget(t *testing.T) {
-	base := newDeployment(t, "ns", "job").Spec
+	base := fixtures.NewDeployment(t, "ns", "job").Spec
 	base.Mode = flinkv1beta1.DeploymentModeStandalone
 	reactive := flinkconf.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}
 	parallelism := func(p int32) *flinkv1beta1.FlinkDeploymentSpec {
@@ -143,27 +146,27 @@ func TestReactiveScaleTarget(t *testing.T) {
 		d.Job.Parallelism = p
 		return d
 	}
-	replicas, ok := reactiveScaleTarget(&base, parallelism(6), reactive)
+	replicas, ok := flinkdeployment.ReactiveScaleTarget(&base, parallelism(6), reactive)
 	assert.True(t, ok)
 	assert.Equal(t, int32(3), replicas, "ceil(6 / 2 slots)")
 
 	withReplicas := base.DeepCopy()
-	withReplicas.TaskManager.Replicas = ptr(int32(5))
-	replicas, ok = reactiveScaleTarget(&base, withReplicas, reactive)
+	withReplicas.TaskManager.Replicas = fixtures.Ptr(int32(5))
+	replicas, ok = flinkdeployment.ReactiveScaleTarget(&base, withReplicas, reactive)
 	assert.True(t, ok)
 	assert.Equal(t, int32(5), replicas)
 
-	_, ok = reactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
+	_, ok = flinkdeployment.ReactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
 	assert.False(t, ok, "not reactive: upgrade")
 	image := parallelism(6)
 	image.Image = "flink:1.20.1"
-	_, ok = reactiveScaleTarget(&base, image, reactive)
+	_, ok = flinkdeployment.ReactiveScaleTarget(&base, image, reactive)
 	assert.False(t, ok, "more than the scale changed: upgrade")
 	nativeMode := parallelism(6)
 	nativeMode.Mode = flinkv1beta1.DeploymentModeNative
-	_, ok = reactiveScaleTarget(&base, nativeMode, reactive)
+	_, ok = flinkdeployment.ReactiveScaleTarget(&base, nativeMode, reactive)
 	assert.False(t, ok)
-	_, ok = reactiveScaleTarget(&base, base.DeepCopy(), reactive)
+	_, ok = flinkdeployment.ReactiveScaleTarget(&base, base.DeepCopy(), reactive)
 	assert.False(t, ok, "nothing changed")
 }
 
@@ -175,7 +178,7 @@ func TestReactiveScaling(t *testing.T) {
 	ctx := context.Background()
 	ns, flink, k, events := newScenario(t, "reactive")
 	const name = "job"
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	dep.Spec.Mode = flinkv1beta1.DeploymentModeStandalone
 	dep.Spec = *withConfig(t, &dep.Spec, map[string]string{"scheduler-mode": "reactive"})
 	require.NoError(t, c.Create(ctx, dep))

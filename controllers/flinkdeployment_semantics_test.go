@@ -14,6 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -63,7 +65,7 @@ func TestUpstreamSemantics(t *testing.T) {
 
 			update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) {
 				d.Spec.Job.InitialSavepointPath = "file:///sp/chosen-by-user"
-				d.Spec.Job.SavepointRedeployNonce = ptr(int64(1))
+				d.Spec.Job.SavepointRedeployNonce = fixtures.Ptr(int64(1))
 			})
 			k.collect(ns, "job")
 			redeployed(t, c, k, ns, "job", oldJob)
@@ -78,7 +80,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "stuck-savepoint")
-		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		flink.SetAutoComplete(false)
 		defer flink.SetAutoComplete(true)
@@ -115,11 +117,11 @@ func TestUpstreamSemantics(t *testing.T) {
 	t.Run("a savepoint nonce changed with an upgrade is taken after it", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, _ := newScenario(t, "nonce-with-upgrade")
-		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) {
 			d.Spec.Job.Parallelism = 3
-			d.Spec.Job.SavepointTriggerNonce = ptr(int64(7))
+			d.Spec.Job.SavepointTriggerNonce = fixtures.Ptr(int64(7))
 		})
 		k.collect(ns, "job")
 		d = redeployed(t, c, k, ns, "job", oldJob)
@@ -127,7 +129,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		wait.For(t, 30*time.Second, "the manual savepoint asked for with the upgrade", func() bool {
 			var snaps flinkv1beta1.FlinkStateSnapshotList
 			require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
-				client.MatchingLabels{LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
+				client.MatchingLabels{jobs.LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
 			return len(snaps.Items) == 1
 		})
 		// The snapshot resource is created before the status that records the nonce is written
@@ -142,7 +144,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	t.Run("a job cancelled outside the operator is restored from its last checkpoint", func(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancelled-outside")
-		d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+		d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "job"))
 		oldJob := d.Status.JobStatus.JobID
 		flink.SetJob(oldJob, "CANCELED")
 		waitFor(t, c, ns, "job", "marked suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -185,8 +187,8 @@ func TestUpstreamSemantics(t *testing.T) {
 	t.Run("removing restartNonce restarts nothing", func(t *testing.T) {
 		t.Parallel()
 		ns, _, k, _ := newScenario(t, "null-nonce")
-		dep := newDeployment(t, ns, "job")
-		dep.Spec.RestartNonce = ptr(int64(3))
+		dep := fixtures.NewDeployment(t, ns, "job")
+		dep.Spec.RestartNonce = fixtures.Ptr(int64(3))
 		stableDeployment(t, c, k, dep)
 		jm := k.jobManager(ns, "job")
 		update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.RestartNonce = nil })
@@ -225,7 +227,7 @@ func TestUpstreamSemantics(t *testing.T) {
 	t.Run("the checkpoint restored is the latest one after the cancel", func(t *testing.T) {
 		t.Parallel()
 		ns, flink, k, _ := newScenario(t, "cancel-race")
-		dep := newDeployment(t, ns, "job")
+		dep := fixtures.NewDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
 		d := stableDeployment(t, c, k, dep)
 		oldJob := d.Status.JobStatus.JobID
@@ -296,7 +298,7 @@ func TestUpstreamSemantics(t *testing.T) {
 		t.Parallel()
 		ns, _, k, _ := newScenario(t, "fixed-job-id")
 		const fixed = "0000000000000000000000000000cafe"
-		dep := newDeployment(t, ns, "job")
+		dep := fixtures.NewDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
 		conf, err := dep.Spec.FlinkConfiguration.Flatten()
 		require.NoError(t, err)

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -31,7 +33,7 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	jar := filepath.Join(t.TempDir(), "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
 
-	session := newDeployment(t, ns, "session")
+	session := fixtures.NewDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	events := startSessionJobOperator(t, flink, ns)
@@ -131,7 +133,7 @@ func TestFlinkSessionJobErrors(t *testing.T) {
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "sessionjob-errors")
-	session := newDeployment(t, ns, "session")
+	session := fixtures.NewDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
@@ -202,7 +204,7 @@ func TestSessionJobLostIsNeverUpgradedEmpty(t *testing.T) {
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
 		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-1"
-		j.Spec.Job.SavepointRedeployNonce = ptr[int64](1)
+		j.Spec.Job.SavepointRedeployNonce = fixtures.Ptr[int64](1)
 	})
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, "file:/backup/savepoint-1", run.SavepointPath, "restored from where the user said")
@@ -322,13 +324,13 @@ func TestSessionJobLostMidUpgradeTakesTheUsersAnswer(t *testing.T) {
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 2 })
 	wait.For(t, 20*time.Second, "stop-with-savepoint sent", func() bool { return len(e.flink.Stops()) > 0 })
 	e.flink.SetJob(jobID, "") // the session restarted without HA, savepoint and all
-	wait.For(t, 20*time.Second, "reported lost", func() bool { return jobLost(e.get(key).Status.Error) })
+	wait.For(t, 20*time.Second, "reported lost", func() bool { return flinksessionjob.JobLost(e.get(key).Status.Error) })
 	runs := len(e.flink.Runs())
 	wait.Never(t, time.Second, "not submitted with no state", func() bool { return len(e.flink.Runs()) != runs })
 
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
 		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-2"
-		j.Spec.Job.SavepointRedeployNonce = ptr[int64](1)
+		j.Spec.Job.SavepointRedeployNonce = fixtures.Ptr[int64](1)
 	})
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, "file:/backup/savepoint-2", run.SavepointPath, "restored from where the user said")

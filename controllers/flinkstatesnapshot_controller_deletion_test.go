@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -27,7 +28,7 @@ func TestDeletingAnInProgressSavepointWaits(t *testing.T) {
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "snapshot-delete")
-	dep := newDeployment(t, ns, "orders")
+	dep := fixtures.NewDeployment(t, ns, "orders")
 	require.NoError(t, c.Create(ctx, dep))
 	const jobID = "0000000000000000000000000000abce"
 	dep.Status.JobStatus.JobID, dep.Status.JobStatus.State = jobID, flinkv1beta1.JobStatusRunning

@@ -13,6 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkstatesnapshot"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -29,7 +32,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 
 	// A running application the snapshots refer to (its status as the deployment reconciler
 	// would write it).
-	dep := newDeployment(t, ns, "orders")
+	dep := fixtures.NewDeployment(t, ns, "orders")
 	require.NoError(t, c.Create(ctx, dep))
 	const jobID = "0000000000000000000000000000abcd"
 	dep.Status.JobStatus.JobID, dep.Status.JobStatus.State = jobID, flinkv1beta1.JobStatusRunning
@@ -62,21 +65,21 @@ func TestFlinkStateSnapshots(t *testing.T) {
 		s := waitState(key, flinkv1beta1.SnapshotCompleted)
 		assert.Contains(t, s.Status.Path, "file:///flink/manual/savepoint-000000-")
 		assert.Contains(t, flink.Triggered(), s.Status.TriggerID, "the recorded trigger id is the one Flink got")
-		assert.Equal(t, "SAVEPOINT", s.Labels[LabelSnapshotType])
-		assert.Equal(t, "MANUAL", s.Labels[LabelSnapshotTrigger])
-		assert.Equal(t, "orders", s.Labels[LabelJobReferenceName])
+		assert.Equal(t, "SAVEPOINT", s.Labels[jobs.LabelSnapshotType])
+		assert.Equal(t, "MANUAL", s.Labels[jobs.LabelSnapshotTrigger])
+		assert.Equal(t, "orders", s.Labels[jobs.LabelJobReferenceName])
 		wait.For(t, 5*time.Second, "the snapshot COMPLETED", func() bool {
 			_ = c.Get(ctx, key, s)
-			return s.Labels[LabelSnapshotState] == "COMPLETED"
+			return s.Labels[jobs.LabelSnapshotState] == "COMPLETED"
 		})
-		assert.Contains(t, s.Finalizers, SnapshotFinalizer)
+		assert.Contains(t, s.Finalizers, flinkstatesnapshot.SnapshotFinalizer)
 	})
 
 	t.Run("a checkpoint completes with the checkpoint's path", func(t *testing.T) {
 		s := waitState(create("cp", flinkv1beta1.FlinkStateSnapshotSpec{JobReference: ref, Checkpoint: &flinkv1beta1.CheckpointSpec{}}),
 			flinkv1beta1.SnapshotCompleted)
 		assert.Equal(t, fakeflink.CheckpointPath(jobID), s.Status.Path)
-		assert.Equal(t, "CHECKPOINT", s.Labels[LabelSnapshotType])
+		assert.Equal(t, "CHECKPOINT", s.Labels[jobs.LabelSnapshotType])
 	})
 
 	t.Run("alreadyExists completes at once without Flink", func(t *testing.T) {
@@ -93,7 +96,7 @@ func TestFlinkStateSnapshots(t *testing.T) {
 			JobReference: &flinkv1beta1.JobReference{Kind: flinkv1beta1.JobKindFlinkDeployment, Name: "nope"},
 			Savepoint:    &flinkv1beta1.SavepointSpec{}}), flinkv1beta1.SnapshotAbandoned)
 		assert.Contains(t, s.Status.Error, "FlinkDeployment nope not found")
-		events.seen(t, ReasonSnapshotAbandoned)
+		events.seen(t, flinkstatesnapshot.ReasonSnapshotAbandoned)
 	})
 
 	t.Run("failures retry with back-off, then FAILED past backoffLimit", func(t *testing.T) {

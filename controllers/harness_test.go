@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -223,7 +224,7 @@ func restorePath(t *testing.T, c client.Client, ns, name string) string {
 func runningDeployment(t *testing.T, prefix string) (ns string, flink *fakeflink.Server, k *cluster, events *recordedEvents, d *flinkv1beta1.FlinkDeployment) {
 	t.Helper()
 	ns, flink, k, events = newScenario(t, prefix)
-	d = stableDeployment(t, testEnv(t).Client, k, newDeployment(t, ns, "orders"))
+	d = stableDeployment(t, testEnv(t).Client, k, fixtures.NewDeployment(t, ns, "orders"))
 	return ns, flink, k, events, d
 }
 
@@ -240,7 +241,7 @@ func stableDeployment(t *testing.T, c client.Client, k *cluster, dep *flinkv1bet
 
 // haDeployment is newDeployment with last-state upgrades and Kubernetes HA, plus extra options.
 func haDeployment(t *testing.T, ns, name string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
 	conf := map[string]string{"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
 		"high-availability.type": "kubernetes", "high-availability.storageDir": "file:///ha"}
@@ -271,7 +272,7 @@ func newSessionJobs(t *testing.T, prefix string, ha bool, sessions ...string) *s
 	ctx := context.Background()
 	require.NoError(t, os.WriteFile(e.jar, []byte("PK fake jar"), 0o644))
 	for _, name := range sessions {
-		session := newDeployment(t, ns, name)
+		session := fixtures.NewDeployment(t, ns, name)
 		if ha {
 			session = haDeployment(t, ns, name, nil)
 		}

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -68,7 +70,7 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 
 	jar := filepath.Join(t.TempDir(), "job.jar")
 	require.NoError(t, os.WriteFile(jar, []byte("PK fake jar"), 0o644))
-	session := newDeployment(t, ns, "session")
+	session := fixtures.NewDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	wait.For(t, 10*time.Second, "the session marked ready", func() bool {
@@ -80,7 +82,7 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 	_, stop := startManager(t, managerOptions{namespaces: []string{ns}, workers: 1,
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-			return (&FlinkSessionJobReconciler{
+			return (&flinksessionjob.FlinkSessionJobReconciler{
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 				// The upload's deadline is the REST timeout plus the jar at 1 MiB/s: 90 s lets the
 				// upload wait for the whole slow download, as a streamed upload does, even when a
@@ -91,7 +93,7 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 				// (TestTricklingDownloadIsCut in pkg/artifact is about that).
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback, MinThroughput: -1},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
-				Intervals: fastIntervals(),
+				Intervals: fixtures.FastIntervals(),
 			}).SetupWithManager(mgr)
 		}})
 	// The manager stops before the jar server closes (cleanups run last first).

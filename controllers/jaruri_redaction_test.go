@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -39,7 +41,7 @@ func TestJarURIPasswordNeverShown(t *testing.T) {
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "jaruri-password")
-	session := newDeployment(t, ns, "session")
+	session := fixtures.NewDeployment(t, ns, "session")
 	session.Spec.Job = nil
 	require.NoError(t, c.Create(ctx, session))
 	session.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
@@ -55,12 +57,12 @@ func TestJarURIPasswordNeverShown(t *testing.T) {
 	loopback := []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")} // the test's repository
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, logger: logger,
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-			return (&FlinkSessionJobReconciler{
+			return (&flinksessionjob.FlinkSessionJobReconciler{
 				Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 				Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"http"}, AllowedNetworks: loopback},
-				Intervals: fastIntervals(),
+				Intervals: fixtures.FastIntervals(),
 			}).SetupWithManager(mgr)
 		}})
 

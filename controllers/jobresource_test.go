@@ -20,6 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/flinkstatesnapshot"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
@@ -99,15 +105,15 @@ func TestSessionJobSkipsStaleCopyOfItsOwnWrite(t *testing.T) {
 	}
 	base := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(job).WithStatusSubresource(job).Build()
 	c := &laggingCache{Client: base}
-	r := &FlinkSessionJobReconciler{Client: c, Scheme: kubeenv.Scheme(), Recorder: record.NewFakeRecorder(100),
-		Flink: &clients.Factory{}, Validator: &validation.Validator{}, Intervals: fastIntervals()}
+	r := &flinksessionjob.FlinkSessionJobReconciler{Client: c, Scheme: kubeenv.Scheme(), Recorder: record.NewFakeRecorder(100),
+		Flink: &clients.Factory{}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
 
 	_, err := r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
 	written := &flinkv1beta1.FlinkSessionJob{}
 	require.NoError(t, base.Get(context.Background(), req.NamespacedName, written))
-	require.Contains(t, written.Finalizers, SessionJobFinalizer, "the first reconcile adds the finalizer")
+	require.Contains(t, written.Finalizers, flinksessionjob.SessionJobFinalizer, "the first reconcile adds the finalizer")
 	require.NotEmpty(t, written.Status.LifecycleState, "the first reconcile writes the status")
 
 	c.mu.Lock()
@@ -115,7 +121,7 @@ func TestSessionJobSkipsStaleCopyOfItsOwnWrite(t *testing.T) {
 	c.mu.Unlock()
 	res, err := r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
-	assert.Equal(t, staleCopyRetry, res.RequeueAfter, "a copy older than the reconciler's own write is skipped")
+	assert.Equal(t, reconciler.StaleCopyRetry, res.RequeueAfter, "a copy older than the reconciler's own write is skipped")
 	assert.Zero(t, c.writes, "nothing is written from a stale copy")
 
 	c.mu.Lock()
@@ -123,7 +129,7 @@ func TestSessionJobSkipsStaleCopyOfItsOwnWrite(t *testing.T) {
 	c.mu.Unlock()
 	res, err = r.Reconcile(context.Background(), req)
 	require.NoError(t, err)
-	assert.NotEqual(t, staleCopyRetry, res.RequeueAfter, "the latest copy is reconciled")
+	assert.NotEqual(t, reconciler.StaleCopyRetry, res.RequeueAfter, "the latest copy is reconciled")
 }
 
 // refusingCreate refuses every create with an error that quotes the object's configuration,
@@ -142,12 +148,12 @@ func (c refusingCreate) Create(_ context.Context, obj client.Object, _ ...client
 // secrets of its template's Flink configuration are masked in the errors it returns (logged
 // by controller-runtime) and the events it records.
 func TestBlueGreenMasksTemplateSecrets(t *testing.T) {
-	bg := newBlueGreen(t, "ns", "orders", "10m")
+	bg := fixtures.NewBlueGreen(t, "ns", "orders", "10m")
 	bg.Spec.Template.Spec.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{}
 	require.NoError(t, yaml.Unmarshal([]byte(`{s3.secret-key: hunter2-secret, state.savepoints.dir: "file:///sp"}`), &bg.Spec.Template.Spec.FlinkConfiguration))
 	base := fake.NewClientBuilder().WithScheme(kubeenv.Scheme()).WithObjects(bg).WithStatusSubresource(bg).Build()
 	rec := record.NewFakeRecorder(100)
-	r := &FlinkBlueGreenDeploymentReconciler{Client: refusingCreate{base}, Scheme: kubeenv.Scheme(), Recorder: rec}
+	r := &flinkbluegreendeployment.FlinkBlueGreenDeploymentReconciler{Client: refusingCreate{base}, Scheme: kubeenv.Scheme(), Recorder: rec}
 
 	_, err := blueGreenAsWired(r).Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bg)})
 	require.Error(t, err, "the child could not be created")
@@ -160,8 +166,8 @@ func TestBlueGreenMasksTemplateSecrets(t *testing.T) {
 }
 
 // blueGreenAsWired is the blue/green reconciler as SetupWithManager registers it.
-func blueGreenAsWired(r *FlinkBlueGreenDeploymentReconciler) reconcile.Reconciler {
-	return r.redacting()
+func blueGreenAsWired(r *flinkbluegreendeployment.FlinkBlueGreenDeploymentReconciler) reconcile.Reconciler {
+	return r.Redacting()
 }
 
 // TestSnapshotAddressesClusterAsItsReconcilerDoes: the snapshot reconciler addresses a job's
@@ -179,21 +185,21 @@ func TestSnapshotAddressesClusterAsItsReconcilerDoes(t *testing.T) {
 	live := operatorconfig.NewStore(operatorconfig.Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: time.Second,
 		Defaults: flinkconf.Defaults{Base: map[string]string{"rest.port": "18081"}}})
 	factory := &clients.Factory{URLTemplate: "http://{{name}}.{{namespace}}:{{port}}"}
-	snapshots := &FlinkStateSnapshotReconciler{ReconcilerOptions: ReconcilerOptions{Live: live}, Client: c, Scheme: kubeenv.Scheme(),
+	snapshots := &flinkstatesnapshot.FlinkStateSnapshotReconciler{ReconcilerOptions: reconciler.ReconcilerOptions{Live: live}, Client: c, Scheme: kubeenv.Scheme(),
 		Recorder: record.NewFakeRecorder(10), Flink: factory}
-	deployments := &FlinkDeploymentReconciler{ReconcilerOptions: ReconcilerOptions{Live: live}, Client: c, Flink: factory}
+	deployments := &flinkdeployment.FlinkDeploymentReconciler{ReconcilerOptions: reconciler.ReconcilerOptions{Live: live}, Client: c, Flink: factory}
 
-	tgt, why, err := snapshots.resolveTarget(context.Background(), snap)
+	tgt, why, err := snapshots.ResolveTarget(context.Background(), snap)
 	require.NoError(t, err)
 	require.Empty(t, why)
-	defer tgt.flink.Close()
-	_, defaults, _ := liveSettings(live, deployments.Intervals, deployments.Defaults, deployments.Flink)
+	defer tgt.Flink.Close()
+	_, defaults, _ := reconciler.LiveSettings(live, deployments.Intervals, deployments.Defaults, deployments.Flink)
 	deployments.Defaults = defaults
-	running := newScope(dep)
-	running.deployed = &dep.Spec // the spec the cluster runs
-	own, err := deployments.restClient(context.Background(), running)
+	running := flinkdeployment.NewScope(dep)
+	running.Deployed = &dep.Spec // the spec the cluster runs
+	own, err := deployments.RestClient(context.Background(), running)
 	require.NoError(t, err)
 	defer own.Close()
-	assert.Equal(t, "http://orders.ns:18081", tgt.flink.URL(), "the port of the operator's default configuration")
-	assert.Equal(t, own.URL(), tgt.flink.URL(), "the cluster's own reconciler's address")
+	assert.Equal(t, "http://orders.ns:18081", tgt.Flink.URL(), "the port of the operator's default configuration")
+	assert.Equal(t, own.URL(), tgt.Flink.URL(), "the cluster's own reconciler's address")
 }

@@ -25,6 +25,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
@@ -209,10 +212,10 @@ func startReplica(t *testing.T, name, ns string, flink *fakeflink.Server) *repli
 	r.client = &hookClient{Client: mgr.GetClient(), deletes: &timedLog{}}
 	rec := record.NewFakeRecorder(1000)
 	(&recordedEvents{}).record(rec)
-	require.NoError(t, (&FlinkDeploymentReconciler{
+	require.NoError(t, (&flinkdeployment.FlinkDeploymentReconciler{
 		Client: r.client, Scheme: mgr.GetScheme(), Recorder: rec,
 		Flink:     &clients.Factory{URLTemplate: proxy.URL, Timeout: 2 * time.Second, Fence: fence},
-		Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
+		Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{PriorityQueue: true},
 	}).SetupWithManager(mgr))
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -300,7 +303,7 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		a := startReplica(t, "a", ns, flink)
 		a.waitElected(t)
 		b := startReplica(t, "b", ns, flink)
-		d := stableDeployment(t, c, k, newDeployment(t, ns, "orders"))
+		d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "orders"))
 		jobID := d.Status.JobStatus.JobID
 		stop := "POST /jobs/" + jobID + "/stop"
 
@@ -338,7 +341,7 @@ func TestPausedLeaderDoesNotActAfterTakeover(t *testing.T) {
 		a := startReplica(t, "a", ns, flink)
 		a.waitElected(t)
 		b := startReplica(t, "b", ns, flink)
-		dep := newDeployment(t, ns, "orders")
+		dep := fixtures.NewDeployment(t, ns, "orders")
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless
 		stableDeployment(t, c, k, dep)
 		old := k.jobManager(ns, "orders")

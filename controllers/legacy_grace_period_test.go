@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -40,7 +41,7 @@ func TestLegacyManualCheckpointGracePeriod(t *testing.T) {
 	e := newSessionJobs(t, "legacy-cp-grace", false, "session")
 	key, _ := e.runLegacySessionJob("orders", nil)
 	e.flink.SetCheckpointFailure("not all required tasks are currently running")
-	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = ptr(int64(5)) })
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = fixtures.Ptr(int64(5)) })
 	wait.For(t, 20*time.Second, "a checkpoint failing within the grace period is triggered again", func() bool { return len(e.flink.Triggered()) >= 2 })
 	e.flink.SetCheckpointFailure("")
 	e.waitSessionJob(key, "the manual checkpoint recorded", func(j *flinkv1beta1.FlinkSessionJob) bool {

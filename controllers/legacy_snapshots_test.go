@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -35,7 +36,7 @@ func TestSessionJobLegacyManualSnapshots(t *testing.T) {
 	assert.Empty(t, info.TriggerID, "the trigger is cleared once done")
 	assert.Equal(t, jobID, j.Status.JobStatus.JobID, "a nonce is no upgrade")
 
-	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = ptr(int64(5)) })
+	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.CheckpointTriggerNonce = fixtures.Ptr(int64(5)) })
 	j = e.waitSessionJob(key, "manual checkpoint recorded", func(j *flinkv1beta1.FlinkSessionJob) bool {
 		cp := j.Status.JobStatus.CheckpointInfo
 		return cp != nil && cp.LastCheckpoint != nil && cp.LastCheckpoint.TriggerNonce != nil && *cp.LastCheckpoint.TriggerNonce == 5
@@ -180,7 +181,7 @@ func TestLegacySavepointHistoryTrimmedByAge(t *testing.T) {
 				"kubernetes.operator.savepoint.cleanup.enabled": fmt.Sprint(cleanup)}))
 			jobID := d.Status.JobStatus.JobID
 			for n := int64(1); n <= 2; n++ {
-				update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(n) })
+				update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = fixtures.Ptr(n) })
 				waitFor(t, c, ns, "job", fmt.Sprintf("manual savepoint %d", n), func(d *flinkv1beta1.FlinkDeployment) bool {
 					last := d.Status.JobStatus.SavepointInfo.LastSavepoint
 					return last != nil && last.TriggerNonce != nil && *last.TriggerNonce == n

@@ -15,6 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
@@ -41,14 +44,14 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 			Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "web"}, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}}}
 		require.NoError(t, c.Create(ctx, web))
 
-		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "x")))
+		require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, "x")))
 		d := waitFor(t, c, ns, "x", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
 		if stalled := meta.FindStatusCondition(d.Status.Conditions, lifecycle.ConditionStalled); assert.NotNil(t, stalled) {
 			assert.Equal(t, string(flinkv1beta1.ErrorReasonForeignObject), stalled.Reason, "a human must remove or rename the object")
 		}
 		wait.For(t, 10*time.Second, "a Warning event naming the Service", func() bool {
-			return events.has("Warning " + ReasonForeignObject + " Service " + ns + "/x already exists")
+			return events.has("Warning " + reconciler.ReasonForeignObject + " Service " + ns + "/x already exists")
 		})
 
 		live := &corev1.Service{}
@@ -69,11 +72,11 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx"}}}}}}
 		require.NoError(t, c.Create(ctx, web))
 
-		require.NoError(t, c.Create(ctx, newDeployment(t, ns, "y")))
+		require.NoError(t, c.Create(ctx, fixtures.NewDeployment(t, ns, "y")))
 		d := waitFor(t, c, ns, "y", "an error reported", errorReported)
 		assert.Equal(t, flinkv1beta1.ErrorReasonForeignObject, flinkv1beta1.ErrorReason(d.Status.Error), d.Status.Error)
 		wait.For(t, 10*time.Second, "a Warning event naming the Deployment", func() bool {
-			return events.has("Warning " + ReasonForeignObject + " Deployment " + ns + "/y already exists")
+			return events.has("Warning " + reconciler.ReasonForeignObject + " Deployment " + ns + "/y already exists")
 		})
 
 		require.NoError(t, c.Delete(ctx, get(t, c, ns, "y")))
@@ -96,18 +99,18 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 // The reconciler validates again with the operator-wide policy of the operator configuration
 // in force: a resource admitted before the policy was set (or without the webhook) is refused.
 func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
-	dep := newDeployment(t, "ns", "x")
+	dep := fixtures.NewDeployment(t, "ns", "x")
 	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}
 	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}
 
-	fixed := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: flinkconf.Defaults{Operator: baseline}}
-	assert.NotEmpty(t, fixed.validator().ValidateDeployment(dep, nil), "the fixed operator configuration")
+	fixed := &flinkdeployment.FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: flinkconf.Defaults{Operator: baseline}}
+	assert.NotEmpty(t, fixed.EffectiveValidator().ValidateDeployment(dep, nil), "the fixed operator configuration")
 
 	live := operatorconfig.NewStore(operatorconfig.Settings{})
-	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, ReconcilerOptions: ReconcilerOptions{Live: live}}
-	assert.Empty(t, dynamic.validator().ValidateDeployment(dep, nil), "privileged by default")
+	dynamic := &flinkdeployment.FlinkDeploymentReconciler{Validator: &validation.Validator{}, ReconcilerOptions: reconciler.ReconcilerOptions{Live: live}}
+	assert.Empty(t, dynamic.EffectiveValidator().ValidateDeployment(dep, nil), "privileged by default")
 	live.Set(operatorconfig.Settings{Defaults: flinkconf.Defaults{Operator: baseline}})
-	errs := dynamic.validator().ValidateDeployment(dep, nil)
+	errs := dynamic.EffectiveValidator().ValidateDeployment(dep, nil)
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs[0].Error(), "spec.podTemplate: Forbidden: the JobManager pod violates the pod security level \"baseline\"")
 }

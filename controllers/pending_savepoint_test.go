@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -24,7 +25,7 @@ import (
 
 // legacySnapshotDeployment is a savepoint-mode deployment whose snapshots live in status fields.
 func legacySnapshotDeployment(t *testing.T, ns string, extra map[string]string) *flinkv1beta1.FlinkDeployment {
-	dep := newDeployment(t, ns, "job")
+	dep := fixtures.NewDeployment(t, ns, "job")
 	conf := map[string]string{"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
 		"kubernetes.operator.snapshot.resource.enabled": "false"}
 	for k, v := range extra {
@@ -40,7 +41,7 @@ func pendingManualSavepoint(t *testing.T, ns string, flink *fakeflink.Server) st
 	t.Helper()
 	c := testEnv(t).Client
 	flink.SetAutoComplete(false)
-	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = ptr(int64(1)) })
+	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.SavepointTriggerNonce = fixtures.Ptr(int64(1)) })
 	d := waitFor(t, c, ns, "job", "manual savepoint triggered", func(d *flinkv1beta1.FlinkDeployment) bool {
 		info := d.Status.JobStatus.SavepointInfo
 		return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerManual

@@ -19,6 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -56,7 +59,7 @@ func (p *reconcileProbe) reconciles() []time.Time {
 
 // startProbedOperator runs the FlinkDeployment controller with limits on ns, its reconciles of
 // name answered by err, and returns the probe and the operator's log lines.
-func startProbedOperator(t *testing.T, ns, name string, err error, limits RateLimits) (*reconcileProbe, func() []string) {
+func startProbedOperator(t *testing.T, ns, name string, err error, limits reconciler.RateLimits) (*reconcileProbe, func() []string) {
 	t.Helper()
 	probe := &reconcileProbe{key: types.NamespacedName{Namespace: ns, Name: name}, err: err}
 	var mu sync.Mutex
@@ -69,10 +72,10 @@ func startProbedOperator(t *testing.T, ns, name string, err error, limits RateLi
 	flink := fakeflink.New(t)
 	startManager(t, managerOptions{namespaces: []string{ns}, logger: logger, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
 		probe.Client = mgr.GetClient()
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: probe, Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{RateLimits: limits},
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{RateLimits: limits},
 		}).SetupWithManager(mgr)
 	}})
 	return probe, func() []string {
@@ -89,8 +92,8 @@ func startProbedOperator(t *testing.T, ns, name string, err error, limits RateLi
 func TestRetryBackoffFromOptions(t *testing.T) {
 	ns, name := testEnv(t).NewNamespace(t, "retry-backoff"), "failing"
 	retry := ratelimit.Retry{InitialInterval: 100 * time.Millisecond, Multiplier: 2, MaxAttempts: 3, MaxInterval: 300 * time.Millisecond}
-	probe, logs := startProbedOperator(t, ns, name, errors.New("injected failure"), RateLimits{Retry: retry})
-	require.NoError(t, testEnv(t).Client.Create(context.Background(), newDeployment(t, ns, name)))
+	probe, logs := startProbedOperator(t, ns, name, errors.New("injected failure"), reconciler.RateLimits{Retry: retry})
+	require.NoError(t, testEnv(t).Client.Create(context.Background(), fixtures.NewDeployment(t, ns, name)))
 
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond, time.Second, time.Second}
 	wait.For(t, 15*time.Second, "a failing resource keeps being retried, also past max.attempts", func() bool { return len(probe.reconciles()) > len(want) })
@@ -115,9 +118,9 @@ func TestRateLimitBudgetFromOptions(t *testing.T) {
 	limit := ratelimit.Limit{Max: 3, Period: 2 * time.Second}
 	// The probe answers NotFound: each reconcile ends at once, successfully, and writes nothing.
 	probe, _ := startProbedOperator(t, ns, name, apierrors.NewNotFound(flinkv1beta1.GroupVersion.WithResource("flinkdeployments").GroupResource(), name),
-		RateLimits{Limit: limit})
+		reconciler.RateLimits{Limit: limit})
 	c := testEnv(t).Client
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	controllerutil.AddFinalizer(dep, "test.flink.apache.org/hold") // the deletion below stays visible
 	require.NoError(t, c.Create(ctx, dep))
 	t.Cleanup(func() {

@@ -14,6 +14,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
@@ -40,12 +42,12 @@ func TestSecretsNeverReachLogsEventsOrStatus(t *testing.T) {
 	}, funcr.Options{Verbosity: 10})
 	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, logger: logger,
 		setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-			return (&FlinkDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+			return (&flinkdeployment.FlinkDeploymentReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 				Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: time.Second}, Validator: &validation.Validator{},
-				Intervals: fastIntervals()}).SetupWithManager(mgr)
+				Intervals: fixtures.FastIntervals()}).SetupWithManager(mgr)
 		}})
 
-	dep := newDeployment(t, ns, "leaky")
+	dep := fixtures.NewDeployment(t, ns, "leaky")
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
 		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp",
 		"s3.secret-key": secret, "job.autoscaler.target.utilization": secret,

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkstatesnapshot"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -143,7 +145,7 @@ func TestRESTServiceDecidesNothing(t *testing.T) {
 	victimSvc := restServiceOf(victimNS, "victim")
 	require.NoError(t, c.Create(ctx, victimSvc))
 
-	dep := newDeployment(t, tenant, "app")
+	dep := fixtures.NewDeployment(t, tenant, "app")
 	require.NoError(t, c.Create(ctx, dep))
 	const jobID = "0000000000000000000000000000beef"
 	dep.Status.JobStatus.JobID, dep.Status.JobStatus.State = jobID, flinkv1beta1.JobStatusRunning
@@ -152,9 +154,9 @@ func TestRESTServiceDecidesNothing(t *testing.T) {
 	own.SetJob(jobID, "RUNNING")
 
 	events, _ := startManager(t, managerOptions{namespaces: []string{tenant}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+		return (&flinkstatesnapshot.FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: network.URLTemplate(), Endpoints: mgr.GetAPIReader(), Timeout: 2 * time.Second},
-			Intervals: fastIntervals(), BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr)
+			Intervals: fixtures.FastIntervals(), BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr)
 	}})
 
 	yes := true

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -21,7 +23,7 @@ func manualSnapshots(t *testing.T, c client.Client, ns string) []flinkv1beta1.Fl
 	t.Helper()
 	var snaps flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
-		client.MatchingLabels{LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
+		client.MatchingLabels{jobs.LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
 	return snaps.Items
 }
 
@@ -35,7 +37,7 @@ func TestSessionJobNonceChangedWithAnUpgradeIsTakenAfterIt(t *testing.T) {
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
 		j.Spec.Job.Parallelism = 2
-		j.Spec.Job.SavepointTriggerNonce = ptr(int64(7))
+		j.Spec.Job.SavepointTriggerNonce = fixtures.Ptr(int64(7))
 	})
 	run := e.lastSubmission(jobID)
 	assert.Equal(t, 2, run.Parallelism)
@@ -56,8 +58,8 @@ func TestSessionJobRemovedNoncesRestartNothing(t *testing.T) {
 	e := newSessionJobs(t, "sj-removed-nonces", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
 	e.update(key, func(j *flinkv1beta1.FlinkSessionJob) {
-		j.Spec.RestartNonce = ptr(int64(3))
-		j.Spec.Job.SavepointRedeployNonce = ptr(int64(4))
+		j.Spec.RestartNonce = fixtures.Ptr(int64(3))
+		j.Spec.Job.SavepointRedeployNonce = fixtures.Ptr(int64(4))
 		j.Spec.Job.InitialSavepointPath = "file:/backup/savepoint-1"
 	})
 	restarted := e.lastSubmission(jobID)

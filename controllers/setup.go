@@ -3,6 +3,12 @@ package controllers
 import (
 	"fmt"
 
+	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/flinkstatesnapshot"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
@@ -16,7 +22,7 @@ import (
 // Setup is what the operator's reconcilers are built from: the options they share and the
 // few each kind has of its own.
 type Setup struct {
-	ReconcilerOptions
+	reconciler.ReconcilerOptions
 	Client client.Client
 	// APIReader reads from the API server, not the cache (the manager's when nil).
 	APIReader client.Reader
@@ -26,8 +32,8 @@ type Setup struct {
 	Recorder       record.EventRecorder
 	Flink          *clients.Factory
 	Validator      *validation.Validator
-	Intervals      Intervals
-	Autoscaling    *Autoscaling
+	Intervals      reconciler.Intervals
+	Autoscaling    *jobs.Autoscaling
 	Artifacts      *artifact.Fetcher
 	Shard          labels.Selector
 	ZooKeeper      hastore.ZooKeeperPolicy
@@ -37,8 +43,8 @@ type Setup struct {
 // their own writes, one listener, one set of secret patterns, one deadline and rate limits),
 // and adds them to mgr.
 func SetupReconcilers(mgr ctrl.Manager, s Setup) error {
-	if s.writes == nil {
-		s.writes = newOwnWrites() // resource UIDs are unique across kinds: one tracker serves all
+	if s.Writes == nil {
+		s.Writes = reconciler.NewOwnWrites() // resource UIDs are unique across kinds: one tracker serves all
 	}
 	snapshotClient := s.SnapshotClient
 	if snapshotClient == nil {
@@ -48,15 +54,15 @@ func SetupReconcilers(mgr ctrl.Manager, s Setup) error {
 		kind  string
 		setup func(ctrl.Manager) error
 	}{
-		{"FlinkDeployment", (&FlinkDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
+		{"FlinkDeployment", (&flinkdeployment.FlinkDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
 			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
 			Autoscaling: s.Autoscaling, Shard: s.Shard, ZooKeeper: s.ZooKeeper}).SetupWithManager},
-		{"FlinkSessionJob", (&FlinkSessionJobReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
+		{"FlinkSessionJob", (&flinksessionjob.FlinkSessionJobReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
 			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
 			Autoscaling: s.Autoscaling, Artifacts: s.Artifacts, Shard: s.Shard}).SetupWithManager},
-		{"FlinkStateSnapshot", (&FlinkStateSnapshotReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: snapshotClient,
+		{"FlinkStateSnapshot", (&flinkstatesnapshot.FlinkStateSnapshotReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: snapshotClient,
 			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Intervals: s.Intervals}).SetupWithManager},
-		{"FlinkBlueGreenDeployment", (&FlinkBlueGreenDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client,
+		{"FlinkBlueGreenDeployment", (&flinkbluegreendeployment.FlinkBlueGreenDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client,
 			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Validator: s.Validator, Intervals: s.Intervals}).SetupWithManager},
 	}
 	for _, r := range reconcilers {

@@ -10,6 +10,9 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/shard"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -30,21 +33,21 @@ func TestSnapshotsLandInTheOwnersShard(t *testing.T) {
 	sel, err := shard.Parse("shard=a")
 	require.NoError(t, err)
 	startManager(t, managerOptions{namespaces: []string{ns}, setup: func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), Shard: sel,
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(), Shard: sel,
 		}).SetupWithManager(mgr)
 	}})
 
 	const name = "orders"
-	dep := newDeployment(t, ns, name)
+	dep := fixtures.NewDeployment(t, ns, name)
 	dep.Labels = map[string]string{"shard": "a", "app.kubernetes.io/instance": "argo-orders"}
 	stableDeployment(t, c, k, dep)
 	snap := requestSavepoint(t, c, ns, name, 1)
 	assert.Equal(t, "a", snap.Labels["shard"], "the snapshot is in its deployment's shard")
 	assert.True(t, sel.Matches(labels.Set(snap.Labels)))
 	assert.NotContains(t, snap.Labels, "app.kubernetes.io/instance", "only the labels the selector looks at are copied")
-	assert.Equal(t, "MANUAL", snap.Labels[LabelSnapshotTrigger], "upstream's snapshot labels stay")
-	assert.Equal(t, name, snap.Labels[LabelJobReferenceName])
+	assert.Equal(t, "MANUAL", snap.Labels[jobs.LabelSnapshotTrigger], "upstream's snapshot labels stay")
+	assert.Equal(t, name, snap.Labels[jobs.LabelJobReferenceName])
 }

@@ -14,6 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -27,10 +30,10 @@ func TestNonceCreatesSnapshotResource(t *testing.T) {
 	ctx := context.Background()
 	ns, _, k, events := newScenario(t, "nonce")
 	const name = "orders"
-	stableDeployment(t, c, k, newDeployment(t, ns, name))
+	stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, name))
 	snap := requestSavepoint(t, c, ns, name, 7)
 	assert.Regexp(t, `^orders-savepoint-manual-\d+$`, snap.Name)
-	assert.Equal(t, "MANUAL", snap.Labels[LabelSnapshotTrigger])
+	assert.Equal(t, "MANUAL", snap.Labels[jobs.LabelSnapshotTrigger])
 	assert.Equal(t, "orders", snap.Spec.JobReference.Name)
 	assert.Empty(t, snap.OwnerReferences, "snapshots outlive the deployment")
 	assert.False(t, *snap.Spec.Savepoint.DisposeOnDelete, "kubernetes.operator.savepoint.dispose-on-delete defaults to false")
@@ -84,16 +87,16 @@ func TestTrimSavepointHistory(t *testing.T) {
 		{"payments-savepoint-periodic-1000", "payments", flinkv1beta1.SnapshotTriggerPeriodic, false, flinkv1beta1.SnapshotCompleted},
 	}
 	create := func(want stored) flinkv1beta1.FlinkStateSnapshot {
-		labels := map[string]string{LabelJobReferenceKind: "FlinkDeployment", LabelJobReferenceName: want.job, LabelSnapshotType: "SAVEPOINT"}
+		labels := map[string]string{jobs.LabelJobReferenceKind: "FlinkDeployment", jobs.LabelJobReferenceName: want.job, jobs.LabelSnapshotType: "SAVEPOINT"}
 		spec := flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: "FlinkDeployment", Name: want.job}}
 		if want.checkpoint {
-			labels[LabelSnapshotType] = "CHECKPOINT"
+			labels[jobs.LabelSnapshotType] = "CHECKPOINT"
 			spec.Checkpoint = &flinkv1beta1.CheckpointSpec{}
 		} else {
 			spec.Savepoint = &flinkv1beta1.SavepointSpec{}
 		}
 		if want.trigger != "" {
-			labels[LabelSnapshotTrigger] = string(want.trigger)
+			labels[jobs.LabelSnapshotTrigger] = string(want.trigger)
 		}
 		s := &flinkv1beta1.FlinkStateSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: want.name, Labels: labels}, Spec: spec}
 		require.NoError(t, c.Create(ctx, s))
@@ -116,13 +119,13 @@ func TestTrimSavepointHistory(t *testing.T) {
 	}
 	for _, u := range usersMade {
 		for _, op := range []string{"orders-savepoint-periodic-3000", "orders-checkpoint-periodic-3000"} {
-			require.True(t, takenBefore(u, created[op]), "%s is older than %s", u.Name, op)
+			require.True(t, jobs.TakenBefore(u, created[op]), "%s is older than %s", u.Name, op)
 		}
 	}
 
 	// Two days after the newest snapshot: a time given to the trim, not read from a clock.
 	twoDaysLater := newest.Add(48 * time.Hour)
-	require.NoError(t, trimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", flinkconf.Config{}, nil, twoDaysLater))
+	require.NoError(t, jobs.TrimSnapshotHistory(ctx, c, ns, "FlinkDeployment", "orders", flinkconf.Config{}, nil, twoDaysLater))
 
 	var list flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
@@ -163,7 +166,7 @@ func TestPeriodicDue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
-			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
+			assert.Equal(t, tt.want, jobs.PeriodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
 		})
 	}
 }
@@ -188,15 +191,15 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
-			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
+			assert.Equal(t, tt.want, jobs.PeriodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
 		})
 	}
-	assert.Equal(t, DefaultIntervals.Reconcile, MinPeriodicInterval(DefaultIntervals))
+	assert.Equal(t, reconciler.DefaultIntervals.Reconcile, jobs.MinPeriodicInterval(reconciler.DefaultIntervals))
 
 	rec := record.NewFakeRecorder(10)
 	obj := &flinkv1beta1.FlinkDeployment{}
-	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
-	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
+	jobs.WarnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
+	jobs.WarnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
 	require.Len(t, rec.Events, 1)
 	assert.Equal(t, "Warning PeriodicIntervalClamped kubernetes.operator.periodic.savepoint.interval 1s is below the operator's minimum, "+
 		"its reconcile interval 1m0s: periodic snapshots are taken every 1m0s", <-rec.Events)
@@ -211,16 +214,16 @@ func TestManualSnapshotRequestedOnce(t *testing.T) {
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns := testEnv(t).NewNamespace(t, "nonce-once")
-	owner := newDeployment(t, ns, "orders")
+	owner := fixtures.NewDeployment(t, ns, "orders")
 	require.NoError(t, c.Create(ctx, owner))
 	nonce := int64(3)
 	crashed := errors.New("operator killed before the nonce was recorded")
-	j := jobSnapshots{owner: owner, kind: flinkv1beta1.JobKindFlinkDeployment, deployed: &flinkv1beta1.JobSpec{},
-		desired: &flinkv1beta1.JobSpec{SavepointTriggerNonce: &nonce}, status: &flinkv1beta1.JobStatus{}, conf: flinkconf.Config{},
-		recordNonces: func() error { return nil }, persist: func() error { return crashed }}
+	j := jobs.JobSnapshots{Owner: owner, Kind: flinkv1beta1.JobKindFlinkDeployment, Deployed: &flinkv1beta1.JobSpec{},
+		Desired: &flinkv1beta1.JobSpec{SavepointTriggerNonce: &nonce}, Status: &flinkv1beta1.JobStatus{}, Conf: flinkconf.Config{},
+		RecordNonces: func() error { return nil }, Persist: func() error { return crashed }}
 	start := time.Now()
 	for i := range 3 { // the same stale view, asked again later
-		require.ErrorIs(t, requestSnapshots(ctx, c, record.NewFakeRecorder(10), j, start.Add(time.Duration(i)*time.Second)), crashed)
+		require.ErrorIs(t, jobs.RequestSnapshots(ctx, c, record.NewFakeRecorder(10), j, start.Add(time.Duration(i)*time.Second)), crashed)
 	}
 	var list flinkv1beta1.FlinkStateSnapshotList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -66,16 +68,16 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 		dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: captured.Name}, Spec: captured.Spec}
 		stableDeployment(t, c, k, dep)
 		got := waitFor(t, c, ns, dep.Name, "job details and clusterInfo recorded", func(d *flinkv1beta1.FlinkDeployment) bool {
-			return d.Status.JobStatus.StartTime != "" && d.Status.ClusterInfo[clusterInfoStateSize] != ""
+			return d.Status.JobStatus.StartTime != "" && d.Status.ClusterInfo[flinkdeployment.ClusterInfoStateSize] != ""
 		}).Status
 
 		for key := range want.ClusterInfo {
 			assert.Contains(t, got.ClusterInfo, key, "clusterInfo.%s is set, as upstream sets it", key)
 		}
 		// The same spec with one TaskManager registered: the same totals, in the same format.
-		assert.Equal(t, want.ClusterInfo[clusterInfoTotalCPU], got.ClusterInfo[clusterInfoTotalCPU])
-		assert.Equal(t, want.ClusterInfo[clusterInfoTotalMemory], got.ClusterInfo[clusterInfoTotalMemory])
-		assert.Equal(t, "9685", got.ClusterInfo[clusterInfoStateSize], "the latest completed checkpoint's size")
+		assert.Equal(t, want.ClusterInfo[flinkdeployment.ClusterInfoTotalCPU], got.ClusterInfo[flinkdeployment.ClusterInfoTotalCPU])
+		assert.Equal(t, want.ClusterInfo[flinkdeployment.ClusterInfoTotalMemory], got.ClusterInfo[flinkdeployment.ClusterInfoTotalMemory])
+		assert.Equal(t, "9685", got.ClusterInfo[flinkdeployment.ClusterInfoStateSize], "the latest completed checkpoint's size")
 		assert.Equal(t, want.ClusterInfo["flink-version"], got.ClusterInfo["flink-version"])
 
 		require.NotEmpty(t, want.JobStatus.JobName)
@@ -94,7 +96,7 @@ func TestStatusShapeAsUpstream(t *testing.T) {
 		t.Parallel()
 		flink := fakeflink.New(t)
 		ns := testEnv(t).NewNamespace(t, "snapshot-shape")
-		dep := newDeployment(t, ns, "orders")
+		dep := fixtures.NewDeployment(t, ns, "orders")
 		require.NoError(t, c.Create(ctx, dep))
 		const jobID = "0000000000000000000000000000abcd"
 		dep.Status.JobStatus.JobID, dep.Status.JobStatus.State = jobID, flinkv1beta1.JobStatusRunning

@@ -15,6 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
+	"github.com/flink-operator/flink-operator/controllers/flinkstatesnapshot"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/artifact"
 	"github.com/flink-operator/flink-operator/pkg/cachescope"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
@@ -91,11 +96,11 @@ func startManager(t *testing.T, o managerOptions) (*recordedEvents, func()) {
 // deploymentController runs the FlinkDeployment reconciler against flink.
 func deploymentController(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(),
-			ReconcilerOptions: ReconcilerOptions{PriorityQueue: true}, // as the operator runs (--reconcile-priority-queue)
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(),
+			ReconcilerOptions: reconciler.ReconcilerOptions{PriorityQueue: true}, // as the operator runs (--reconcile-priority-queue)
 		}).SetupWithManager(mgr)
 	}
 }
@@ -104,11 +109,11 @@ func deploymentController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 // local files (the tests') and https.
 func sessionJobController(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkSessionJobReconciler{
+		return (&flinksessionjob.FlinkSessionJobReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
 			Artifacts: &artifact.Fetcher{MaxSize: 1 << 20, LocalDir: "/"}, // jars in t.TempDir(), and /does/not/exist.jar
-			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fastIntervals(),
+			Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "https"}}, Intervals: fixtures.FastIntervals(),
 		}).SetupWithManager(mgr)
 	}
 }
@@ -117,8 +122,8 @@ func sessionJobController(flink *fakeflink.Server) func(ctrl.Manager, record.Eve
 // back-off so retries happen within a test.
 func snapshotController(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
-			Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fastIntervals(),
+		return (&flinkstatesnapshot.FlinkStateSnapshotReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
+			Flink: &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second}, Intervals: fixtures.FastIntervals(),
 			BaseBackoff: 200 * time.Millisecond}).SetupWithManager(mgr)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -34,7 +36,7 @@ func TestUpstreamEvents(t *testing.T) {
 	t.Parallel()
 	c := testEnv(t).Client
 	ns, _, k, events := newScenario(t, "upstream-events")
-	d := stableDeployment(t, c, k, newDeployment(t, ns, "job"))
+	d := stableDeployment(t, c, k, fixtures.NewDeployment(t, ns, "job"))
 
 	type event struct{ reason, message string } // message: the whole message, or its start when it ends in "…"
 	steps := []struct {
@@ -52,9 +54,9 @@ func TestUpstreamEvents(t *testing.T) {
 				return waitFor(t, c, ns, "job", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
 			},
 			want: []event{
-				{ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.parallelism : 2 -> 4]), starting reconciliation."},
-				{ReasonSuspended, "Suspending existing deployment."},
-				{ReasonSubmit, "Starting deployment…"},
+				{reconciler.ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.parallelism : 2 -> 4]), starting reconciliation."},
+				{reconciler.ReasonSuspended, "Suspending existing deployment."},
+				{reconciler.ReasonSubmit, "Starting deployment…"},
 			}},
 		{action: "suspend", change: func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateSuspended },
 			done: func(t *testing.T) *flinkv1beta1.FlinkDeployment {
@@ -62,10 +64,10 @@ func TestUpstreamEvents(t *testing.T) {
 				return waitFor(t, c, ns, "job", "SUSPENDED", lifecycleIs(flinkv1beta1.LifecycleSuspended))
 			},
 			want: []event{
-				{ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.state : running -> suspended]), starting reconciliation."},
-				{ReasonSuspended, "Suspending existing deployment."},
+				{reconciler.ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.state : running -> suspended]), starting reconciliation."},
+				{reconciler.ReasonSuspended, "Suspending existing deployment."},
 			},
-			not: []string{ReasonSubmit}},
+			not: []string{reconciler.ReasonSubmit}},
 		{action: "resume", change: func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateRunning },
 			done: func(t *testing.T) *flinkv1beta1.FlinkDeployment {
 				d := waitFor(t, c, ns, "job", "redeployed", func(d *flinkv1beta1.FlinkDeployment) bool {
@@ -76,10 +78,10 @@ func TestUpstreamEvents(t *testing.T) {
 				return waitFor(t, c, ns, "job", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
 			},
 			want: []event{
-				{ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.state : suspended -> running]), starting reconciliation."},
-				{ReasonSubmit, "Starting deployment…"},
+				{reconciler.ReasonSpecChanged, "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.state : suspended -> running]), starting reconciliation."},
+				{reconciler.ReasonSubmit, "Starting deployment…"},
 			},
-			not: []string{ReasonSuspended}, // nothing runs: nothing is stopped
+			not: []string{reconciler.ReasonSuspended}, // nothing runs: nothing is stopped
 		},
 	}
 	for _, step := range steps {
@@ -104,7 +106,7 @@ func TestUpstreamEvents(t *testing.T) {
 			for _, reason := range step.not {
 				assert.NotContains(t, e, " "+reason+" ", "%s: unexpected event", step.action)
 			}
-			if strings.Contains(e, " "+ReasonSuspended+" ") {
+			if strings.Contains(e, " "+reconciler.ReasonSuspended+" ") {
 				assert.Equal(t, "Normal Suspended Suspending existing deployment.", e, step.action)
 			}
 		}

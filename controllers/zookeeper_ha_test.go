@@ -17,6 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -43,7 +46,7 @@ func TestZooKeeperHAMetadata(t *testing.T) {
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
 		startManager(t, managerOptions{namespaces: []string{ns}, setup: zooKeeperController(flink)})
-		dep := newDeployment(t, ns, "job")
+		dep := fixtures.NewDeployment(t, ns, "job")
 		dep.Spec.Job.UpgradeMode = mode
 		conf, err := dep.Spec.FlinkConfiguration.Flatten()
 		require.NoError(t, err)
@@ -144,10 +147,10 @@ func TestZooKeeperHAMetadata(t *testing.T) {
 // zooKeeperController is deploymentController with ZooKeeper quorums on loopback allowed.
 func zooKeeperController(flink *fakeflink.Server) func(ctrl.Manager, record.EventRecorder) error {
 	return func(mgr ctrl.Manager, rec record.EventRecorder) error {
-		return (&FlinkDeploymentReconciler{
+		return (&flinkdeployment.FlinkDeploymentReconciler{
 			Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Recorder: rec,
 			Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 2 * time.Second},
-			Validator: &validation.Validator{}, Intervals: fastIntervals(), ReconcilerOptions: ReconcilerOptions{PriorityQueue: true},
+			Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{PriorityQueue: true},
 			ZooKeeper: hastore.ZooKeeperPolicy{AllowedNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
 		}).SetupWithManager(mgr)
 	}

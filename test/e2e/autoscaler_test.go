@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/autoscaler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -77,7 +77,7 @@ func autoscaleOn(t *testing.T, ns, image string, version flinkv1beta1.FlinkVersi
 	require.Equal(t, 1, vertex.Parallelism)
 
 	// Recommend-only: a recommendation while the load is high, and nothing else.
-	report := waitForEvent(t, key, controllers.ReasonScalingReport, "Scaling execution disabled", 3*time.Minute)
+	report := waitForEvent(t, key, jobs.ReasonScalingReport, "Scaling execution disabled", 3*time.Minute)
 	logf(t, "recommended: %s", report)
 	assert.Contains(t, report, vertex.ID, "the report names the busy vertex")
 	assert.Equal(t, 1, vertexNamed(t, key, jobID, busyMap).Parallelism, "recommend-only: Flink's parallelism unchanged")
@@ -102,7 +102,7 @@ func autoscaleOn(t *testing.T, ns, image string, version flinkv1beta1.FlinkVersi
 	d := &flinkv1beta1.FlinkDeployment{}
 	require.NoError(t, env.Client.Get(ctx, key, d))
 	assert.NotContains(t, string(d.Spec.FlinkConfiguration.Raw), "pipeline.jobvertex-parallelism-overrides", "never written into the user's spec")
-	assert.GreaterOrEqual(t, countEvents(t, key, controllers.ReasonScalingReport, "Scaling execution enabled"), 2, "a report per decision")
+	assert.GreaterOrEqual(t, countEvents(t, key, jobs.ReasonScalingReport, "Scaling execution enabled"), 2, "a report per decision")
 	deleteAndWait(t, dep)
 }
 
@@ -177,7 +177,7 @@ func waitForParallelism(t *testing.T, key client.ObjectKey, jobID, vertexID stri
 		last = parallelismOf(details.Vertices, vertexID)
 		return ok(last) && details.AllTasksRunning()
 	}, func() string {
-		return fmt.Sprintf("parallelism %d (events: %v)", last, eventMessages(t, key, controllers.ReasonScalingReport))
+		return fmt.Sprintf("parallelism %d (events: %v)", last, eventMessages(t, key, jobs.ReasonScalingReport))
 	})
 	return last
 }
@@ -201,7 +201,7 @@ func assertRescaled(t *testing.T, key client.ObjectKey, jobID, vertexID string, 
 func autoscalerConfigMap(t *testing.T, key client.ObjectKey) autoscaler.State {
 	t.Helper()
 	var cm corev1.ConfigMap
-	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: controllers.AutoscalerConfigMapName(key.Name)}, &cm))
+	require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace, Name: jobs.AutoscalerConfigMapName(key.Name)}, &cm))
 	state, err := autoscaler.DecodeState(cm.Data)
 	require.NoError(t, err)
 	return state

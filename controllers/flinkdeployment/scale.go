@@ -1,0 +1,172 @@
+package flinkdeployment
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/native"
+	"github.com/flink-operator/flink-operator/pkg/options"
+)
+
+const (
+	// ReasonScaling is the event of an in-place rescale.
+	ReasonScaling = "Scaling"
+)
+
+// inPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
+// upgrade: in native mode, only pipeline.jobvertex-parallelism-overrides changed, no vertex
+// lost its override, Flink is 1.18 or newer and runs the adaptive scheduler. It returns the new
+// per-vertex parallelism, or nil (a full upgrade).
+func InPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) map[string]int {
+	if desired.Job == nil || desired.Mode == flinkv1beta1.DeploymentModeStandalone ||
+		!options.InPlaceScaling.Get(conf) ||
+		!strings.EqualFold(conf.Get("jobmanager.scheduler", ""), "adaptive") || !flinkconf.AtLeast(desired.FlinkVersion, 1, 18) {
+		return nil
+	}
+	before, after := deployed.DeepCopy(), desired.DeepCopy()
+	oldOverrides, newOverrides := takeOverrides(before), takeOverrides(after)
+	if oldOverrides == newOverrides || jobs.SpecChanged(before, after) {
+		return nil // nothing to scale, or more than the overrides changed
+	}
+	old, err1 := parseOverrides(oldOverrides)
+	target, err2 := parseOverrides(newOverrides)
+	if err1 != nil || err2 != nil || len(target) == 0 {
+		return nil
+	}
+	for vertex := range old {
+		if _, kept := target[vertex]; !kept {
+			return nil // a removed override needs the job's own parallelism again: upgrade
+		}
+	}
+	return target
+}
+
+// takeOverrides removes the overrides from a spec's configuration and returns them.
+func takeOverrides(spec *flinkv1beta1.FlinkDeploymentSpec) string {
+	flat, err := spec.FlinkConfiguration.Flatten()
+	if err != nil {
+		return ""
+	}
+	v := flat[jobs.KeyParallelismOverrides]
+	delete(flat, jobs.KeyParallelismOverrides)
+	spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(flat)
+	return v
+}
+
+func parseOverrides(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		vertex, p, ok := strings.Cut(pair, ":")
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if !ok || err != nil || n < 1 {
+			return nil, fmt.Errorf("%s: %q is not vertexId:parallelism", jobs.KeyParallelismOverrides, pair)
+		}
+		out[strings.TrimSpace(vertex)] = n
+	}
+	return out, nil
+}
+
+// reactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
+// Flink's reactive mode (scheduler-mode: reactive), where the job adapts to the TaskManagers
+// there are: only job.parallelism or taskManager.replicas changed. It returns the new number of
+// TaskManagers.
+func ReactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (int32, bool) {
+	if desired.Job == nil || desired.Mode != flinkv1beta1.DeploymentModeStandalone ||
+		!options.InPlaceScaling.Get(conf) || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
+		return 0, false
+	}
+	before, after := deployed.DeepCopy(), desired.DeepCopy()
+	for _, spec := range []*flinkv1beta1.FlinkDeploymentSpec{before, after} {
+		if spec.Job != nil {
+			spec.Job.Parallelism = 0
+		}
+		if spec.TaskManager != nil {
+			spec.TaskManager.Replicas = nil
+		}
+	}
+	if jobs.SpecChanged(before, after) || !jobs.SpecChanged(deployed, desired) {
+		return 0, false
+	}
+	replicas, err := flinkconf.TaskManagerReplicas(conf, desired)
+	return replicas, err == nil
+}
+
+// scaleReactive scales the TaskManager Deployment of a reactive-mode standalone cluster.
+func (r *FlinkDeploymentReconciler) scaleReactive(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, replicas int32) bool {
+	tm := &appsv1.Deployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.dep.Namespace, Name: native.TaskManagerDeploymentName(s.dep.Name)}, tm); err != nil {
+		return false
+	}
+	patch := client.MergeFrom(tm.DeepCopy())
+	tm.Spec.Replicas = &replicas
+	if err := r.Client.Patch(ctx, tm, patch); err != nil {
+		log.FromContext(ctx).Info("reactive scaling failed; upgrading instead", "error", err.Error())
+		return false
+	}
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+		return false
+	}
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the TaskManagers to %d (reactive mode); the job adapts without a restart", replicas)
+	return true
+}
+
+// scaleInPlace applies a SCALE change to the running job through Flink's resource-requirements
+// API: each overridden vertex gets upper bound = its override, lower bound = min(override,
+// current lower bound). On success the new spec is recorded as deployed, without a restart; on
+// any failure the caller upgrades as usual.
+func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) bool {
+	st := s.status()
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
+		return false
+	}
+	if replicas, ok := ReactiveScaleTarget(s.Deployed, desired, conf); ok {
+		return r.scaleReactive(ctx, s, desired, replicas)
+	}
+	target := InPlaceScaleTarget(s.Deployed, desired, conf)
+	if target == nil {
+		return false
+	}
+	logger := log.FromContext(ctx)
+	cl, err := r.RestClient(ctx, s)
+	if err != nil {
+		return false
+	}
+	reqs, err := cl.ResourceRequirements(ctx, st.JobStatus.JobID)
+	if err != nil {
+		logger.Info("in-place scaling not possible; upgrading instead", "error", err.Error())
+		return false
+	}
+	for vertex, p := range target {
+		current, ok := reqs[vertex]
+		if !ok {
+			logger.Info("in-place scaling: unknown vertex; upgrading instead", "vertex", vertex)
+			return false
+		}
+		reqs[vertex] = flink.VertexResources{Parallelism: flink.ParallelismBounds{LowerBound: min(p, current.Parallelism.LowerBound), UpperBound: p}}
+	}
+	if err := cl.SetResourceRequirements(ctx, st.JobStatus.JobID, reqs); err != nil {
+		logger.Info("in-place scaling failed; upgrading instead", "error", err.Error())
+		return false
+	}
+	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
+		return false
+	}
+	overrides, _ := desired.FlinkConfiguration.Flatten()
+	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the running job in place: %s", overrides[jobs.KeyParallelismOverrides])
+	return true
+}

@@ -1,0 +1,67 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// phaseOf is one step of a reconcile whose phases share P: a FlinkDeployment's pass, a
+// FlinkSessionJob's jobPass (flinksessionjob_phases.go).
+type PhaseOf[P any] struct {
+	Name string
+	Run  func(ctx context.Context, p P) (PhaseResult, error)
+}
+
+// phaseResult is what a phase did: acted (done), or not, with when it wants to look again.
+type PhaseResult struct {
+	// done: the phase acted; the phases after it wait for the next reconcile.
+	Done bool
+	// result is the reconcile's result when done; otherwise its RequeueAfter, when set, is the
+	// latest time this phase wants the resource looked at again.
+	Result ctrl.Result
+}
+
+// next leaves the resource to the following phases.
+func Next() PhaseResult { return PhaseResult{} }
+
+// nextWithin leaves the resource to the following phases, to be looked at again within d
+// (ignored unless positive).
+func NextWithin(d time.Duration) PhaseResult {
+	return PhaseResult{Result: ctrl.Result{RequeueAfter: max(d, 0)}}
+}
+
+// acted ends the reconcile with res.
+func Acted(res ctrl.Result) PhaseResult { return PhaseResult{Done: true, Result: res} }
+
+// runPhases runs phases in order until one acts or fails, as cluster-api's doReconcile runs a
+// machine's phases; unlike there, a phase that acts ends the reconcile, since each phase here
+// is for a situation the ones before it did not have to handle. The phases that let the
+// reconcile go on have their looks-again merged: the soonest wins. An error ends the
+// reconcile; its result is dropped, as controller-runtime drops it.
+func RunPhases[P any](ctx context.Context, p P, phases []PhaseOf[P]) (ctrl.Result, error) {
+	var res ctrl.Result
+	for _, ph := range phases {
+		out, err := ph.Run(ctx, p)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("phase failed", "phase", ph.Name)
+			return ctrl.Result{}, err
+		}
+		if out.Done {
+			log.FromContext(ctx).V(1).Info("phase acted", "phase", ph.Name)
+			return out.Result, nil
+		}
+		res = RequeueSooner(res, out.Result.RequeueAfter)
+	}
+	return res, nil
+}
+
+// requeueSooner picks the earlier of two requeues (zero means none).
+func RequeueSooner(res ctrl.Result, d time.Duration) ctrl.Result {
+	if d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
+		res.RequeueAfter = d
+	}
+	return res
+}
