@@ -50,7 +50,7 @@ const (
 	ConditionBlueGreenProgressing = "Progressing"
 )
 
-// reasonInvalid is the Ready condition's reason while the resource cannot be acted upon.
+// ReasonInvalid is the Ready condition's reason while the resource cannot be acted upon.
 const ReasonInvalid = "Invalid"
 
 // AnnotationBlueGreenRetired marks the child a finished switch replaced: it is deleted even
@@ -63,7 +63,7 @@ const AnnotationBlueGreenRetired = "flink.apache.org/bluegreen-retired"
 // the savepoint, records the next state in the status (write-ahead, with an optimistic lock so
 // a stale copy never records anything) and only then acts, so a restart resumes the step.
 type FlinkBlueGreenDeploymentReconciler struct {
-	// ReconcilerOptions and Intervals are the wiring all reconcilers share (wiring.go): the
+	// ReconcilerOptions and Intervals are the wiring all reconcilers share (reconciler/options.go): the
 	// reconcile deadline, rate limits, listener and secret patterns.
 	reconciler.ReconcilerOptions
 	Intervals reconciler.Intervals
@@ -241,7 +241,7 @@ func childReady(d *flinkv1beta1.FlinkDeployment) bool {
 		d.Status.LifecycleState == flinkv1beta1.LifecycleStable && d.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
 }
 
-// parseTimestamp reads a status timestamp; empty and upstream's reset value (the epoch) are unset.
+// ParseTimestamp reads a status timestamp; empty and upstream's reset value (the epoch) are unset.
 func ParseTimestamp(s string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || t.Unix() == 0 {
@@ -385,7 +385,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.F
 	meta.SetStatusCondition(&st.Conditions, progressing)
 }
 
-// toCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).
+// ToCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).
 func ToCamel(s string) string {
 	var b strings.Builder
 	for _, part := range strings.Split(strings.ToLower(s), "_") {
@@ -674,7 +674,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) setUpBlueGreen(mgr ctrl.Manager, bu
 		Intervals: r.Intervals, Build: build}, r.Redacting())
 }
 
-// redacting is the blue/green reconciler under the shared preamble: the template's secrets are
+// Redacting is the blue/green reconciler under the shared preamble: the template's secrets are
 // masked in its events, logs and errors.
 func (r *FlinkBlueGreenDeploymentReconciler) Redacting() reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -60,7 +60,7 @@ type FlinkDeploymentReconciler struct {
 	options *jobs.OptionWarnings
 }
 
-// Finalizers are added and removed by update; status is written by merge patch (status.go).
+// Finalizers are added and removed by update; status is written by merge patch (reconciler/status.go).
 // The cluster's objects are written by server-side apply (patch; create when the apply creates
 // the object) and carry ownerReferences with blockOwnerDeletion to the FlinkDeployment and to
 // the JobManager Deployment, which needs update on their finalizers subresource where the
@@ -95,7 +95,7 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	return r.SetUp(mgr, reconciler.ControllerSpec{Name: "flinkdeployment", Object: &flinkv1beta1.FlinkDeployment{}, Intervals: r.Intervals, Priority: true,
 		Build: func(b *builder.Builder) *builder.Builder {
-			// The resource with what users change before routine work (priority.go), rather
+			// The resource with what users change before routine work (reconciler/priority.go), rather
 			// than For's handler; the JobManager Deployments as Owns would watch them.
 			return b.Watches(&flinkv1beta1.FlinkDeployment{}, reconciler.ByIntent{}).
 				Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
@@ -147,7 +147,7 @@ func (r *FlinkDeploymentReconciler) reconcileDeployment(ctx context.Context, dep
 type scope struct {
 	dep      *flinkv1beta1.FlinkDeployment
 	original *flinkv1beta1.FlinkDeployment
-	// jobRecord is the last reconciled spec (deployed, firstDeployment).
+	// JobRecord is the last reconciled spec (deployed, firstDeployment).
 	reconciler.JobRecord[flinkv1beta1.FlinkDeploymentSpec]
 	// rolledBackTo is the last stable spec when a rollback put it back in place
 	// (ROLLED_BACK): what the cluster runs while deployed still names the failed spec
@@ -192,7 +192,7 @@ func (s *scope) running() *flinkv1beta1.FlinkDeploymentSpec {
 
 func (s *scope) status() *flinkv1beta1.FlinkDeploymentStatus { return &s.dep.Status }
 
-// The scope as the job-resource skeleton sees it (jobresource.go).
+// The scope as the job-resource skeleton sees it (reconciler/jobresource.go).
 func (s *scope) Object() client.Object              { return s.dep }
 func (s *scope) Stored() client.Object              { return s.original }
 func (s *scope) Statuses() (current, stored any)    { return &s.dep.Status, &s.original.Status }
@@ -213,7 +213,7 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 	return reconciler.Judge(ctx, r.Recorder, s, errs, &s.dep.Spec, s.Deployed)
 }
 
-// validator is the Validator with the operator configuration in force now (validatorNow).
+// EffectiveValidator is the Validator with the operator configuration in force now (validatorNow).
 func (r *FlinkDeploymentReconciler) EffectiveValidator() *validation.Validator {
 	return r.ValidatorNow(r.Validator, r.Defaults)
 }
@@ -245,7 +245,7 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 // persist computes the status and writes it when it changed (the skeleton's write-ahead log
 // entry, stored before the action it describes).
 func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error {
-	return r.ReconcilerOptions.Persist(ctx, r.Client, s, func() { r.computeStatus(s) })
+	return r.Persist(ctx, r.Client, s, func() { r.computeStatus(s) })
 }
 
 // recordProgress moves the recorded target (last reconciled spec and the generation it came

@@ -404,7 +404,7 @@ func (r *FlinkDeploymentReconciler) config(s *scope, spec *flinkv1beta1.FlinkDep
 	return conf, nil
 }
 
-// restClient is the client of the running cluster's JobManager, built once per reconcile from
+// RestClient is the client of the running cluster's JobManager, built once per reconcile from
 // the running spec's configuration (its REST port).
 func (r *FlinkDeploymentReconciler) RestClient(ctx context.Context, s *scope) (*flink.Client, error) {
 	if s.rest != nil {

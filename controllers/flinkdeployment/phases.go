@@ -33,7 +33,7 @@ type pass struct {
 }
 
 // reconcile brings the cluster to the validated spec target: the phases of specPhases, run in
-// order on what observe found and the status recorded (flinkdeployment_phases.go).
+// order on what observe found and the status recorded (this file).
 func (r *FlinkDeploymentReconciler) reconcile(ctx context.Context, s *scope, target *flinkv1beta1.FlinkDeploymentSpec) (ctrl.Result, error) {
 	desired := target.DeepCopy()
 	if err := r.applyAutoscaler(ctx, s, desired); err != nil {
@@ -216,8 +216,8 @@ func (r *FlinkDeploymentReconciler) recordChange(ctx context.Context, p *pass) (
 	return jobs.Next(), r.startUpgrade(ctx, p.scope, p.desired)
 }
 
-// upgrade carries out the upgrade to the recorded target: planUpgrade (upgradepolicy.go)
-// decides how the job stops and what is restored; jobStop (jobstop.go, shared with session
+// upgrade carries out the upgrade to the recorded target: jobs.PlanUpgrade (jobs/upgradepolicy.go)
+// decides how the job stops and what is restored; jobs.JobStop (jobs/jobstop.go, shared with session
 // jobs) carries the stop out:
 //
 //	savepoint:  stop-with-savepoint (trigger id recorded first), its path becomes
@@ -255,7 +255,7 @@ func (r *FlinkDeploymentReconciler) restartFailed(ctx context.Context, p *pass) 
 }
 
 // takeSnapshots triggers and follows the savepoints and checkpoints of a running job
-// (flinkdeployment_snapshots.go), and says when to look again: when a snapshot may be done, or
+// (snapshots.go), and says when to look again: when a snapshot may be done, or
 // at the interval the cluster's state asks for.
 func (r *FlinkDeploymentReconciler) takeSnapshots(ctx context.Context, p *pass) (jobs.PhaseResult, error) {
 	inFlight, err := r.snapshots(ctx, p.scope, p.desired, p.conf)

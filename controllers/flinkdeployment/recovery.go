@@ -144,7 +144,7 @@ func (r *FlinkDeploymentReconciler) shutdownAfterTTL(ctx context.Context, p *pas
 	return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
 }
 
-// healthRecord is what the health check remembers between observations, in
+// HealthRecord is what the health check remembers between observations, in
 // status.clusterInfo["cluster-health-info"] (so an operator restart keeps the baseline).
 type HealthRecord struct {
 	NumRestarts               int64  `json:"numRestarts"`
@@ -161,7 +161,7 @@ type HealthOptions struct {
 	CheckpointWindow time.Duration // 0: no checkpoint progress check
 }
 
-// evaluateHealth updates the record with one observation. Unhealthy: more than RestartLimit
+// EvaluateHealth updates the record with one observation. Unhealthy: more than RestartLimit
 // restarts within RestartWindow, or no completed checkpoint within CheckpointWindow.
 func EvaluateHealth(prev *HealthRecord, now time.Time, restarts, completed int64, o HealthOptions) HealthRecord {
 	ms := now.UnixMilli()
@@ -184,7 +184,7 @@ func EvaluateHealth(prev *HealthRecord, now time.Time, restarts, completed int64
 	return next
 }
 
-// healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
+// HealthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
 // to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
 func HealthOptionsOf(conf flinkconf.Config) HealthOptions {
 	o := HealthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}

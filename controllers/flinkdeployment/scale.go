@@ -24,7 +24,7 @@ const (
 	ReasonScaling = "Scaling"
 )
 
-// inPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
+// InPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
 // upgrade: in native mode, only pipeline.jobvertex-parallelism-overrides changed, no vertex
 // lost its override, Flink is 1.18 or newer and runs the adaptive scheduler. It returns the new
 // per-vertex parallelism, or nil (a full upgrade).
@@ -81,7 +81,7 @@ func parseOverrides(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// reactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
+// ReactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
 // Flink's reactive mode (scheduler-mode: reactive), where the job adapts to the TaskManagers
 // there are: only job.parallelism or taskManager.replicas changed. It returns the new number of
 // TaskManagers.

@@ -12,8 +12,8 @@ import (
 )
 
 // snapshots takes manual (nonce) and periodic savepoints and checkpoints of a running job: as
-// FlinkStateSnapshot resources (the default, snapshotresources.go), or in upstream's legacy
-// status-field mode (status.jobStatus.savepointInfo / checkpointInfo, legacysnapshots.go) when
+// FlinkStateSnapshot resources (the default, jobs/snapshotresources.go), or in upstream's legacy
+// status-field mode (status.jobStatus.savepointInfo / checkpointInfo, jobs/legacysnapshots.go) when
 // kubernetes.operator.snapshot.resource.enabled is false. It returns a requeue when a snapshot
 // is in flight.
 func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (time.Duration, error) {
@@ -31,7 +31,7 @@ func (r *FlinkDeploymentReconciler) snapshots(ctx context.Context, s *scope, des
 	return 0, err
 }
 
-// legacySnapshots is the deployment's job for legacy-mode snapshots (legacysnapshots.go).
+// legacySnapshots is the deployment's job for legacy-mode snapshots (jobs/legacysnapshots.go).
 func (r *FlinkDeploymentReconciler) legacySnapshots(s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) *jobs.LegacySnapshots {
 	return &jobs.LegacySnapshots{Owner: s.dep, Status: &s.status().CommonStatus,
 		Deployed: func() *flinkv1beta1.JobSpec { return s.Deployed.Job }, Desired: desired.Job,
@@ -59,7 +59,7 @@ func (r *FlinkDeploymentReconciler) jobSnapshots(ctx context.Context, s *scope, 
 
 // recordNonces stores the trigger nonces of desired in the last reconciled spec (jobRecord.recordNonces).
 func (s *scope) recordNonces(desired *flinkv1beta1.FlinkDeploymentSpec) error {
-	return s.JobRecord.RecordNonces(&s.dep.Status.CommonStatus, s.dep.Generation, desired)
+	return s.RecordNonces(&s.dep.Status.CommonStatus, s.dep.Generation, desired)
 }
 
 // awaitPendingSavepoint says whether a spec change waits for a manual or periodic savepoint in

@@ -64,7 +64,7 @@ type FlinkSessionJobReconciler struct {
 	options *jobs.OptionWarnings
 }
 
-// Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (status.go).
+// Reads go through the manager's cache (list, watch). Finalizers are added and removed by update; status is written by merge patch (reconciler/status.go).
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs,verbs=list;watch;update
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinksessionjobs/status,verbs=patch
 
@@ -130,7 +130,7 @@ func (r *FlinkSessionJobReconciler) jobsOfSession(ctx context.Context, o client.
 type jobScope struct {
 	job      *flinkv1beta1.FlinkSessionJob
 	original *flinkv1beta1.FlinkSessionJob
-	// jobRecord is the last reconciled spec (deployed, firstDeployment).
+	// JobRecord is the last reconciled spec (deployed, firstDeployment).
 	reconciler.JobRecord[flinkv1beta1.FlinkSessionJobSpec]
 	// session is the session cluster (nil when it does not exist).
 	session *flinkv1beta1.FlinkDeployment
@@ -144,7 +144,7 @@ type jobScope struct {
 
 func (s *jobScope) status() *flinkv1beta1.FlinkSessionJobStatus { return &s.job.Status }
 
-// The scope as the job-resource skeleton sees it (jobresource.go).
+// The scope as the job-resource skeleton sees it (reconciler/jobresource.go).
 func (s *jobScope) Object() client.Object              { return s.job }
 func (s *jobScope) Stored() client.Object              { return s.original }
 func (s *jobScope) Statuses() (current, stored any)    { return &s.job.Status, &s.original.Status }
@@ -169,7 +169,7 @@ func (r *FlinkSessionJobReconciler) Reconcile(ctx context.Context, req ctrl.Requ
 		})
 }
 
-// newJobScope starts a reconcile of job: what was deployed last, read from its status.
+// NewJobScope starts a reconcile of job: what was deployed last, read from its status.
 func NewJobScope(job *flinkv1beta1.FlinkSessionJob, red *redact.Redactor) *jobScope {
 	s := &jobScope{job: job, original: job.DeepCopy(), redact: red,
 		JobRecord: reconciler.JobRecord[flinkv1beta1.FlinkSessionJobSpec]{JobOf: func(s *flinkv1beta1.FlinkSessionJobSpec) **flinkv1beta1.JobSpec { return &s.Job }}}
@@ -339,7 +339,7 @@ func (r *FlinkSessionJobReconciler) recordLastCheckpoint(ctx context.Context, s 
 // validateJob runs the shared rules and the custom validators (judge).
 func (r *FlinkSessionJobReconciler) validateJob(ctx context.Context, s *jobScope) (*flinkv1beta1.FlinkSessionJobSpec, bool) {
 	// Update rules compare with what was last reconciled (the webhook compares with the old
-	// object; without it the same rules still hold).
+	// Object; without it the same rules still hold).
 	var old *flinkv1beta1.FlinkSessionJob
 	if s.Deployed != nil {
 		old = s.job.DeepCopy()

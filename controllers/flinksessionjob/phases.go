@@ -16,7 +16,7 @@ import (
 )
 
 // A FlinkSessionJob reconcile is connect → observe → validate (reconcileSessionJob), then the
-// phases below, in order, with runPhases (flinkdeployment_phases.go), then the status
+// phases below, in order, with jobs.RunPhases (jobs/phases.go), then the status
 // (finishJob). As for deployments, a phase either acts, which ends the reconcile, or leaves the
 // job to the phases after it; every action records its inputs in the status before it touches
 // the session (write-ahead), so an operator restarted at any moment takes the same path again.

@@ -405,7 +405,7 @@ func (s *jobScope) jobConfig() flinkconf.Config {
 
 // snapshots takes the running job's manual (nonce) and periodic savepoints and checkpoints, as
 // the deployments' (FlinkDeploymentReconciler.snapshots): as FlinkStateSnapshot resources, or
-// in upstream's legacy status-field mode (legacysnapshots.go) when the job's configuration (its
+// in upstream's legacy status-field mode (jobs/legacysnapshots.go) when the job's configuration (its
 // session's with its own over it) sets kubernetes.operator.snapshot.resource.enabled to false.
 // inFlight says a legacy-mode snapshot is not done yet.
 func (r *FlinkSessionJobReconciler) snapshots(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (inFlight bool, err error) {
@@ -441,7 +441,7 @@ func (r *FlinkSessionJobReconciler) legacySnapshots(s *jobScope, desired *flinkv
 
 // recordNonces stores the trigger nonces of desired in the last reconciled spec (jobRecord.recordNonces).
 func (s *jobScope) recordNonces(desired *flinkv1beta1.FlinkSessionJobSpec) error {
-	return s.JobRecord.RecordNonces(&s.job.Status.CommonStatus, s.job.Generation, desired)
+	return s.RecordNonces(&s.job.Status.CommonStatus, s.job.Generation, desired)
 }
 
 // jobSnapshots describes the session job for snapshot resources; its options are the

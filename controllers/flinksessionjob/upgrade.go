@@ -30,7 +30,7 @@ func manualRestoreError() string {
 	return flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonManualRestoreRequired, manualRestoreMessage)
 }
 
-// jobLost says status.error reports the job lost by its session: this operator's typed error,
+// JobLost says status.error reports the job lost by its session: this operator's typed error,
 // or upstream's bare "Job Not Found" on a resource adopted from it.
 func JobLost(statusError string) bool {
 	return statusError == jobNotFoundMessage || flinkv1beta1.ErrorReason(statusError) == flinkv1beta1.ErrorReasonJobNotFound

@@ -54,7 +54,7 @@ type FlinkStateSnapshotReconciler struct {
 }
 
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots,verbs=list;watch;create;update;patch;delete
-// Reads go through the manager's cache (list, watch). Status is written by merge patch (status.go); nothing sets an ownerReference to a snapshot.
+// Reads go through the manager's cache (list, watch). Status is written by merge patch (reconciler/status.go); nothing sets an ownerReference to a snapshot.
 // +kubebuilder:rbac:groups=flink.apache.org,resources=flinkstatesnapshots/status,verbs=patch
 
 // SetupWithManager watches snapshots.
@@ -177,7 +177,7 @@ type target struct {
 	jobID string
 }
 
-// resolveTarget finds the referenced job; ok is false (with a reason) when it does not run.
+// ResolveTarget finds the referenced job; ok is false (with a reason) when it does not run.
 func (r *FlinkStateSnapshotReconciler) ResolveTarget(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (target, string, error) {
 	ref := snap.Spec.JobReference
 	if ref == nil || ref.Name == "" {

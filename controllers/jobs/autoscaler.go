@@ -72,36 +72,36 @@ func (a *Autoscaling) AutoscalerMetrics() *metrics.Autoscaler {
 	return a.Metrics
 }
 
-// autoscaleInput is one resource's view for one reconcile.
+// AutoscaleInput is one resource's view for one reconcile.
 type AutoscaleInput struct {
 	Owner client.Object
 	Kind  string
-	// conf is the resource's Flink configuration as the user wrote it (job.autoscaler.* and
+	// Conf is the resource's Flink configuration as the user wrote it (job.autoscaler.* and
 	// the user's own parallelism overrides).
 	Conf map[string]string
-	// deployedOverrides are the overrides of the last reconciled spec: on adoption, those the
+	// DeployedOverrides are the overrides of the last reconciled spec: on adoption, those the
 	// Apache operator's autoscaler injected, when its ConfigMap is gone.
 	DeployedOverrides string
-	// reset: spec.job.autoscalerResetNonce differs from the one last reconciled.
+	// Reset: spec.job.autoscalerResetNonce differs from the one last reconciled.
 	Reset bool
-	// evaluate: the job runs as reconciled, so its metrics mean something (collect and decide).
+	// Evaluate: the job runs as reconciled, so its metrics mean something (collect and decide).
 	Evaluate bool
 	JobID    string
-	// jobStart is when the job last started running (stabilization starts there).
+	// JobStart is when the job last started running (stabilization starts there).
 	JobStart time.Time
 	Rest     func(context.Context) (*flink.Client, error)
 }
 
 // autoscaleOutcome is what the reconcile does with the autoscaler's state.
 type autoscaleOutcome struct {
-	// overrides are the pipeline.jobvertex-parallelism-overrides the job should run with (the
+	// Overrides are the pipeline.jobvertex-parallelism-overrides the job should run with (the
 	// user's, with the autoscaler's on top); "" when the autoscaler has none.
 	Overrides string
 	// scaled: this evaluation changed the overrides.
 	scaled bool
 }
 
-// autoscale is upstream's applyAutoscaler for one resource: the state is read from the
+// Autoscale is upstream's applyAutoscaler for one resource: the state is read from the
 // autoscaler-<name> ConfigMap; a running job's metrics are collected and evaluated; a decision
 // is reported (ScalingReport) and, unless recommend-only, its overrides are written to the
 // ConfigMap before the caller applies them (write-ahead: a restarted operator finds them there
@@ -113,7 +113,7 @@ type autoscaleOutcome struct {
 // of the state's name that the resource does not own pauses autoscaling (a Warning event each
 // reconcile; the job keeps the overrides it runs with) and is never written; the rest of the
 // reconcile goes on. A state that cannot be written fails the reconcile, since applying
-// overrides that are not stored would restart the job for nothing.
+// Overrides that are not stored would restart the job for nothing.
 func (a *Autoscaling) Autoscale(ctx context.Context, c client.Client, rec record.EventRecorder, in AutoscaleInput) (autoscaleOutcome, error) {
 	cfg, err := autoscaler.ParseConfig(in.Conf)
 	if err != nil {
@@ -154,7 +154,7 @@ func (a *Autoscaling) Autoscale(ctx context.Context, c client.Client, rec record
 	case in.Reset:
 		// autoscalerResetNonce: collected metrics, history and overrides go; the job returns to
 		// the spec's parallelism. An empty state is stored, not the ConfigMap deleted, so the
-		// overrides still in the last reconciled spec are not taken for an adopted state below.
+		// Overrides still in the last reconciled spec are not taken for an adopted state below.
 		state, dirty = autoscaler.State{}, true
 		rec.Event(in.Owner, corev1.EventTypeNormal, ReasonScalingReport, "Autoscaler state reset (autoscalerResetNonce)")
 	case !found && in.DeployedOverrides != "":
@@ -206,7 +206,7 @@ func autoscalerPart(in AutoscaleInput) map[autoscaler.VertexID]int {
 	return running
 }
 
-// evaluate collects one sample and evaluates the window. It returns the new state and whether
+// Evaluate collects one sample and evaluates the window. It returns the new state and whether
 // the overrides changed.
 func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in AutoscaleInput, cfg autoscaler.Config, state autoscaler.State) (autoscaler.State, bool, error) {
 	cl, err := in.Rest(ctx)
@@ -291,7 +291,7 @@ func vertexMetrics(summaries []autoscaler.VertexSummary) map[string]map[string]f
 	return out
 }
 
-// epochMillis parses the status's millisecond timestamps (jobStatus.startTime); zero when unset.
+// EpochMillis parses the status's millisecond timestamps (jobStatus.startTime); zero when unset.
 func EpochMillis(s string) time.Time {
 	ms, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || ms <= 0 {

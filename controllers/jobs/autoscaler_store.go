@@ -109,7 +109,7 @@ func (s autoscalerStore) save(ctx context.Context, owner client.Object, state au
 	return nil
 }
 
-// ownedBy: obj has an owner reference to owner (by uid), controller or not (children an upstream
+// OwnedBy: obj has an owner reference to owner (by uid), controller or not (children an upstream
 // operator created carry plain owner references).
 func OwnedBy(obj metav1.Object, owner client.Object) bool {
 	for _, ref := range obj.GetOwnerReferences() {

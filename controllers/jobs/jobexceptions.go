@@ -19,7 +19,7 @@ import (
 // ReasonJobException is the Warning event of a job failure Flink recorded.
 const ReasonJobException = "JobException"
 
-// exceptionReporter turns a job's failures into Warning events, each once: it remembers, per
+// ExceptionReporter turns a job's failures into Warning events, each once: it remembers, per
 // job, the newest failure already reported. The memory is the operator's; after a restart a
 // failure may be reported again, which the API server's event aggregation folds into a count.
 type ExceptionReporter struct {
@@ -36,7 +36,7 @@ func NewExceptionReporter() *ExceptionReporter {
 	return &ExceptionReporter{reported: map[types.UID]reportedUpTo{}}
 }
 
-// report emits events for failures newer than the last reported one, oldest first.
+// Report emits events for failures newer than the last reported one, oldest first.
 func (e *ExceptionReporter) Report(ctx context.Context, rec record.EventRecorder, obj runtime.Object, uid types.UID,
 	cl *flink.Client, jobID string, conf flinkconf.Config) {
 	if e == nil || jobID == "" {

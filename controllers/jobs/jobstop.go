@@ -15,7 +15,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 )
 
-// jobStop carries out the stop step of an upgradePlan, or the stop before a deletion, for a job
+// JobStop carries out the stop step of an upgradePlan, or the stop before a deletion, for a job
 // of either kind (a FlinkDeployment's application job, a FlinkSessionJob). It is the one place
 // where a job is stopped with its state kept; every step is recorded in the status before Flink
 // is asked (write-ahead), so an operator restarted at any moment continues the same stop:
@@ -33,38 +33,38 @@ import (
 // A savepoint already triggered for an upgrade is followed to its end whatever the plan says
 // now: it may have completed (the job is then FINISHED and its state is in that savepoint).
 type JobStop struct {
-	// flink returns the client of the job's JobManager.
+	// Flink returns the client of the job's JobManager.
 	Flink func(context.Context) (*flink.Client, error)
-	// jobManager is the state of the JobManager the job runs on.
+	// JobManager is the state of the JobManager the job runs on.
 	JobManager flinkv1beta1.JobManagerDeploymentStatus
 	Status     *flinkv1beta1.CommonStatus
 	Owner      client.Object
 	Recorder   record.EventRecorder
 	Persist    func(context.Context) error
 	Format     flink.SavepointFormat
-	// cancelTimeout bounds the cancel call (kubernetes.operator.flink.client.cancel.timeout);
+	// CancelTimeout bounds the cancel call (kubernetes.operator.flink.client.cancel.timeout);
 	// zero leaves the client's timeout.
 	CancelTimeout time.Duration
-	// ownState: the job restores its own state (savepoint or last-state mode), not nothing or a
+	// OwnState: the job restores its own state (savepoint or last-state mode), not nothing or a
 	// savepoint the user chose; only then is a cancelled job's latest checkpoint recorded.
 	OwnState bool
-	// upgradeSnapshot records a completed upgrade savepoint as a FlinkStateSnapshot resource.
+	// UpgradeSnapshot records a completed upgrade savepoint as a FlinkStateSnapshot resource.
 	UpgradeSnapshot func(ctx context.Context, path string, triggeredAt time.Time) error
 }
 
-// stopProgress is where a stop stands after one step.
+// StopProgress is where a stop stands after one step.
 type StopProgress string
 
 const (
-	// stopDone: the job is stopped, or there was nothing to stop; the upgrade goes on.
+	// StopDone: the job is stopped, or there was nothing to stop; the upgrade goes on.
 	StopDone StopProgress = "done"
-	// stopPending: look again after the progress-check interval.
+	// StopPending: look again after the progress-check interval.
 	StopPending StopProgress = "pending"
-	// stopNeedsUser: only the user can say where the job's state is; look again later.
+	// StopNeedsUser: only the user can say where the job's state is; look again later.
 	StopNeedsUser StopProgress = "needs-user"
 )
 
-// run takes the stop step of plan.
+// Run takes the stop step of plan.
 func (x *JobStop) Run(ctx context.Context, plan UpgradePlan) (StopProgress, error) {
 	if UpgradeSavepointInFlight(x.Status) && x.JobManager != flinkv1beta1.JobManagerMissing {
 		return x.WithSavepoint(ctx, false)
@@ -105,7 +105,7 @@ func (x *JobStop) fail(reason flinkv1beta1.StatusErrorReason, msg string) {
 	}
 }
 
-// withSavepoint stops the job with a savepoint. drain emits MAX_WATERMARK first (deletion with
+// WithSavepoint stops the job with a savepoint. drain emits MAX_WATERMARK first (deletion with
 // kubernetes.operator.job.drain-on-savepoint-deletion).
 func (x *JobStop) WithSavepoint(ctx context.Context, drain bool) (StopProgress, error) {
 	if x.JobManager != flinkv1beta1.JobManagerReady {
@@ -190,7 +190,7 @@ func (x *JobStop) cancelKeepingCheckpoint(ctx context.Context) (StopProgress, er
 	return x.Cancel(ctx, true)
 }
 
-// cancel cancels the job and reports it stopped once Flink says it is terminal (or no longer
+// Cancel cancels the job and reports it stopped once Flink says it is terminal (or no longer
 // knows it). keepCheckpoint reads its latest checkpoint again then.
 func (x *JobStop) Cancel(ctx context.Context, keepCheckpoint bool) (StopProgress, error) {
 	cl, err := x.Flink(ctx)
@@ -280,14 +280,14 @@ func trackOperation(ctx context.Context, cl *flink.Client, op *flink.Operation, 
 	return progress, started, nil
 }
 
-// upgradeSavepointInFlight says a stop-with-savepoint of an upgrade (or deletion) was
+// UpgradeSavepointInFlight says a stop-with-savepoint of an upgrade (or deletion) was
 // triggered and its outcome is not recorded yet.
 func UpgradeSavepointInFlight(st *flinkv1beta1.CommonStatus) bool {
 	info := st.JobStatus.SavepointInfo
 	return info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
 }
 
-// setJobState records a new job state; updateTime is the time of the last state change
+// SetJobState records a new job state; updateTime is the time of the last state change
 // (upstream's meaning), so an unchanged job costs no status write.
 func SetJobState(js *flinkv1beta1.JobStatus, state flinkv1beta1.JobStatusState) {
 	if state == js.State {

@@ -17,7 +17,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// legacySnapshots takes a running job's manual (nonce) and periodic savepoints and checkpoints
+// LegacySnapshots takes a running job's manual (nonce) and periodic savepoints and checkpoints
 // in upstream's legacy snapshot mode (kubernetes.operator.snapshot.resource.enabled: false),
 // for either kind of job (a FlinkDeployment's application job, a FlinkSessionJob): the trigger
 // is recorded in status.jobStatus.savepointInfo / checkpointInfo, the result in lastSavepoint,
@@ -29,28 +29,28 @@ import (
 type LegacySnapshots struct {
 	Owner  client.Object
 	Status *flinkv1beta1.CommonStatus
-	// deployed is the last reconciled job spec, whose nonces were taken already. A function:
+	// Deployed is the last reconciled job spec, whose nonces were taken already. A function:
 	// recording a nonce replaces the owner's record of it.
 	Deployed func() *flinkv1beta1.JobSpec
 	Desired  *flinkv1beta1.JobSpec
-	// conf is the job's configuration (a session job's is its session's with its own over it).
+	// Conf is the job's configuration (a session job's is its session's with its own over it).
 	Conf flinkconf.Config
-	// operatorConf is the operator's own configuration, where the history caps
+	// OperatorConf is the operator's own configuration, where the history caps
 	// (kubernetes.operator.savepoint.history.max.*.threshold) are read; nil reads them from conf.
 	OperatorConf flinkconf.Config
-	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
+	// MinPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
 	MinPeriodic time.Duration
 	Recorder    record.EventRecorder
-	// flink returns the client of the JobManager the job runs on.
+	// Flink returns the client of the JobManager the job runs on.
 	Flink func(context.Context) (*flink.Client, error)
-	// recordNonces writes desired's trigger nonces into the last reconciled spec, so the same
+	// RecordNonces writes desired's trigger nonces into the last reconciled spec, so the same
 	// nonce never triggers twice.
 	RecordNonces func() error
-	// persist writes the status.
+	// Persist writes the status.
 	Persist func(context.Context) error
 }
 
-// run takes or follows the job's snapshots and trims its savepoint history; inFlight says a
+// Run takes or follows the job's snapshots and trims its savepoint history; inFlight says a
 // savepoint or checkpoint is not done yet (look again after the progress-check interval).
 func (l *LegacySnapshots) Run(ctx context.Context) (inFlight bool, err error) {
 	cl, err := l.Flink(ctx)
@@ -71,7 +71,7 @@ func (l *LegacySnapshots) Run(ctx context.Context) (inFlight bool, err error) {
 	return sp || cp, nil
 }
 
-// awaitPending says whether a spec change waits for a manual or periodic savepoint in flight,
+// AwaitPending says whether a spec change waits for a manual or periodic savepoint in flight,
 // as upstream's readyToReconcile does: the upgrade's stop records its trigger in the same
 // savepointInfo, so going ahead would either take that savepoint for the stop (and the job for
 // stopped while it runs) or lose it. While it waits the savepoint is followed to its end, so the

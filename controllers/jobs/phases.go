@@ -8,35 +8,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// phaseOf is one step of a reconcile whose phases share P: a FlinkDeployment's pass, a
-// FlinkSessionJob's jobPass (flinksessionjob_phases.go).
+// PhaseOf is one step of a reconcile whose phases share P: a FlinkDeployment's pass, a
+// FlinkSessionJob's jobPass (controllers/flinksessionjob/phases.go).
 type PhaseOf[P any] struct {
 	Name string
 	Run  func(ctx context.Context, p P) (PhaseResult, error)
 }
 
-// phaseResult is what a phase did: acted (done), or not, with when it wants to look again.
+// PhaseResult is what a phase did: acted (done), or not, with when it wants to look again.
 type PhaseResult struct {
-	// done: the phase acted; the phases after it wait for the next reconcile.
+	// Done: the phase acted; the phases after it wait for the next reconcile.
 	Done bool
-	// result is the reconcile's result when done; otherwise its RequeueAfter, when set, is the
+	// Result is the reconcile's result when done; otherwise its RequeueAfter, when set, is the
 	// latest time this phase wants the resource looked at again.
 	Result ctrl.Result
 }
 
-// next leaves the resource to the following phases.
+// Next leaves the resource to the following phases.
 func Next() PhaseResult { return PhaseResult{} }
 
-// nextWithin leaves the resource to the following phases, to be looked at again within d
+// NextWithin leaves the resource to the following phases, to be looked at again within d
 // (ignored unless positive).
 func NextWithin(d time.Duration) PhaseResult {
 	return PhaseResult{Result: ctrl.Result{RequeueAfter: max(d, 0)}}
 }
 
-// acted ends the reconcile with res.
+// Acted ends the reconcile with res.
 func Acted(res ctrl.Result) PhaseResult { return PhaseResult{Done: true, Result: res} }
 
-// runPhases runs phases in order until one acts or fails, as cluster-api's doReconcile runs a
+// RunPhases runs phases in order until one acts or fails, as cluster-api's doReconcile runs a
 // machine's phases; unlike there, a phase that acts ends the reconcile, since each phase here
 // is for a situation the ones before it did not have to handle. The phases that let the
 // reconcile go on have their looks-again merged: the soonest wins. An error ends the
@@ -58,7 +58,7 @@ func RunPhases[P any](ctx context.Context, p P, phases []PhaseOf[P]) (ctrl.Resul
 	return res, nil
 }
 
-// requeueSooner picks the earlier of two requeues (zero means none).
+// RequeueSooner picks the earlier of two requeues (zero means none).
 func RequeueSooner(res ctrl.Result, d time.Duration) ctrl.Result {
 	if d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
 		res.RequeueAfter = d

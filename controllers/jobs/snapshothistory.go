@@ -141,7 +141,7 @@ func snapshotFinished(s flinkv1beta1.FlinkStateSnapshot) bool {
 	return false
 }
 
-// takenBefore orders snapshots by creationTimestamp (upstream's order). That has second
+// TakenBefore orders snapshots by creationTimestamp (upstream's order). That has second
 // precision, so within a second the trigger time that ends an operator-made name
 // (<job>-<kind>-<trigger>-<epochMillis>) decides, then the name.
 func TakenBefore(a, b flinkv1beta1.FlinkStateSnapshot) bool {
@@ -163,7 +163,7 @@ func nameMillis(name string) int64 {
 	return ms
 }
 
-// trimSnapshotHistory deletes the snapshot resources of one job that snapshotsToCleanUp
+// TrimSnapshotHistory deletes the snapshot resources of one job that snapshotsToCleanUp
 // selects, unless kubernetes.operator.savepoint.cleanup.enabled is false. A deleted savepoint's
 // data is disposed by the snapshot controller only if the resource says so (disposeOnDelete);
 // a checkpoint's never (Flink owns it).

@@ -20,13 +20,13 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// snapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
+// SnapshotResourcesEnabled: snapshots are FlinkStateSnapshot resources unless the option
 // turns them off (upstream's legacy mode keeps them in status fields).
 func SnapshotResourcesEnabled(conf flinkconf.Config) bool {
 	return options.SnapshotResources.Get(conf)
 }
 
-// jobSnapshots is what a job's snapshots are taken for: the resource, its job spec before
+// JobSnapshots is what a job's snapshots are taken for: the resource, its job spec before
 // and after this reconcile, and how to record what was done.
 type JobSnapshots struct {
 	Owner    client.Object
@@ -35,23 +35,23 @@ type JobSnapshots struct {
 	Desired  *flinkv1beta1.JobSpec
 	Status   *flinkv1beta1.JobStatus
 	Conf     flinkconf.Config
-	// operatorConf is the operator's own configuration, where the system caps of history
+	// OperatorConf is the operator's own configuration, where the system caps of history
 	// cleanup (kubernetes.operator.savepoint.history.max.*.threshold) are read, so a resource's
 	// flinkConfiguration cannot lift them. Nil reads them from conf.
 	OperatorConf flinkconf.Config
-	// minPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
+	// MinPeriodic is the shortest interval of periodic snapshots (MinPeriodicInterval).
 	MinPeriodic time.Duration
-	// shardLabels are the owner's labels the operator instance's selector looks at
+	// ShardLabels are the owner's labels the operator instance's selector looks at
 	// (shard.Labels): a snapshot carrying them lands in the same shard as its owner, so the
 	// instance that requested it also takes and trims it.
 	ShardLabels map[string]string
-	// recordNonces writes desired's trigger nonces into the last reconciled spec.
+	// RecordNonces writes desired's trigger nonces into the last reconciled spec.
 	RecordNonces func() error
-	// persist writes the status.
+	// Persist writes the status.
 	Persist func() error
 }
 
-// requestSnapshots creates the FlinkStateSnapshot resources the spec's nonces and the
+// RequestSnapshots creates the FlinkStateSnapshot resources the spec's nonces and the
 // periodic options ask for, and trims the snapshot history (snapshothistory.go). The snapshot
 // controller takes them from there. A nonce is recorded once its snapshot resource exists (a crash in between
 // asks again: an extra savepoint rather than a lost one).
@@ -109,7 +109,7 @@ func RequestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 	return TrimSnapshotHistory(ctx, c, j.Owner.GetNamespace(), j.Kind, j.Owner.GetName(), j.Conf, j.OperatorConf, now)
 }
 
-// recordUpgradeSnapshot records an upgrade savepoint (already taken) as a snapshot resource.
+// RecordUpgradeSnapshot records an upgrade savepoint (already taken) as a snapshot resource.
 // Its name derives from the trigger time, so recording it again after a retry is a no-op.
 func RecordUpgradeSnapshot(ctx context.Context, c client.Client, rec record.EventRecorder, j JobSnapshots, path string, triggeredAt time.Time) error {
 	if !SnapshotResourcesEnabled(j.Conf) {

@@ -46,7 +46,7 @@ func abandonPendingSavepoint(rec record.EventRecorder, obj runtime.Object, st *f
 	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 }
 
-// periodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
+// PeriodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
 // accepts) and the next snapshot is due since the last periodic one (or the job's start).
 //
 // Snapshots are never taken more often than minInterval (the operator's reconcile interval,
@@ -81,7 +81,7 @@ func PeriodicDue(conf flinkconf.Config, key string, last int64, jobStart string,
 // (kubernetes.operator.reconcile.interval), since a settled job is looked at that often anyway.
 func MinPeriodicInterval(intervals reconciler.Intervals) time.Duration { return intervals.Reconcile }
 
-// warnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
+// WarnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
 // than minInterval, as a periodic snapshot is taken: the user asked for more than is done.
 func WarnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf flinkconf.Config, key string, minInterval time.Duration) {
 	interval, err := flinkconf.ParseFlinkDuration(strings.TrimSpace(conf[key]))
@@ -98,7 +98,7 @@ func parseMillis(s string) (int64, error) {
 	return v, err
 }
 
-// savepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
+// SavepointFormat is kubernetes.operator.savepoint.format.type (CANONICAL or NATIVE).
 func SavepointFormat(conf flinkconf.Config) flink.SavepointFormat {
 	if strings.EqualFold(options.SavepointFormat.Get(conf), string(flink.SavepointFormatNative)) {
 		return flink.SavepointFormatNative

@@ -11,7 +11,7 @@ import (
 // ReasonRestartFailed is the event of a FAILED job being restarted.
 const ReasonRestartFailed = "RestartUnhealthyJob"
 
-// redeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
+// RedeployRequested: a new savepointRedeployNonce asks to start over from initialSavepointPath.
 func RedeployRequested(before, after *flinkv1beta1.JobSpec) bool {
 	if after == nil || after.SavepointRedeployNonce == nil {
 		return false
@@ -19,7 +19,7 @@ func RedeployRequested(before, after *flinkv1beta1.JobSpec) bool {
 	return before == nil || before.SavepointRedeployNonce == nil || *before.SavepointRedeployNonce != *after.SavepointRedeployNonce
 }
 
-// specChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade
+// SpecChanged compares what matters for a deployment: fields upstream marks IGNORE (upgrade
 // mode, trigger nonces, initial savepoint, allowNonRestoredState, autoscaler reset) and
 // operator/autoscaler configuration keys do not restart anything.
 //
@@ -72,5 +72,5 @@ func EqualNonce(a, b *int64) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
 }
 
-// keyParallelismOverrides is Flink's per-vertex parallelism (vertexId:parallelism,...).
+// KeyParallelismOverrides is Flink's per-vertex parallelism (vertexId:parallelism,...).
 const KeyParallelismOverrides = "pipeline.jobvertex-parallelism-overrides"

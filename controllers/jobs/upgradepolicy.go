@@ -6,7 +6,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// stopMode is how the running job is stopped before the cluster is replaced (upstream's
+// StopMode is how the running job is stopped before the cluster is replaced (upstream's
 // SuspendMode), or why it cannot be yet.
 type StopMode string
 
@@ -20,7 +20,7 @@ const (
 	StopFail      StopMode = "fail"       // state cannot be carried over: a human must restore
 )
 
-// restoreMode is what the next deployment starts from.
+// RestoreMode is what the next deployment starts from.
 type RestoreMode string
 
 const (
@@ -29,7 +29,7 @@ const (
 	RestoreLastState RestoreMode = "last-state" // HA metadata, same job id
 )
 
-// upgradeSituation is everything the decision looks at, observed before each upgrade step.
+// UpgradeSituation is everything the decision looks at, observed before each upgrade step.
 type UpgradeSituation struct {
 	Mode       flinkv1beta1.UpgradeMode
 	Job        flinkv1beta1.JobStatusState
@@ -54,7 +54,7 @@ type UpgradeSituation struct {
 	Checkpoint CheckpointFreshness
 }
 
-// checkpointFreshness says whether a last-state upgrade may rely on the latest checkpoint.
+// CheckpointFreshness says whether a last-state upgrade may rely on the latest checkpoint.
 type CheckpointFreshness string
 
 const (
@@ -63,14 +63,14 @@ const (
 	CheckpointTooOld  CheckpointFreshness = "too-old" // none recent: a savepoint carries the state
 )
 
-// upgradePlan is the decision: how to stop, what to restore, and why (for events and errors).
+// UpgradePlan is the decision: how to stop, what to restore, and why (for events and errors).
 type UpgradePlan struct {
 	Stop    StopMode
 	Restore RestoreMode
 	Reason  string
 }
 
-// planUpgrade is upstream's upgrade decision (AbstractJobReconciler.getJobUpgrade), as one pure function.
+// PlanUpgrade is upstream's upgrade decision (AbstractJobReconciler.getJobUpgrade), as one pure function.
 // It is evaluated again at every step of an upgrade, and each step moves the situation to a
 // row that continues the same plan: a completed stop-with-savepoint leaves a FINISHED job with
 // a recorded path (stop none, restore savepoint); a last-state stop leaves no JobManager and HA
@@ -173,7 +173,7 @@ func planNotRunning(s UpgradeSituation, terminal bool) UpgradePlan {
 	return UpgradePlan{Stop: StopWait, Reason: "waiting for the job to be observed"}
 }
 
-// upgradeModeOf is a job's upgrade mode (of a FlinkDeployment or a FlinkSessionJob).
+// UpgradeModeOf is a job's upgrade mode (of a FlinkDeployment or a FlinkSessionJob).
 func UpgradeModeOf(job *flinkv1beta1.JobSpec) flinkv1beta1.UpgradeMode {
 	if job == nil || job.UpgradeMode == "" {
 		return flinkv1beta1.UpgradeModeStateless

@@ -16,7 +16,7 @@ const (
 	MessageSubmit = "Starting deployment"
 )
 
-// specChangedMessage is upstream's SpecChanged message for an upgrade from before to after:
+// SpecChangedMessage is upstream's SpecChanged message for an upgrade from before to after:
 // "UPGRADE change(s) detected (Diff: FlinkDeploymentSpec[job.parallelism : 1 -> 2]), starting
 // reconciliation." Each changed field is named by its path in the spec, with its old and new
 // value (null when unset), sorted by path.

@@ -16,7 +16,7 @@ import (
 // (the admission webhook warned whoever wrote it; the event tells whoever looks later).
 const ReasonUnsupportedOption = "UnsupportedOption"
 
-// optionWarnings remembers the generation whose unhonoured options were reported, so each
+// OptionWarnings remembers the generation whose unhonoured options were reported, so each
 // generation is reported once although it may take several reconciles before the status
 // records it. Only resources with a generation not yet recorded are remembered.
 type OptionWarnings struct {
@@ -26,7 +26,7 @@ type OptionWarnings struct {
 
 func NewOptionWarnings() *OptionWarnings { return &OptionWarnings{warned: map[types.UID]int64{}} }
 
-// report records a Warning event for each Apache operator option cfg sets that has no effect
+// Report records a Warning event for each Apache operator option cfg sets that has no effect
 // here, when obj's generation is not yet recorded in its status (observedGeneration) and has
 // not been reported.
 func (w *OptionWarnings) Report(rec record.EventRecorder, obj client.Object, cfg flinkv1beta1.FlinkConfiguration, observedGeneration int64) {

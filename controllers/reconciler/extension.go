@@ -22,7 +22,7 @@ import (
 // spec as the webhook's do, so with the webhook off the same spec is refused with the same
 // field errors; listeners hear of every status the reconcilers write and every event they record.
 
-// customValidation asks the custom validators about obj; old carries the spec reconciled last
+// CustomValidation asks the custom validators about obj; old carries the spec reconciled last
 // (nil before the first deployment). Canaries are never validated (pkg/validation).
 func CustomValidation(ctx context.Context, v validator.Validator, kind string, obj, old client.Object) field.ErrorList {
 	if v == nil || validation.IsCanary(obj.GetLabels()) {
@@ -34,7 +34,7 @@ func CustomValidation(ctx context.Context, v validator.Validator, kind string, o
 	return validator.Run(ctx, v, validator.Request{Operation: validator.Reconcile, Kind: kind, Object: obj, OldObject: old})
 }
 
-// withListener makes rec also tell l of the events on Flink resources (nil l: rec as is).
+// WithListener makes rec also tell l of the events on Flink resources (nil l: rec as is).
 func WithListener(rec record.EventRecorder, l listener.Listener) record.EventRecorder {
 	if l == nil || rec == nil {
 		return rec
@@ -42,7 +42,7 @@ func WithListener(rec record.EventRecorder, l listener.Listener) record.EventRec
 	return listener.Recorder(rec, l)
 }
 
-// jarURIPasswords is the password of a jarURI's user info, for the reconcile's redactor: it
+// JarURIPasswords is the password of a jarURI's user info, for the reconcile's redactor: it
 // masks URL passwords wherever it sees a URL, and this one also where a message quotes it in a
 // form that no longer reads as a URL.
 func JarURIPasswords(job *flinkv1beta1.JobSpec) []string {
@@ -52,7 +52,7 @@ func JarURIPasswords(job *flinkv1beta1.JobSpec) []string {
 	return redact.URLPasswords(job.JarURI)
 }
 
-// statusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and
+// StatusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and
 // status as they were before and are now, their secrets masked by their place (redact.JSON:
 // secret configuration keys and env values in the recorded specs, URL passwords) under the
 // secret-key patterns (redact.DefaultKeyPatterns when nil). status.error was masked when it
@@ -76,7 +76,7 @@ func StatusWritten(ctx context.Context, l listener.Listener, obj client.Object, 
 	l.OnStatusChange(ctx, listener.StatusChange{Resource: res, Object: obj, OldStatus: encode(oldStatus), Status: encode(status)})
 }
 
-// deploymentPods are the pod templates of a FlinkDeployment.
+// DeploymentPods are the pod templates of a FlinkDeployment.
 func DeploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
 	pods := []*corev1.Pod{dep.Spec.PodTemplate}
 	if dep.Spec.JobManager != nil {

@@ -51,12 +51,12 @@ const DefaultReconcileDeadline = 5 * time.Minute
 // a time, so one slow JobManager delays only its own resource.
 const DefaultReconcileParallelism = 25
 
-// requeueSoon runs a reconcile again shortly: after a write conflict (the next one reads the
+// RequeueSoon runs a reconcile again shortly: after a write conflict (the next one reads the
 // object anew) or a step that finished and lets the next begin. The short delay replaces
 // controller-runtime's deprecated Requeue flag and gives the cache time to see our own write.
 func RequeueSoon() ctrl.Result { return ctrl.Result{RequeueAfter: 200 * time.Millisecond} }
 
-// staleCopyRetry is when a reconcile skipped for reading a copy older than the reconciler's own
+// StaleCopyRetry is when a reconcile skipped for reading a copy older than the reconciler's own
 // write runs again if the watch event of that write did not bring the object back first.
 const StaleCopyRetry = time.Second
 

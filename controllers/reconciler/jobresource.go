@@ -26,32 +26,32 @@ import (
 
 // jobResource is one reconcile's scope of a job resource, as the skeleton sees it.
 type jobResource interface {
-	// object is the resource, with the status being built.
+	// Object is the resource, with the status being built.
 	Object() client.Object
-	// stored is the resource as last read or written: status writes are patches against it.
+	// Stored is the resource as last read or written: status writes are patches against it.
 	Stored() client.Object
-	// statuses are the status being built and the stored one, for comparison and listeners.
+	// Statuses are the status being built and the stored one, for comparison and listeners.
 	Statuses() (current, stored any)
-	// common is the status being built.
+	// Common is the status being built.
 	Common() *flinkv1beta1.CommonStatus
-	// markStored records the resource as it is now as the stored one (after a write).
+	// MarkStored records the resource as it is now as the stored one (after a write).
 	MarkStored()
-	// redactor masks the resource's secrets in status messages.
+	// Redactor masks the resource's secrets in status messages.
 	Redactor() *redact.Redactor
 }
 
-// jobRecord is the last reconciled spec of a job resource, as one reconcile tracks it.
+// JobRecord is the last reconciled spec of a job resource, as one reconcile tracks it.
 type JobRecord[S any] struct {
-	// deployed is the last reconciled spec (nil before the first deployment): the target the
+	// Deployed is the last reconciled spec (nil before the first deployment): the target the
 	// spec is compared with.
 	Deployed *S
-	// firstDeployment: deployed is the very first spec recorded (nothing ran before it).
+	// FirstDeployment: deployed is the very first spec recorded (nothing ran before it).
 	FirstDeployment bool
-	// jobOf is the job part of a spec (nil for a session cluster).
+	// JobOf is the job part of a spec (nil for a session cluster).
 	JobOf func(*S) **flinkv1beta1.JobSpec
 }
 
-// read decodes the last reconciled spec of st, and adopts the generation an upstream operator
+// Read decodes the last reconciled spec of st, and adopts the generation an upstream operator
 // recorded there.
 func (r *JobRecord[S]) Read(st *flinkv1beta1.CommonStatus) {
 	var spec S
@@ -61,7 +61,7 @@ func (r *JobRecord[S]) Read(st *flinkv1beta1.CommonStatus) {
 	}
 }
 
-// record writes spec as the last reconciled spec in the given reconciliation state. The trigger
+// Record writes spec as the last reconciled spec in the given reconciliation state. The trigger
 // nonces of the spec recorded before are kept: a savepoint or checkpoint asked for together
 // with an upgrade is then still asked for once the upgraded job runs (upstream keeps them for
 // the same reason in updateStatusForSpecReconciliation).
@@ -90,7 +90,7 @@ func (r *JobRecord[S]) write(st *flinkv1beta1.CommonStatus, generation int64, sp
 	return nil
 }
 
-// persist writes the status of s when it changed: the write-ahead log entry must be stored
+// Persist writes the status of s when it changed: the write-ahead log entry must be stored
 // before the action it describes. A merge patch of the status subresource with an optimistic
 // lock (patchStatus); compute brings the lifecycle state and conditions up to date first.
 func (o *ReconcilerOptions) Persist(ctx context.Context, c client.Client, s jobResource, compute func()) error {
@@ -111,7 +111,7 @@ func (o *ReconcilerOptions) Persist(ctx context.Context, c client.Client, s jobR
 	return nil
 }
 
-// finish records a reconcile's error in the status and as an event, then writes the status
+// Finish records a reconcile's error in the status and as an event, then writes the status
 // (persist computes it, once). A write conflict is returned as it is: the reconcile runs again
 // on a fresh read, and this one's status must not be written.
 func Finish(rec record.EventRecorder, s jobResource, reconcileErr error, persist func() error) error {
@@ -135,7 +135,7 @@ func Finish(rec record.EventRecorder, s jobResource, reconcileErr error, persist
 	return reconcileErr
 }
 
-// judge applies the result of validation: on violations the error is recorded in the status
+// Judge applies the result of validation: on violations the error is recorded in the status
 // and reported, and the reconcile goes on with the last deployed spec if there is one (so the
 // resource keeps being observed), else stops; a validation error that no longer holds is
 // cleared.
@@ -157,7 +157,7 @@ func Judge[S any](ctx context.Context, rec record.EventRecorder, s jobResource, 
 	return deployed, true
 }
 
-// addFinalizer adds the kind's finalizer to a resource that lacks it, so the resource is not
+// AddFinalizer adds the kind's finalizer to a resource that lacks it, so the resource is not
 // gone before its cleanup ran, and records the write as the reconciler's own. The status is
 // then patched against the updated object.
 func (o *ReconcilerOptions) AddFinalizer(ctx context.Context, c client.Client, s jobResource, finalizer string) error {
@@ -175,7 +175,7 @@ func (o *ReconcilerOptions) AddFinalizer(ctx context.Context, c client.Client, s
 	return nil
 }
 
-// release removes the finalizer of a resource whose cleanup is done, forgetting what the
+// Release removes the finalizer of a resource whose cleanup is done, forgetting what the
 // reconciler tracked of it.
 func (o *ReconcilerOptions) Release(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	if o.Lifecycle != nil {
@@ -189,7 +189,7 @@ func (o *ReconcilerOptions) Release(ctx context.Context, c client.Client, obj cl
 	return nil
 }
 
-// clusterConfig is the configuration of a cluster as every reconciler reads it: the effective
+// ClusterConfig is the configuration of a cluster as every reconciler reads it: the effective
 // configuration Flink gets (its REST port and SSL settings among them) plus the operator
 // options of the user's configuration, from the operator's default configuration in force.
 // The FlinkDeployment, the session jobs on it and the snapshots of its jobs all address the
@@ -206,7 +206,7 @@ func ClusterConfig(dep *flinkv1beta1.FlinkDeployment, defaults flinkconf.Default
 	return flinkconf.WithOptions(effective, user), nil
 }
 
-// recordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
+// RecordNonces stores the trigger nonces of desired in the last reconciled spec, so the same
 // nonce never triggers twice; the rest of the reconciled spec, its state and its timestamp (the
 // job id derives from it) are kept. Taking a nonce deploys nothing: the first deployment stays
 // the first until an upgrade, as upstream records it.

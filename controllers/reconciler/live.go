@@ -6,7 +6,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 )
 
-// liveSettings returns the operator settings in force now: the dynamic configuration's when
+// LiveSettings returns the operator settings in force now: the dynamic configuration's when
 // there is one (so a changed ConfigMap applies from the next reconcile), else the fixed ones.
 func LiveSettings(live *operatorconfig.Store, intervals Intervals, defaults flinkconf.Defaults, flink *clients.Factory) (Intervals, flinkconf.Defaults, *clients.Factory) {
 	if live == nil {

@@ -46,7 +46,7 @@ type ReconcilerOptions struct {
 	// Listener, when set, hears of every status written and event recorded (extension.go).
 	Listener listener.Listener
 
-	// writes recognises cached copies older than the reconciler's own writes.
+	// Writes recognises cached copies older than the reconciler's own writes.
 	Writes *ownWrites
 }
 
@@ -64,19 +64,19 @@ func (o *ReconcilerOptions) ownWrites() *ownWrites {
 	return o.Writes
 }
 
-// controllerSpec is what SetupWithManager hands to the shared wiring: the controller's name, the
+// ControllerSpec is what SetupWithManager hands to the shared wiring: the controller's name, the
 // kind it reconciles, its deadline and reconcile interval and how it is built.
 type ControllerSpec struct {
 	Name      string
 	Object    client.Object
 	Intervals Intervals
-	// priority: the controller's watches rank their events (byIntent); PriorityQueue applies.
+	// Priority: the controller's watches rank their events (byIntent); PriorityQueue applies.
 	Priority bool
-	// build adds the controller's watches; For is the caller's to set, or not.
+	// Build adds the controller's watches; For is the caller's to set, or not.
 	Build func(*builder.Builder) *builder.Builder
 }
 
-// setUp registers a controller with every reconcile wrapped the same way for all kinds: the
+// SetUp registers a controller with every reconcile wrapped the same way for all kinds: the
 // listener hears the events, each reconcile is bounded by the deadline, then paced by the rate
 // limits and the namespace share, queued by priority where the controller ranks its events.
 func (o *ReconcilerOptions) SetUp(mgr ctrl.Manager, c ControllerSpec, r reconcile.Reconciler) error {
@@ -91,20 +91,20 @@ func (o *ReconcilerOptions) SetUp(mgr ctrl.Manager, c ControllerSpec, r reconcil
 	return c.Build(ctrl.NewControllerManagedBy(mgr)).Named(c.Name).WithOptions(opts).Complete(paced)
 }
 
-// preamble is the start every reconcile of a resource kind shares: the object is read; a
+// Preamble is the start every reconcile of a resource kind shares: the object is read; a
 // canary, or a copy older than the reconciler's own last write, is not reconciled; the
 // resource's secrets are masked in everything body logs, records or returns; a write conflict
 // reads the object again shortly.
 type Preamble struct {
-	// finalizer is the kind's finalizer (a canary's is removed); empty for kinds without one.
+	// Finalizer is the kind's finalizer (a canary's is removed); empty for kinds without one.
 	Finalizer string
-	// logKey names the resource in the log lines.
+	// LogKey names the resource in the log lines.
 	LogKey string
-	// secrets are the values of obj to mask.
+	// Secrets are the values of obj to mask.
 	Secrets func(obj client.Object) []string
 }
 
-// run reads req into obj and runs body under the preamble.
+// Run reads req into obj and runs body under the preamble.
 func (o *ReconcilerOptions) Run(ctx context.Context, c client.Client, req ctrl.Request, obj client.Object, p Preamble,
 	body func(ctx context.Context, red *redact.Redactor) (ctrl.Result, error)) (ctrl.Result, error) {
 	if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
@@ -117,7 +117,7 @@ func (o *ReconcilerOptions) Run(ctx context.Context, c client.Client, req ctrl.R
 	}
 	if o.ownWrites().stale(obj) {
 		// The cache has not seen this reconciler's last write yet; its watch event brings the
-		// object back. The requeue is a safety net only.
+		// Object back. The requeue is a safety net only.
 		return ctrl.Result{RequeueAfter: StaleCopyRetry}, nil
 	}
 	var secrets []string
@@ -133,8 +133,8 @@ func (o *ReconcilerOptions) Run(ctx context.Context, c client.Client, req ctrl.R
 	return result, red.Error(err)
 }
 
-// liveCopy is the reconciler's settings for one reconcile: the events go through red, and the
-// intervals, default Flink configuration and REST timeout are the ones in force now (the
+// LiveCopy is the reconciler's settings for one reconcile: the events go through red, and the
+// Intervals, default Flink configuration and REST timeout are the ones in force now (the
 // dynamic configuration's, when there is one).
 type LiveCopy struct {
 	Recorder  *record.EventRecorder
@@ -143,13 +143,13 @@ type LiveCopy struct {
 	Flink     **clients.Factory
 }
 
-// apply sets the copy's settings from the live configuration and masks its events with red.
+// Apply sets the copy's settings from the live configuration and masks its events with red.
 func (o *ReconcilerOptions) Apply(c LiveCopy, red *redact.Redactor) {
 	*c.Recorder = red.Recorder(*c.Recorder)
 	*c.Intervals, *c.Defaults, *c.Flink = LiveSettings(o.Live, *c.Intervals, *c.Defaults, *c.Flink)
 }
 
-// validatorNow is v with the operator configuration in force now, from which the operator-wide
+// ValidatorNow is v with the operator configuration in force now, from which the operator-wide
 // policy (pod security level, Ingress annotations) is read: the live one when the operator
 // configuration is dynamic, else the fixed defaults.
 func (o *ReconcilerOptions) ValidatorNow(v *validation.Validator, defaults flinkconf.Defaults) *validation.Validator {

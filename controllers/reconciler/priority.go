@@ -58,7 +58,7 @@ func equalAnnotations(a, b map[string]string) bool {
 	return true
 }
 
-// byIntent enqueues a resource itself (as handler.EnqueueRequestForObject does) with the
+// ByIntent enqueues a resource itself (as handler.EnqueueRequestForObject does) with the
 // priorities above. controller-runtime's own handlers only tell the initial list from the rest.
 type ByIntent struct{}
 

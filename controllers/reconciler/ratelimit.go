@@ -31,7 +31,7 @@ type RateLimits struct {
 	PerNamespace int
 }
 
-// pace returns the options and the reconciler that apply p to controller name, whose
+// Pace returns the options and the reconciler that apply p to controller name, whose
 // resources are of obj's kind and are settled after the reconcile interval settled. Each
 // controller gets limiters of its own: requests of different kinds may name the same object.
 func (p RateLimits) Pace(mgr ctrl.Manager, name string, settled time.Duration, obj client.Object,

@@ -17,7 +17,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 )
 
-// errorJSON renders status.error from an upstream exception class name, with the typed
+// ErrorJSON renders status.error from an upstream exception class name, with the typed
 // reason that class stands for. New code names the reason itself (flinkv1beta1.NewStatusError).
 func ErrorJSON(kind, message string) string {
 	reasons := map[string]flinkv1beta1.StatusErrorReason{
@@ -37,12 +37,12 @@ func ErrorJSON(kind, message string) string {
 	return flinkv1beta1.NewStatusError(exception, reason, message)
 }
 
-// isValidationError: status.error records an invalid spec.
+// IsValidationError: status.error records an invalid spec.
 func IsValidationError(statusError string) bool {
 	return flinkv1beta1.ErrorReason(statusError) == flinkv1beta1.ErrorReasonInvalidSpec
 }
 
-// patchStatus writes obj's status as a merge patch against original, with optimistic locking:
+// PatchStatus writes obj's status as a merge patch against original, with optimistic locking:
 // a status computed from a stale cached object must not overwrite a newer one (it could drop a
 // trigger id written ahead); the conflict makes the reconcile start again with fresh state. A
 // resource deleted meanwhile is not an error.
@@ -58,7 +58,7 @@ func PatchStatus(ctx context.Context, c client.Client, obj, original client.Obje
 
 func EqualStatus(a, b any) bool { return equality.Semantic.DeepEqual(a, b) }
 
-// logUnknownOutcome says why a pending Flink operation's outcome is not known yet, when the
+// LogUnknownOutcome says why a pending Flink operation's outcome is not known yet, when the
 // JobManager could not be asked (transport trouble is never the operation's outcome).
 func LogUnknownOutcome(ctx context.Context, op flink.Operation, p flink.Progress) {
 	if p.Unreachable != nil {
@@ -66,7 +66,7 @@ func LogUnknownOutcome(ctx context.Context, op flink.Operation, p flink.Progress
 	}
 }
 
-// deterministicJobID derives a job id from the resource and the upgrade it belongs to, so a
+// DeterministicJobID derives a job id from the resource and the upgrade it belongs to, so a
 // deployment retried after an operator crash submits the same job id as the first attempt.
 func DeterministicJobID(uid string, upgradeTimestamp int64) string {
 	sum := sha256.Sum256([]byte(uid + "/" + strconv.FormatInt(upgradeTimestamp, 10)))

@@ -74,7 +74,7 @@ var cases = []Case{
 	{Deputy, "objects of the cluster's names that are not the cluster's", "./pkg/native", []string{"TestApplyAndDeleteLeaveForeignObjects"}, false},
 
 	// Starvation.
-	{Starvation, "one JobManager that never answers", "./controllers", []string{"TestReconcileDeadline"}, true},
+	{Starvation, "one JobManager that never answers", "./controllers/reconciler", []string{"TestReconcileDeadline"}, true},
 	{Starvation, "one resource reconciled in a tight loop", "./controllers", []string{"TestRateLimitBudgetFromOptions"}, true},
 	// Third round.
 	{Crash, "JSON replies of a million members", "./pkg/flink", []string{"TestManyMapEntriesAreRefusedBeforeDecoding"}, false},
