@@ -143,7 +143,9 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml),
 
 .PHONY: test
 test: ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Everything they run is built first (test-deps), then three lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
+	@mkdir -p $(LOCALBIN) && date +%s > $(LOCALBIN)/.test-deps
 	$(MAKE) --no-print-directory test-deps
+	@echo "test-deps: took $$(( $$(date +%s) - $$(cat $(LOCALBIN)/.test-deps) ))s"
 	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters
 
 # The lanes share nothing but the machine: envtest API servers on loopback ports of their own, and
@@ -168,12 +170,21 @@ test-deps-jvm: ## The downloads and Maven builds test-deps runs, one at a time: 
 # at a time. Measured on 2 cores, moving the fault tests to a lane of their own (make e2e-faults
 # beside make e2e-main) slowed JobManager starts past the chaos test's settle bound, and after the
 # unit tests it made the unit lane the longest (34 minutes in all against 29).
+# Each lane prints when it started and how long it took, so a run shows which lane bounds it.
+LANE_START = @echo "lane $(1): started at $$(date -u +%T)"; date +%s > $(LOCALBIN)/.lane-$(1)
+LANE_END = @echo "lane $(1): took $$(( $$(date +%s) - $$(cat $(LOCALBIN)/.lane-$(1)) ))s, ended at $$(date -u +%T)"
 test-lane-unit: ## Lane 1: unit, envtest and real-Flink tests of every package.
+	$(call LANE_START,unit)
 	$(MAKE) --no-print-directory unit-latest
+	$(call LANE_END,unit)
 test-lane-e2e: ## Lane 2: the e2e suite on the local cluster.
+	$(call LANE_START,e2e)
 	$(MAKE) --no-print-directory e2e
+	$(call LANE_END,e2e)
 test-lane-clusters: ## Lane 3: the controllers' suite on the oldest API server, then the install, OLM and migration tests, each on a local cluster of its own.
+	$(call LANE_START,clusters)
 	$(MAKE) --no-print-directory unit-oldest deploy-test olm-test migration-test
+	$(call LANE_END,clusters)
 
 .PHONY: test-short
 test-short: $(GENERATE) envtest-assets ## The inner loop: every package's unit and envtest tests with -short, which leaves out real Flink, ZooKeeper, the load generator, the scale bench and the local-cluster suites (all run by make test).

@@ -114,6 +114,7 @@ func cancels(flink *fakeflink.Server) []string {
 // it from where upstream does, for a resource the Apache operator deployed and for one this
 // operator deployed whose only change was upgradeMode.
 func TestRecordedUpgradeModeIsNotTheUsersIntent(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 
 	// Rollback: upstream rolls back in the mode of the spec that failed; the stable one says
@@ -272,6 +273,7 @@ func sessionForgetsTheJob(t *testing.T, a *adopted, events *recordedEvents) {
 // TestAdoptsEveryCapturedUpstreamState.) Asserted on what reaches Flink and on the HA
 // ConfigMaps.
 func TestLifeAfterAdoption(t *testing.T) {
+	t.Parallel()
 	applications := []string{
 		"s1-laststate/01-running-stable", "s1-laststate/02-after-manual-savepoint",
 		"s1-laststate/03-after-parallelism-2-laststate-upgrade", "s1-laststate/05-after-resume",

@@ -264,6 +264,7 @@ func jobActions(flink *fakeflink.Server) []string {
 // its job ids, savepoint paths and snapshot resources, and the recorded spec is accepted as
 // deployed. A spec change afterwards upgrades from the state the capture's upgrade mode keeps.
 func TestAdoptsEveryCapturedUpstreamState(t *testing.T) {
+	t.Parallel()
 	lastStateUpgrade := func(t *testing.T, a *adopted) {
 		// Parallelism 2 → 3 (or 1 → 3): last-state with Kubernetes HA keeps the job id and
 		// restores from the HA metadata; the job is neither stopped nor cancelled.

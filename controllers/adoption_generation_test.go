@@ -24,6 +24,7 @@ import (
 // job must be Ready at once (the migration test found them stuck at Ready=False: only a spec
 // change wrote the observed generation).
 func TestAdoptsTheGenerationApache17Recorded(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("testdata/upstream/apache-1.7.0-running.yaml")
 	require.NoError(t, err)
 	reader := yaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))

@@ -72,6 +72,7 @@ func adopt(t *testing.T, c client.Client, dep *flinkv1beta1.FlinkDeployment, cms
 // operator. Its status conventions are understood: the last-state sentinel
 // in upgradeSavepointPath means "restore from HA metadata", never a path.
 func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	k := &cluster{t: t, c: c, flink: flink}
@@ -102,6 +103,7 @@ func TestAdoptsWhatTheApacheOperatorWrote(t *testing.T) {
 // names its savepoint only in the legacy savepointInfo.lastSavepoint, resumes from it (as
 // upstream's restoreJob does) instead of asking for a manual restore.
 func TestAdoptsALegacySavepoint(t *testing.T) {
+	t.Parallel()
 	flink := fakeflink.New(t)
 	c := testEnv(t).Client
 	k := &cluster{t: t, c: c, flink: flink}

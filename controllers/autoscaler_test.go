@@ -145,6 +145,7 @@ func withRecordedConfig(t *testing.T, raw string, kv map[string]string) string {
 // job stopped; the overrides stay in force (in the autoscaler's ConfigMap, which is created
 // from them when the Apache operator's is gone).
 func TestAdoptsAnAutoscaledDeployment(t *testing.T) {
+	t.Parallel()
 	const overrides = "0a448493b4782967b150582570326227:4,bc764cd8ddf7a0cff126f51c16239658:2"
 	for _, withConfigMap := range []bool{false, true} {
 		t.Run(fmt.Sprintf("autoscaler ConfigMap left: %v", withConfigMap), func(t *testing.T) {

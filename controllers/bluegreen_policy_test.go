@@ -73,6 +73,7 @@ func podWithHostNetwork() *corev1.Pod {
 // with the Ready condition and a Warning event naming the field, and nothing is created: no
 // child FlinkDeployment, no Ingress. A running one keeps its Ingress as it was.
 func TestBlueGreenPolicyAtReconcile(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	const name = "orders"

@@ -40,6 +40,7 @@ func (s *statusListener) OnEvent(context.Context, listener.Event) {}
 // where they are, so a tenant's secret equal to a field name or holding JSON syntax neither
 // hides a field of the recorded spec nor breaks the status, whose CloudEvent is still sent.
 func TestStatusEventsMaskSecretsByPlace(t *testing.T) {
+	t.Parallel()
 	for _, secret := range []string{"hostNetwork", "privileged", `":{"`} {
 		t.Run(secret, func(t *testing.T) {
 			sink := &cloudEventSink{}

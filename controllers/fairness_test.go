@@ -177,6 +177,7 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 // TestPaceSharesNamespaces: the controllers paced by RateLimits run their reconciles within
 // their namespace's share, keeping a postponed resource's failure count.
 func TestPaceSharesNamespaces(t *testing.T) {
+	t.Parallel()
 	inner := &noopReconciler{}
 	_, r, err := reconciler.RateLimits{PerNamespace: 3}.Pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
@@ -217,6 +218,7 @@ func (m cacheOnly) GetCache() cache.Cache { return m.c }
 // (kubernetes.operator.rate-limiter.limit) on those retries: once a place is free it is
 // reconciled, not postponed to the end of the budget's period.
 func TestWaitingForTheNamespaceShareSpendsNoBudget(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	running := make(chan struct{})
 	var reconciled atomic.Int32

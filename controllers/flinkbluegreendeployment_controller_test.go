@@ -124,6 +124,7 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 // TestBlueGreenDeployment walks the switches of a FlinkBlueGreenDeployment against the
 // FlinkDeployment and FlinkStateSnapshot controllers and a fake JobManager.
 func TestBlueGreenDeployment(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	const name = "orders"
 
@@ -471,6 +472,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 // TestBlueGreenTimestamps: upstream resets its markers to the epoch, not to empty; an adopted
 // status with them has no grace period or readiness running.
 func TestBlueGreenTimestamps(t *testing.T) {
+	t.Parallel()
 	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
 		_, ok := flinkbluegreendeployment.ParseTimestamp(unset)
 		assert.False(t, ok, unset)

@@ -36,6 +36,7 @@ import (
 // from a fresh deployment of their own, so one failing says nothing about the next and any of
 // them runs alone (go test -run 'TestFlinkDeploymentLifecycle/suspend').
 func TestFlinkDeploymentLifecycle(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	const name = "orders"
@@ -202,6 +203,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 // TestCrashAfterWriteAheadResumes: the operator dies after recording a deployment and before
 // applying it; the next one deploys exactly what was recorded, with the same job id.
 func TestCrashAfterWriteAheadResumes(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	flink := fakeflink.New(t)
 	ctx := context.Background()
@@ -257,6 +259,7 @@ func flinkIDLike(s string) bool {
 
 // TestUpgradeModes runs one upgrade per mode and checks what the new deployment restores from.
 func TestUpgradeModes(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 
@@ -417,6 +420,7 @@ func TestRestartFailedAndSavepointOnDeletion(t *testing.T) {
 // readiness timeout is rolled back to the last stable spec, keeping HA metadata; the failed
 // spec is not tried again until the spec changes.
 func TestRollback(t *testing.T) {
+	t.Parallel()
 	// Not parallel: its grace period runs on the wall clock, too short for a loaded machine.
 	c := testEnv(t).Client
 	ctx := context.Background()
@@ -455,6 +459,7 @@ func TestRollback(t *testing.T) {
 // JobManager Deployment (here every Service is refused, as by a quota) leaves the attempt
 // incomplete; it is never taken for deployed, and is applied again once it can be.
 func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	flink := fakeflink.New(t)
 	ctx := context.Background()

@@ -20,6 +20,7 @@ import (
 // TestRecovery: JobManager deployment recovery, health-check restarts and the shutdown TTL of
 // an ended job's JobManager.
 func TestRecovery(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 	// start creates dep in its scenario (of k) and waits until its job runs STABLE.
@@ -104,6 +105,7 @@ func TestRecovery(t *testing.T) {
 
 // TestEvaluateHealth is the health check's rule, observation by observation.
 func TestEvaluateHealth(t *testing.T) {
+	t.Parallel()
 	t0 := time.UnixMilli(1_000_000)
 	o := flinkdeployment.HealthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
 	steps := []struct {
@@ -132,6 +134,7 @@ func TestEvaluateHealth(t *testing.T) {
 }
 
 func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
+	t.Parallel()
 	conf := flinkconf.Config{"execution.checkpointing.interval": "30 s"}
 	assert.Equal(t, 20*time.Minute, flinkdeployment.HealthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
 	conf = flinkconf.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}

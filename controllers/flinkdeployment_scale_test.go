@@ -39,6 +39,7 @@ func withConfig(t *testing.T, spec *flinkv1beta1.FlinkDeploymentSpec, kv map[str
 }
 
 func TestInPlaceScaleTarget(t *testing.T) {
+	t.Parallel()
 	base := withConfig(t, &fixtures.NewDeployment(t, "ns", "job").Spec, map[string]string{
 		"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "a:2,b:2"})
 	adaptive := flinkconf.Config{"jobmanager.scheduler": "adaptive"}
@@ -138,6 +139,7 @@ func TestInPlaceScaling(t *testing.T) {
 }
 
 func TestReactiveScaleTarget(t *testing.T) {
+	t.Parallel()
 	base := fixtures.NewDeployment(t, "ns", "job").Spec
 	base.Mode = flinkv1beta1.DeploymentModeStandalone
 	reactive := flinkconf.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}

@@ -49,6 +49,7 @@ func redeployed(t *testing.T, c client.Client, k *cluster, ns, name, oldJob stri
 // TestUpstreamSemantics: each scenario has a namespace, a fake Flink and an operator of its
 // own (newScenario), so none depends on what another left behind.
 func TestUpstreamSemantics(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 
 	// savepointRedeployNonce on a running job restores initialSavepointPath, whatever

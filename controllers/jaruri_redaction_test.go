@@ -32,6 +32,7 @@ import (
 // lines (where controller-runtime writes the errors a reconcile returns) show the URI without
 // the password.
 func TestJarURIPasswordNeverShown(t *testing.T) {
+	t.Parallel()
 	const password = "s3cr3t-pass"
 	repo := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(repo.Close)

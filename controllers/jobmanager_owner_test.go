@@ -26,6 +26,7 @@ import (
 // in progress, or the resource is DEPLOYED with nothing deployed (here: its job stopped with a
 // savepoint, left FINISHED on the old cluster).
 func TestRecreatedResourceDoesNotTakeAnotherOwnersJobManager(t *testing.T) {
+	t.Parallel()
 	fake := fakeflink.New(t)
 	c := testEnv(t).Client
 	capture := loadCapture(t, "s2-savepoint/01-running-stable")

@@ -98,6 +98,7 @@ func (s countedStatus) Patch(ctx context.Context, obj client.Object, p client.Pa
 // the write brings the object back, instead of computing a status from the stale copy and
 // having its write refused.
 func TestSessionJobSkipsStaleCopyOfItsOwnWrite(t *testing.T) {
+	t.Parallel()
 	job := &flinkv1beta1.FlinkSessionJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orders", UID: "uid-orders", Generation: 1},
 		Spec: flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session",
@@ -148,6 +149,7 @@ func (c refusingCreate) Create(_ context.Context, obj client.Object, _ ...client
 // secrets of its template's Flink configuration are masked in the errors it returns (logged
 // by controller-runtime) and the events it records.
 func TestBlueGreenMasksTemplateSecrets(t *testing.T) {
+	t.Parallel()
 	bg := fixtures.NewBlueGreen(t, "ns", "orders", "10m")
 	bg.Spec.Template.Spec.FlinkConfiguration = flinkv1beta1.FlinkConfiguration{}
 	require.NoError(t, yaml.Unmarshal([]byte(`{s3.secret-key: hunter2-secret, state.savepoints.dir: "file:///sp"}`), &bg.Spec.Template.Spec.FlinkConfiguration))
@@ -174,6 +176,7 @@ func blueGreenAsWired(r *flinkbluegreendeployment.FlinkBlueGreenDeploymentReconc
 // cluster from the same configuration as the cluster's own reconciler: the operator's default
 // Flink configuration in force (here its REST port) and the cluster's own options over it.
 func TestSnapshotAddressesClusterAsItsReconcilerDoes(t *testing.T) {
+	t.Parallel()
 	dep := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orders"},
 		Spec: flinkv1beta1.FlinkDeploymentSpec{FlinkVersion: "v1_20", Job: &flinkv1beta1.JobSpec{JarURI: "local:///job.jar"}},
 		Status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{

@@ -171,6 +171,7 @@ func historyLocations(j *flinkv1beta1.FlinkSessionJob) []string {
 // its entries older than savepoint.history.max.age (not only those beyond the count), the
 // newest kept; with savepoint.cleanup.enabled false the entries go but nothing is disposed.
 func TestLegacySavepointHistoryTrimmedByAge(t *testing.T) {
+	t.Parallel()
 	for _, cleanup := range []bool{true, false} {
 		t.Run(fmt.Sprintf("cleanup=%t", cleanup), func(t *testing.T) {
 			t.Parallel()

@@ -33,6 +33,7 @@ func errorReported(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Error
 // cannot use the operator to overwrite or delete another application's objects by naming a
 // FlinkDeployment after them.
 func TestForeignObjectsAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 
 	t.Run("a Service of another application is not taken over", func(t *testing.T) {
@@ -99,6 +100,7 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 // The reconciler validates again with the operator-wide policy of the operator configuration
 // in force: a resource admitted before the policy was set (or without the webhook) is refused.
 func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
+	t.Parallel()
 	dep := fixtures.NewDeployment(t, "ns", "x")
 	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}
 	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}

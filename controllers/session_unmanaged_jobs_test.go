@@ -65,6 +65,7 @@ func TestSessionClusterDeletionWaitsForUnmanagedJobs(t *testing.T) {
 // deprecated key kubernetes.operator.session.block-on-unmanaged-jobs false), a running
 // unmanaged job does not keep the session cluster.
 func TestSessionClusterDeletionWithoutBlockOnUnmanagedJobs(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	for _, key := range []string{"kubernetes.operator.session.deletion.block-on-unmanaged-jobs", "kubernetes.operator.session.block-on-unmanaged-jobs"} {
 		t.Run(key, func(t *testing.T) {

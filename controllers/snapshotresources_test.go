@@ -147,6 +147,7 @@ func TestTrimSavepointHistory(t *testing.T) {
 }
 
 func TestPeriodicDue(t *testing.T) {
+	t.Parallel()
 	hourAgo := time.Now().Add(-time.Hour).UnixMilli()
 	minuteAgo := time.Now().Add(-time.Minute).UnixMilli()
 	tests := []struct {
@@ -175,6 +176,7 @@ func TestPeriodicDue(t *testing.T) {
 // often than the operator's reconcile interval, whatever interval or cron expression a resource
 // asks for; a shorter duration is clamped, with a Warning event saying so.
 func TestPeriodicSnapshotMinimum(t *testing.T) {
+	t.Parallel()
 	const minInterval = time.Minute
 	secondsAgo := time.Now().Add(-5 * time.Second).UnixMilli()
 	minutesAgo := time.Now().Add(-2 * time.Minute).UnixMilli()

@@ -57,6 +57,7 @@ func loadCapturedSnapshots(t *testing.T, path string) []flinkv1beta1.FlinkStateS
 }
 
 func TestStatusShapeAsUpstream(t *testing.T) {
+	t.Parallel()
 	c := testEnv(t).Client
 	ctx := context.Background()
 

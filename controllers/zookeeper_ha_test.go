@@ -34,6 +34,7 @@ import (
 // graph there (the new JobManager recovered the old job beside the new one), deletion left
 // everything, and a last-state upgrade never found the metadata and cancelled the job instead.
 func TestZooKeeperHAMetadata(t *testing.T) {
+	t.Parallel()
 	srv := zkserver.Start(t, "127.0.0.1")
 	zkc := srv.Client(t)
 	c := testEnv(t).Client
