@@ -524,17 +524,22 @@ func TestBackoffPhase(t *testing.T) {
 		// want
 		wait      time.Duration // about; 0: triggered
 		triggered bool
+		noState   bool // the status records failures but no state
 	}{
 		{name: "1 failure, 1 s ago: waits 9 s", failures: 1, failedAt: time.Second, dep: "orders", wait: backoff - time.Second},
 		{name: "2 failures, 1 s ago: waits 19 s", failures: 2, failedAt: time.Second, dep: "orders", wait: 2*backoff - time.Second},
 		{name: "job gone while backing off: still waits", failures: 1, failedAt: time.Second, dep: "missing", wait: backoff - time.Second},
 		{name: "1 failure, back-off passed: triggered", failures: 1, failedAt: backoff + time.Second, dep: "orders", triggered: true},
+		{name: "no state recorded: waits as TRIGGER_PENDING", failures: 1, failedAt: time.Second, dep: "orders", wait: backoff - time.Second, noState: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newSnapWorld(t, savepointOf(tt.dep), runningDeployment(t))
 			w.setStatus(func(st *flinkv1beta1.FlinkStateSnapshotStatus) {
 				st.State, st.Failures, st.Error = flinkv1beta1.SnapshotTriggerPending, tt.failures, "disk full"
+				if tt.noState {
+					st.State = ""
+				}
 				st.ResultTimestamp = flinkv1beta1.FormatSnapshotTime(time.Now().Add(-tt.failedAt))
 			})
 
