@@ -3,6 +3,7 @@ package flinkstatesnapshot
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -126,7 +127,12 @@ func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap
 	if snap.Labels[jobs.LabelSnapshotState] != string(st.State) && st.State != "" {
 		before := snap.DeepCopy()
 		snap.Labels[jobs.LabelSnapshotState] = string(st.State)
-		return r.Client.Patch(ctx, snap, client.MergeFrom(before))
+		if err := r.Client.Patch(ctx, snap, client.MergeFrom(before)); err != nil {
+			return err
+		}
+		// The label write is a newer version of the resource: a second status write in the same
+		// reconcile (the failure of a trigger written ahead) goes from it, not from a conflict.
+		original.ResourceVersion, original.Labels = snap.ResourceVersion, maps.Clone(snap.Labels)
 	}
 	return nil
 }

@@ -304,6 +304,9 @@ func TestTriggerPhase(t *testing.T) {
 			return snap
 		}, path: "/jobs/" + sessionJobID + "/savepoints", body: map[string]any{"cancel-job": false, "target-directory": "file:///sp/manual", "formatType": "CANONICAL"},
 			state: flinkv1beta1.SnapshotInProgress},
+		{name: "refused by Flink: a failed attempt, retried", snap: func() *flinkv1beta1.FlinkStateSnapshot { return savepointOf("orders") }, refuse: true,
+			path: "/jobs/" + fixtures.PhaseJobID + "/savepoints", body: map[string]any{"cancel-job": false, "target-directory": "file:///sp/manual", "formatType": "CANONICAL"},
+			state: flinkv1beta1.SnapshotTriggerPending, events: []string{"Warning SnapshotError SAVEPOINT attempt 1 failed, retrying: trigger: "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
