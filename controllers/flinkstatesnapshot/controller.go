@@ -3,6 +3,7 @@ package flinkstatesnapshot
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -67,42 +68,16 @@ func (r *FlinkStateSnapshotReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Build: func(b *builder.Builder) *builder.Builder { return b.For(&flinkv1beta1.FlinkStateSnapshot{}) }}, r)
 }
 
-// The snapshot state machine:
-//
-//	"" / TRIGGER_PENDING, alreadyExists   → COMPLETED with spec.savepoint.path
-//	TRIGGER_PENDING, backing off          → wait (10 s, 20 s, 40 s … after each failure)
-//	TRIGGER_PENDING, job missing/stopped  → ABANDONED
-//	TRIGGER_PENDING                       → trigger id written (IN_PROGRESS), then Flink asked
-//	IN_PROGRESS, Flink forgot the trigger → asked again under the same id
-//	IN_PROGRESS, failed                   → failures+1: FAILED past backoffLimit, else TRIGGER_PENDING
-//	IN_PROGRESS, done                     → COMPLETED with the path
-//	COMPLETED / FAILED / ABANDONED        → final
-//
-// Deletion disposes a COMPLETED savepoint with disposeOnDelete through the job's cluster.
+// Reconcile reads the snapshot once and runs snapshotPhases on it (phases.go).
 func (r *FlinkStateSnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	snap := &flinkv1beta1.FlinkStateSnapshot{}
 	if err := r.Client.Get(ctx, req.NamespacedName, snap); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("flinkstatesnapshot", req.NamespacedName))
-	if !snap.DeletionTimestamp.IsZero() {
-		return r.dispose(ctx, snap)
-	}
-	if err := r.ensureMetadata(ctx, snap); err != nil {
-		if apierrors.IsConflict(err) {
-			return reconciler.RequeueSoon(), nil
-		}
-		return ctrl.Result{}, err
-	}
-	original := snap.DeepCopy()
-	result, err := r.step(ctx, snap, original)
-	if perr := r.persistSnapshot(ctx, snap, original); perr != nil {
-		if apierrors.IsConflict(perr) {
-			return reconciler.RequeueSoon(), nil
-		}
-		return ctrl.Result{}, perr
-	}
-	return result, err
+	s := newSnapshotScope(snap, time.Now())
+	defer s.close()
+	return jobs.RunPhases(ctx, s, r.snapshotPhases())
 }
 
 // ensureMetadata adds the finalizer and the filtering labels.
@@ -152,7 +127,12 @@ func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap
 	if snap.Labels[jobs.LabelSnapshotState] != string(st.State) && st.State != "" {
 		before := snap.DeepCopy()
 		snap.Labels[jobs.LabelSnapshotState] = string(st.State)
-		return r.Client.Patch(ctx, snap, client.MergeFrom(before))
+		if err := r.Client.Patch(ctx, snap, client.MergeFrom(before)); err != nil {
+			return err
+		}
+		// The label write is a newer version of the resource: a second status write in the same
+		// reconcile (the failure of a trigger written ahead) goes from it, not from a conflict.
+		original.ResourceVersion, original.Labels = snap.ResourceVersion, maps.Clone(snap.Labels)
 	}
 	return nil
 }
@@ -177,7 +157,8 @@ type target struct {
 	jobID string
 }
 
-// ResolveTarget finds the referenced job; ok is false (with a reason) when it does not run.
+// ResolveTarget finds the referenced job and its cluster's client; the reason is set (and the
+// client nil) when the job does not run.
 func (r *FlinkStateSnapshotReconciler) ResolveTarget(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (target, string, error) {
 	ref := snap.Spec.JobReference
 	if ref == nil || ref.Name == "" {
@@ -234,62 +215,6 @@ func (r *FlinkStateSnapshotReconciler) ResolveTarget(ctx context.Context, snap *
 	return target{Flink: cl, jobID: jobID}, "", nil
 }
 
-// step advances the state machine by one step.
-func (r *FlinkStateSnapshotReconciler) step(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot) (ctrl.Result, error) {
-	st := &snap.Status
-	now := time.Now()
-	switch st.State {
-	case flinkv1beta1.SnapshotCompleted, flinkv1beta1.SnapshotFailed, flinkv1beta1.SnapshotAbandoned:
-		return ctrl.Result{}, nil
-	case "", flinkv1beta1.SnapshotTriggerPending:
-		st.State = flinkv1beta1.SnapshotTriggerPending
-		if sp := snap.Spec.Savepoint; sp != nil && sp.AlreadyExists != nil && *sp.AlreadyExists {
-			st.State, st.Path, st.ResultTimestamp = flinkv1beta1.SnapshotCompleted, sp.Path, flinkv1beta1.FormatSnapshotTime(now)
-			if st.TriggerTimestamp == "" { // a record of an existing savepoint: taken when recorded (upstream)
-				st.TriggerTimestamp = st.ResultTimestamp
-			}
-			return ctrl.Result{}, nil
-		}
-		if wait := r.backoffLeft(snap, now); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-		tgt, why, err := r.ResolveTarget(ctx, snap)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		defer tgt.Flink.Close() // nil-safe: no client when the job is not found
-		if why != "" {
-			st.State, st.Error = flinkv1beta1.SnapshotAbandoned, why
-			r.Recorder.Event(snap, corev1.EventTypeWarning, ReasonSnapshotAbandoned, why)
-			return ctrl.Result{}, nil
-		}
-		st.TriggerID, st.TriggerTimestamp, st.State = flink.NewTriggerID(), flinkv1beta1.FormatSnapshotTime(now), flinkv1beta1.SnapshotInProgress
-		st.Error = ""
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, r.trigger(ctx, snap, original, tgt)
-	}
-	// IN_PROGRESS
-	tgt, why, err := r.ResolveTarget(ctx, snap)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	defer tgt.Flink.Close() // nil-safe: no client when the job is not found
-	if why != "" {
-		return r.failed(snap, "the job went away while the snapshot was in progress: "+why), nil
-	}
-	op := snapshotOperation(snap, tgt)
-	progress := tgt.Flink.Advance(ctx, op)
-	switch progress.Outcome {
-	case flink.OutcomePending:
-		reconciler.LogUnknownOutcome(ctx, op, progress)
-		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-	case flink.OutcomeFailed:
-		return r.failed(snap, jobs.SnapshotKind(snap)+" failed: "+progress.Failure), nil
-	}
-	st.State, st.Path, st.ResultTimestamp, st.Error = flinkv1beta1.SnapshotCompleted, progress.Location, flinkv1beta1.FormatSnapshotTime(now), ""
-	r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotCompleted, "%s completed: %s", jobs.SnapshotKind(snap), progress.Location)
-	return ctrl.Result{}, nil
-}
-
 // snapshotOperation is the Flink operation a snapshot resource asks for.
 func snapshotOperation(snap *flinkv1beta1.FlinkStateSnapshot, tgt target) flink.Operation {
 	op := flink.Operation{Kind: flink.OperationSavepoint, JobID: tgt.jobID, TriggerID: snap.Status.TriggerID}
@@ -302,17 +227,6 @@ func snapshotOperation(snap *flinkv1beta1.FlinkStateSnapshot, tgt target) flink.
 		op.Format = flink.SavepointFormatNative
 	}
 	return op
-}
-
-// trigger asks Flink under the recorded trigger id; the id is written before (write-ahead).
-func (r *FlinkStateSnapshotReconciler) trigger(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot, tgt target) error {
-	if err := r.persistSnapshot(ctx, snap, original); err != nil {
-		return err
-	}
-	if progress := tgt.Flink.Start(ctx, snapshotOperation(snap, tgt)); progress.Outcome == flink.OutcomeFailed {
-		r.failed(snap, "trigger: "+progress.Failure)
-	}
-	return nil
 }
 
 // failed counts a failure: FAILED past the backoff limit, else pending a retry.
@@ -355,62 +269,6 @@ func (r *FlinkStateSnapshotReconciler) backoffLeft(snap *flinkv1beta1.FlinkState
 		return 0
 	}
 	return failedAt.Add(r.backoff(st.Failures)).Sub(now)
-}
-
-// dispose runs on deletion: a completed savepoint with disposeOnDelete is disposed through
-// the referenced job's cluster; without a running job there is nothing to dispose with, so
-// the deletion waits (as upstream) unless the referenced resource is gone. One still being
-// written waits until Flink is done with it (upstream's StateSnapshotReconciler.cleanup keeps
-// the finalizer on IN_PROGRESS), so the savepoint is not left behind undisposed.
-func (r *FlinkStateSnapshotReconciler) dispose(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(snap, SnapshotFinalizer) {
-		return ctrl.Result{}, nil
-	}
-	sp := snap.Spec.Savepoint
-	disposeOnDelete := sp != nil && (sp.DisposeOnDelete == nil || *sp.DisposeOnDelete)
-	if disposeOnDelete && snap.Spec.JobReference != nil && snap.Spec.JobReference.Name != "" &&
-		snap.Status.State == flinkv1beta1.SnapshotInProgress {
-		// Upstream only waits; here the savepoint's progress is also followed, so that the wait
-		// ends (a failed attempt is not retried: the resource is going away).
-		original := snap.DeepCopy()
-		if _, err := r.step(ctx, snap, original); err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.persistSnapshot(ctx, snap, original); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconciler.RequeueSoon(), nil
-			}
-			return ctrl.Result{}, err
-		}
-		if snap.Status.State == flinkv1beta1.SnapshotInProgress {
-			r.Recorder.Eventf(snap, corev1.EventTypeNormal, ReasonSnapshotDeletionWaits,
-				"Cannot delete yet: the savepoint is still in progress; it is disposed of once Flink completes it")
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-		}
-	}
-	if disposeOnDelete && snap.Status.State == flinkv1beta1.SnapshotCompleted && snap.Status.Path != "" {
-		tgt, why, err := r.ResolveTarget(ctx, snap)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		defer tgt.Flink.Close() // nil-safe: no client when the job is not found
-		switch {
-		case why != "" && r.targetExists(ctx, snap):
-			r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "Waiting to dispose %s: %s", snap.Status.Path, why)
-			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
-		case why == "":
-			if _, err := tgt.Flink.DisposeSavepoint(ctx, snap.Status.Path); err != nil {
-				r.Recorder.Eventf(snap, corev1.EventTypeWarning, ReasonSnapshotError, "Disposing %s failed: %v", snap.Status.Path, err)
-				return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
-			}
-			r.Recorder.Eventf(snap, corev1.EventTypeNormal, "SnapshotDisposed", "Savepoint %s disposed", snap.Status.Path)
-		}
-	}
-	controllerutil.RemoveFinalizer(snap, SnapshotFinalizer)
-	if err := r.Client.Update(ctx, snap); err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, fmt.Errorf("remove finalizer: %w", err)
-	}
-	return ctrl.Result{}, nil
 }
 
 // targetExists: the referenced resource is still there (its job may come back to run).
