@@ -154,9 +154,11 @@ TEST_LANES ?= 3
 # GENERATE is what every test target regenerates first; the lanes run after test-deps did it once,
 # with GENERATE empty, so that no lane rewrites sources another lane is compiling.
 GENERATE ?= manifests generate
-# UNIT_PARALLEL: how many parallel tests a package runs at once (go test -parallel). Only the
-# controllers' envtest scenarios are parallel, and they mostly wait for reconciles, not for the
-# CPU: measured on 2 cores, 8 at a time take the suite from 280 s to 120 s.
+# UNIT_PARALLEL: how many of the controllers' envtest scenarios run at once (go test -parallel)
+# in the inner loop and on the oldest API server. They mostly wait for reconciles, not for the
+# CPU: measured on 2 idle cores, 8 at a time take the suite from 280 s to 120 s. The unit lane
+# keeps go test's default (one per core): it runs beside the e2e suite's timing-bound fault
+# tests, on a machine whose cores are already all busy.
 UNIT_PARALLEL ?= 8
 # DEPS_JOBS: how many builds and downloads test-deps runs at once.
 DEPS_JOBS ?= 4
@@ -202,7 +204,7 @@ unit: unit-latest unit-oldest ## Unit, envtest and real-Flink tests (everything 
 unit-latest: $(GENERATE) envtest-assets flink-dist loadgen promtool zookeeper ## Every package's tests against the current API server.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" PROMTOOL=$(PROMTOOL) \
-		go test ./... -count=1 -parallel $(UNIT_PARALLEL) -timeout 30m
+		go test ./... -count=1 -timeout 30m
 
 .PHONY: unit-oldest
 unit-oldest: $(GENERATE) envtest-oldest-assets ## The controllers' envtest suite against the oldest supported API server.
@@ -235,11 +237,11 @@ migration-test: $(GENERATE) cluster-assets migration-deps ## The Apache operator
 migration-deps: $(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)/.installed $(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)/.installed ## Install what the migration test runs: the Apache operator and Flink 1.18.
 
 $(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)/.installed: hack/install-flink.sh
-	hack/install-flink.sh $(MIGRATION_FLINK_VERSION) $(MIGRATION_FLINK_VERSION) $(LOCALBIN)/flink/$(MIGRATION_FLINK_VERSION)
+	hack/cached.sh $(@D) hack/install-flink.sh -- hack/install-flink.sh $(MIGRATION_FLINK_VERSION) $(MIGRATION_FLINK_VERSION) {}
 	touch $@
 
 $(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)/.installed: hack/install-apache-operator.sh test/migration/testdata/pom.xml
-	hack/install-apache-operator.sh $(APACHE_OPERATOR_VERSION) $(LOCALBIN)/apache-flink-operator/$(APACHE_OPERATOR_VERSION)
+	hack/cached.sh $(@D) hack/install-apache-operator.sh test/migration/testdata/pom.xml -- hack/install-apache-operator.sh $(APACHE_OPERATOR_VERSION) {}
 	touch $@
 
 .PHONY: golden
@@ -371,16 +373,16 @@ olm-tools: opm $(OLM) $(OLM_CATALOG) ## Build opm and OLM's olm and catalog oper
 opm: $(OPM)
 $(OPM): hack/tools/opm/go.mod
 	mkdir -p $(dir $@)
-	cd hack/tools/opm && go build -tags=json1,containers_image_openpgp -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/opm,github.com/operator-framework/operator-registry/cmd/opm,,$(OPM_TAGS))
 
 OLM_LDFLAGS = -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)
 $(OLM): hack/tools/olm/go.mod
 	mkdir -p $(dir $@)
-	cd hack/tools/olm && go build -ldflags "$(OLM_LDFLAGS)" -o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/olm && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/olm,github.com/operator-framework/operator-lifecycle-manager/cmd/olm,$(OLM_LDFLAGS))
 
 $(OLM_CATALOG): hack/tools/olm/go.mod
 	mkdir -p $(dir $@)
-	cd hack/tools/olm && go build -ldflags "$(OLM_LDFLAGS)" -o $@.tmp github.com/operator-framework/operator-lifecycle-manager/cmd/catalog && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/olm,github.com/operator-framework/operator-lifecycle-manager/cmd/catalog,$(OLM_LDFLAGS))
 
 ##@ Tools
 
@@ -425,7 +427,7 @@ envtest-assets: setup-envtest $(KUBE_APISERVER) $(ETCD) $(KUBECTL) ## Build kube
 
 $(KUBE_APISERVER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/kube,k8s.io/kubernetes/cmd/kube-apiserver,$(KUBE_VERSION_LDFLAGS))
 
 # kube-apiserver and etcd of the oldest supported Kubernetes (K8S_OLDEST_VERSION), for envtest.
 .PHONY: envtest-oldest-assets
@@ -433,7 +435,7 @@ envtest-oldest-assets: $(KUBE_APISERVER_OLDEST) $(ETCD_OLDEST)
 
 $(KUBE_APISERVER_OLDEST): hack/tools/kube-oldest/go.mod
 	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
-	cd hack/tools/kube-oldest && go build -ldflags "$(KUBE_OLDEST_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-apiserver && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/kube-oldest,k8s.io/kubernetes/cmd/kube-apiserver,$(KUBE_OLDEST_VERSION_LDFLAGS))
 
 $(ETCD_OLDEST): $(ETCD)
 	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
@@ -441,22 +443,22 @@ $(ETCD_OLDEST): $(ETCD)
 
 $(KUBECTL): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kubectl && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/kube,k8s.io/kubernetes/cmd/kubectl,$(KUBE_VERSION_LDFLAGS))
 
 .PHONY: cluster-assets
 cluster-assets: envtest-assets $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) ## Build the local cluster's control plane (envtest's plus controller manager and scheduler).
 
 $(KUBE_CONTROLLER_MANAGER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-controller-manager && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/kube,k8s.io/kubernetes/cmd/kube-controller-manager,$(KUBE_VERSION_LDFLAGS))
 
 $(KUBE_SCHEDULER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	cd hack/tools/kube && go build -ldflags "$(KUBE_VERSION_LDFLAGS)" -o $@.tmp k8s.io/kubernetes/cmd/kube-scheduler && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/kube,k8s.io/kubernetes/cmd/kube-scheduler,$(KUBE_VERSION_LDFLAGS))
 
 $(ETCD): hack/tools/etcd/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	cd hack/tools/etcd && go build -o $@.tmp go.etcd.io/etcd/server/v3 && mv $@.tmp $@
+	$(call cached-go-build,hack/tools/etcd,go.etcd.io/etcd/server/v3)
 
 ## The autoscaler tests' load-generator Flink job (test/loadgen): Flink's API from Maven Central as a
 ## provided dependency; Maven works offline when its local repository has everything.
@@ -467,25 +469,24 @@ loadgen: $(LOADGEN_JAR) ## Build the load-generator Flink job the autoscaler tes
 
 $(LOADGEN_JAR): test/loadgen/pom.xml $(shell find test/loadgen/src -type f 2>/dev/null)
 	mkdir -p $(dir $@)
-	cd test/loadgen && { mvn -B -q -o package 2>/dev/null || mvn -B -q package; }
-	cp test/loadgen/target/loadgen.jar $@.tmp && mv $@.tmp $@
+	hack/cached.sh $@ test/loadgen/pom.xml test/loadgen/src -- sh -c 'cd test/loadgen && { mvn -B -q -o package 2>/dev/null || mvn -B -q package; } && cp target/loadgen.jar "$$1.tmp" && mv "$$1.tmp" "$$1"' loadgen {}
 
 .PHONY: flink-dist
 flink-dist: $(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed $(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed ## Install the Flink distributions and example jobs the tests run.
 
 $(LOCALBIN)/flink/$(FLINK1_VERSION)/.installed: hack/install-flink.sh
-	hack/install-flink.sh $(FLINK1_VERSION) $(FLINK1_EXAMPLES_VERSION) $(LOCALBIN)/flink/$(FLINK1_VERSION)
+	hack/cached.sh $(@D) hack/install-flink.sh -- hack/install-flink.sh $(FLINK1_VERSION) $(FLINK1_EXAMPLES_VERSION) {}
 	touch $@
 
 $(LOCALBIN)/flink/$(FLINK2_VERSION)/.installed: hack/install-flink.sh
-	hack/install-flink.sh $(FLINK2_VERSION) $(FLINK2_EXAMPLES_VERSION) $(LOCALBIN)/flink/$(FLINK2_VERSION)
+	hack/cached.sh $(@D) hack/install-flink.sh -- hack/install-flink.sh $(FLINK2_VERSION) $(FLINK2_EXAMPLES_VERSION) {}
 	touch $@
 
 zookeeper: $(ZOOKEEPER_DIR)/.installed ## Download Apache ZooKeeper's server and its dependencies (Maven) for the ZooKeeper HA tests.
 
 $(ZOOKEEPER_DIR)/.installed: hack/zookeeper/pom.xml
 	rm -rf $(ZOOKEEPER_DIR)
-	mvn -q -B -f hack/zookeeper/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(ZOOKEEPER_DIR)
+	hack/cached.sh $(ZOOKEEPER_DIR) hack/zookeeper/pom.xml -- mvn -q -B -f hack/zookeeper/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory={}
 	touch $@
 
 # The SQL runner job (Maven; Flink's table API is provided by the image) and the PyFlink
@@ -495,21 +496,23 @@ SQL_RUNNER_JAR := $(LOCALBIN)/examples/flink-sql-runner/usrlib/sql-runner.jar
 examples: $(SQL_RUNNER_JAR) $(LOCALBIN)/pyflink/$(FLINK1_VERSION)/.installed ## Build the SQL runner job and install PyFlink (PyPI apache-flink) for the examples in examples/flink-sql-runner and examples/flink-python.
 
 $(SQL_RUNNER_JAR): examples/flink-sql-runner/pom.xml $(shell find examples/flink-sql-runner/src -type f 2>/dev/null)
-	mvn --batch-mode --quiet -f examples/flink-sql-runner/pom.xml package -Dflink.version=$(FLINK1_VERSION) -Dbuild.dir=$(LOCALBIN)/examples/flink-sql-runner/build
-	mkdir -p $(@D) && cp $(LOCALBIN)/examples/flink-sql-runner/build/sql-runner.jar $@
+	mkdir -p $(@D)
+	hack/cached.sh $@ examples/flink-sql-runner/pom.xml examples/flink-sql-runner/src -- sh -c 'b=$$(mktemp -d) && mvn --batch-mode --quiet -f examples/flink-sql-runner/pom.xml package -Dflink.version=$$1 -Dbuild.dir=$$b && cp "$$b/sql-runner.jar" "$$2"; rc=$$?; rm -rf "$$b"; exit $$rc' sql-runner $(FLINK1_VERSION) {}
 
 $(LOCALBIN)/pyflink/$(FLINK1_VERSION)/.installed: hack/install-pyflink.sh
-	hack/install-pyflink.sh $(FLINK1_VERSION) $(@D)
+	hack/cached.sh --link $(@D) hack/install-pyflink.sh -- hack/install-pyflink.sh $(FLINK1_VERSION) {}
 	touch $@
 
 # go-install-tool installs a Go package at a version into a versioned file name in bin/.
+# cached-go-build builds package $(2) of the tool module $(1) with ldflags $(3) and tags $(4) into
+# $@, once per machine: the binary is kept in the install cache (hack/cached.sh), keyed by the
+# module's go.mod and go.sum, the flags and the Go version.
+GOVERSION := $(shell go env GOVERSION)
+OPM_TAGS := json1,containers_image_openpgp
+define cached-go-build
+hack/cached.sh $@ $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && go build -ldflags "$$3" -tags "$$4" -o "$$6.tmp" "$$2" && mv "$$6.tmp" "$$6"' go-build $(1) $(2) '$(3)' '$(4)' $(GOVERSION) {}
+endef
+
 define go-install-tool
-@[ -f "$(1)" ] || { \
-set -e; \
-package=$(2)@$(3) ;\
-echo "Downloading $${package}" ;\
-rm -f $(1) || true ;\
-GOBIN=$(LOCALBIN) go install $${package} ;\
-mv $(LOCALBIN)/$$(basename "$$(echo "$(2)" | sed 's|/v[0-9]*$$||')") $(1) ;\
-}
+@[ -f "$(1)" ] || { echo "Downloading $(2)@$(3)"; hack/cached.sh $(1) -- sh -c 'set -e; d=$$(mktemp -d); GOBIN=$$d go install "$$1"; mv "$$d"/* "$$3"; rm -rf "$$d"' go-install $(2)@$(3) $(GOVERSION) {}; }
 endef

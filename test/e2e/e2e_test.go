@@ -247,7 +247,9 @@ func completedCheckpoint(t *testing.T, key client.ObjectKey, jobID string) *flin
 	t.Helper()
 	var completed *flink.CheckpointRef
 	var err error
-	wait.For(t, time.Minute, "job "+jobID+": a completed checkpoint", func() bool {
+	// Three minutes, as the waits after a JobManager restart: with checkpoints every few seconds a
+	// minute is ample on an idle machine, and was not at a load of 25 on two cores.
+	wait.For(t, 3*time.Minute, "job "+jobID+": a completed checkpoint", func() bool {
 		var stats *flink.CheckpointStatistics
 		stats, err = flinkREST(t, key).CheckpointStatistics(context.Background(), jobID)
 		if err == nil {

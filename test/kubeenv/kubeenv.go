@@ -134,8 +134,9 @@ func start(o Options) (*Env, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 		// Discovery of the large CRDs (FlinkDeployment, FlinkBlueGreenDeployment embed pod
-		// templates) can exceed envtest's default 10 s on a loaded 2-core machine.
-		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
+		// templates) can exceed envtest's default 10 s on a loaded 2-core machine, and took
+		// over a minute for test/monitoring's control plane at a load of 25.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: 3 * time.Minute},
 		// So can kube-apiserver's start (envtest's default 20 s), when other suites run
 		// beside this one.
 		ControlPlaneStartTimeout: 2 * time.Minute,
