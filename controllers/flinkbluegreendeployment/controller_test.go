@@ -25,13 +25,13 @@ import (
 func TestBlueGreenTimestamps(t *testing.T) {
 	t.Parallel()
 	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
-		_, ok := ParseTimestamp(unset)
+		_, ok := parseTimestamp(unset)
 		assert.False(t, ok, unset)
 	}
-	at, ok := ParseTimestamp("2026-11-25T16:00:00.5Z")
+	at, ok := parseTimestamp("2026-11-25T16:00:00.5Z")
 	assert.True(t, ok)
 	assert.Equal(t, int64(1795622400), at.Unix())
-	assert.Equal(t, "TransitioningToGreen", ToCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
+	assert.Equal(t, "TransitioningToGreen", toCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
 }
 
 // refusingCreate refuses every create with an error that quotes the object's configuration,
@@ -70,5 +70,5 @@ func TestBlueGreenMasksTemplateSecrets(t *testing.T) {
 
 // blueGreenAsWired is the blue/green reconciler as SetupWithManager registers it.
 func blueGreenAsWired(r *FlinkBlueGreenDeploymentReconciler) reconcile.Reconciler {
-	return r.Redacting()
+	return r.redacting()
 }

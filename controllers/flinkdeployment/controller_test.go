@@ -24,13 +24,13 @@ func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
 	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}
 
 	fixed := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: flinkconf.Defaults{Operator: baseline}}
-	assert.NotEmpty(t, fixed.EffectiveValidator().ValidateDeployment(dep, nil), "the fixed operator configuration")
+	assert.NotEmpty(t, fixed.validator().ValidateDeployment(dep, nil), "the fixed operator configuration")
 
 	live := operatorconfig.NewStore(operatorconfig.Settings{})
 	dynamic := &FlinkDeploymentReconciler{Validator: &validation.Validator{}, ReconcilerOptions: reconciler.ReconcilerOptions{Live: live}}
-	assert.Empty(t, dynamic.EffectiveValidator().ValidateDeployment(dep, nil), "privileged by default")
+	assert.Empty(t, dynamic.validator().ValidateDeployment(dep, nil), "privileged by default")
 	live.Set(operatorconfig.Settings{Defaults: flinkconf.Defaults{Operator: baseline}})
-	errs := dynamic.EffectiveValidator().ValidateDeployment(dep, nil)
+	errs := dynamic.validator().ValidateDeployment(dep, nil)
 	require.Len(t, errs, 2)
 	assert.Contains(t, errs[0].Error(), "spec.podTemplate: Forbidden: the JobManager pod violates the pod security level \"baseline\"")
 }

@@ -16,7 +16,7 @@ import (
 func TestEvaluateHealth(t *testing.T) {
 	t.Parallel()
 	t0 := time.UnixMilli(1_000_000)
-	o := HealthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
+	o := healthOptions{RestartWindow: 2 * time.Minute, RestartLimit: 64, CheckpointWindow: 10 * time.Minute}
 	steps := []struct {
 		name                string
 		after               time.Duration
@@ -31,9 +31,9 @@ func TestEvaluateHealth(t *testing.T) {
 		{"checkpoints again", 16 * time.Minute, 80, 14, true},
 		{"new job: counters restart", 17 * time.Minute, 0, 0, true},
 	}
-	var rec *HealthRecord
+	var rec *healthRecord
 	for _, s := range steps {
-		next := EvaluateHealth(rec, t0.Add(s.after), s.restarts, s.completed, o)
+		next := evaluateHealth(rec, t0.Add(s.after), s.restarts, s.completed, o)
 		assert.Equal(t, s.healthy, next.Healthy, "%s: %s", s.name, next.Reason)
 		rec = &next
 	}
@@ -45,9 +45,9 @@ func TestEvaluateHealth(t *testing.T) {
 func TestHealthOptionsDeriveTheCheckpointWindow(t *testing.T) {
 	t.Parallel()
 	conf := flinkconf.Config{"execution.checkpointing.interval": "30 s"}
-	assert.Equal(t, 20*time.Minute, HealthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
+	assert.Equal(t, 20*time.Minute, healthOptionsOf(conf).CheckpointWindow, "max(30 s, 10 min timeout) × 2")
 	conf = flinkconf.Config{"execution.checkpointing.interval": "15 min", "execution.checkpointing.tolerable-failed-checkpoints": "1"}
-	assert.Equal(t, 45*time.Minute, HealthOptionsOf(conf).CheckpointWindow)
-	assert.Zero(t, HealthOptionsOf(flinkconf.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
-	assert.Zero(t, HealthOptionsOf(flinkconf.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
+	assert.Equal(t, 45*time.Minute, healthOptionsOf(conf).CheckpointWindow)
+	assert.Zero(t, healthOptionsOf(flinkconf.Config{}).CheckpointWindow, "no checkpointing, no checkpoint check")
+	assert.Zero(t, healthOptionsOf(flinkconf.Config{"execution.checkpointing.interval": "30 s", options.HealthCheckpointProgress.Key: "false"}).CheckpointWindow)
 }

@@ -53,7 +53,7 @@ func TestInPlaceScaleTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, InPlaceScaleTarget(base, tt.desired, tt.conf))
+			assert.Equal(t, tt.want, inPlaceScaleTarget(base, tt.desired, tt.conf))
 		})
 	}
 	assert.True(t, flinkconf.AtLeast("v2_0", 1, 18))
@@ -71,26 +71,26 @@ func TestReactiveScaleTarget(t *testing.T) {
 		d.Job.Parallelism = p
 		return d
 	}
-	replicas, ok := ReactiveScaleTarget(&base, parallelism(6), reactive)
+	replicas, ok := reactiveScaleTarget(&base, parallelism(6), reactive)
 	assert.True(t, ok)
 	assert.Equal(t, int32(3), replicas, "ceil(6 / 2 slots)")
 
 	withReplicas := base.DeepCopy()
 	withReplicas.TaskManager.Replicas = fixtures.Ptr(int32(5))
-	replicas, ok = ReactiveScaleTarget(&base, withReplicas, reactive)
+	replicas, ok = reactiveScaleTarget(&base, withReplicas, reactive)
 	assert.True(t, ok)
 	assert.Equal(t, int32(5), replicas)
 
-	_, ok = ReactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
+	_, ok = reactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
 	assert.False(t, ok, "not reactive: upgrade")
 	image := parallelism(6)
 	image.Image = "flink:1.20.1"
-	_, ok = ReactiveScaleTarget(&base, image, reactive)
+	_, ok = reactiveScaleTarget(&base, image, reactive)
 	assert.False(t, ok, "more than the scale changed: upgrade")
 	nativeMode := parallelism(6)
 	nativeMode.Mode = flinkv1beta1.DeploymentModeNative
-	_, ok = ReactiveScaleTarget(&base, nativeMode, reactive)
+	_, ok = reactiveScaleTarget(&base, nativeMode, reactive)
 	assert.False(t, ok)
-	_, ok = ReactiveScaleTarget(&base, base.DeepCopy(), reactive)
+	_, ok = reactiveScaleTarget(&base, base.DeepCopy(), reactive)
 	assert.False(t, ok, "nothing changed")
 }

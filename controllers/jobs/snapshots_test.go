@@ -35,7 +35,7 @@ func TestPeriodicDue(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
-			assert.Equal(t, tt.want, PeriodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
+			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", 0))
 		})
 	}
 }
@@ -61,15 +61,15 @@ func TestPeriodicSnapshotMinimum(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			conf := flinkconf.Config{options.PeriodicSavepoint.Key: tt.value}
-			assert.Equal(t, tt.want, PeriodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
+			assert.Equal(t, tt.want, periodicDue(conf, options.PeriodicSavepoint.Key, tt.last, "", minInterval))
 		})
 	}
 	assert.Equal(t, reconciler.DefaultIntervals.Reconcile, MinPeriodicInterval(reconciler.DefaultIntervals))
 
 	rec := record.NewFakeRecorder(10)
 	obj := &flinkv1beta1.FlinkDeployment{}
-	WarnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
-	WarnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
+	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 s"}, options.PeriodicSavepoint.Key, minInterval)
+	warnPeriodicBelowMinimum(rec, obj, flinkconf.Config{options.PeriodicSavepoint.Key: "1 h"}, options.PeriodicSavepoint.Key, minInterval)
 	require.Len(t, rec.Events, 1)
 	assert.Equal(t, "Warning PeriodicIntervalClamped kubernetes.operator.periodic.savepoint.interval 1s is below the operator's minimum, "+
 		"its reconcile interval 1m0s: periodic snapshots are taken every 1m0s", <-rec.Events)

@@ -22,13 +22,13 @@ import (
 func TestPaceSharesNamespaces(t *testing.T) {
 	t.Parallel()
 	inner := &noopReconciler{}
-	_, r, err := RateLimits{PerNamespace: 3}.Pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	_, r, err := RateLimits{PerNamespace: 3}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	shared, ok := r.(*nsshare.Reconciler)
 	require.True(t, ok, "got %T", r)
 	require.Nil(t, shared.Postponed, "no retry back-off configured: nothing to keep")
 
-	_, r, err = RateLimits{}.Pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	_, r, err = RateLimits{}.pace(nil, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	_, ok = r.(*nsshare.Reconciler)
 	require.False(t, ok, "no share configured: the reconciler as it is")
@@ -74,7 +74,7 @@ func TestWaitingForTheNamespaceShareSpendsNoBudget(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	limits := RateLimits{Limit: ratelimit.Limit{Max: 2, Period: time.Hour}, PerNamespace: 1}
-	_, r, err := limits.Pace(cacheOnly{c: existingObjects{}}, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
+	_, r, err := limits.pace(cacheOnly{c: existingObjects{}}, "test", time.Second, &flinkv1beta1.FlinkSessionJob{}, inner)
 	require.NoError(t, err)
 	slow := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "slow"}}
 	waiting := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "a", Name: "waiting"}}
