@@ -468,17 +468,3 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 	})
 }
-
-// TestBlueGreenTimestamps: upstream resets its markers to the epoch, not to empty; an adopted
-// status with them has no grace period or readiness running.
-func TestBlueGreenTimestamps(t *testing.T) {
-	t.Parallel()
-	for _, unset := range []string{"", "1970-01-01T00:00:00Z", "not a time"} {
-		_, ok := flinkbluegreendeployment.ParseTimestamp(unset)
-		assert.False(t, ok, unset)
-	}
-	at, ok := flinkbluegreendeployment.ParseTimestamp("2026-11-25T16:00:00.5Z")
-	assert.True(t, ok)
-	assert.Equal(t, int64(1795622400), at.Unix())
-	assert.Equal(t, "TransitioningToGreen", flinkbluegreendeployment.ToCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
-}

@@ -15,14 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
-	"github.com/flink-operator/flink-operator/controllers/flinkdeployment"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/controllers/reconciler"
-	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/lifecycle"
-	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
-	"github.com/flink-operator/flink-operator/pkg/options"
-	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -95,24 +90,4 @@ func TestForeignObjectsAreLeftAlone(t *testing.T) {
 		assert.Nil(t, live.DeletionTimestamp, "the foreign Deployment is being deleted")
 		assert.Equal(t, web.ResourceVersion, live.ResourceVersion, "the foreign Deployment was written")
 	})
-}
-
-// The reconciler validates again with the operator-wide policy of the operator configuration
-// in force: a resource admitted before the policy was set (or without the webhook) is refused.
-func TestReconcileValidationAppliesTheOperatorPolicy(t *testing.T) {
-	t.Parallel()
-	dep := fixtures.NewDeployment(t, "ns", "x")
-	dep.Spec.PodTemplate = &corev1.Pod{Spec: corev1.PodSpec{HostNetwork: true}}
-	baseline := map[string]string{options.PodSecurityLevel.Key: "baseline"}
-
-	fixed := &flinkdeployment.FlinkDeploymentReconciler{Validator: &validation.Validator{}, Defaults: flinkconf.Defaults{Operator: baseline}}
-	assert.NotEmpty(t, fixed.EffectiveValidator().ValidateDeployment(dep, nil), "the fixed operator configuration")
-
-	live := operatorconfig.NewStore(operatorconfig.Settings{})
-	dynamic := &flinkdeployment.FlinkDeploymentReconciler{Validator: &validation.Validator{}, ReconcilerOptions: reconciler.ReconcilerOptions{Live: live}}
-	assert.Empty(t, dynamic.EffectiveValidator().ValidateDeployment(dep, nil), "privileged by default")
-	live.Set(operatorconfig.Settings{Defaults: flinkconf.Defaults{Operator: baseline}})
-	errs := dynamic.EffectiveValidator().ValidateDeployment(dep, nil)
-	require.Len(t, errs, 2)
-	assert.Contains(t, errs[0].Error(), "spec.podTemplate: Forbidden: the JobManager pod violates the pod security level \"baseline\"")
 }

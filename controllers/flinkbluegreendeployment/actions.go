@@ -178,7 +178,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) deploySpec(ctx context.Context, t *
 	}
 	// A new spec (or a new switch) gets a grace period of its own; the same spec redeployed
 	// (its child was missing or being replaced) keeps the one running.
-	_, graceRunning := ParseTimestamp(st.AbortTimestamp)
+	_, graceRunning := parseTimestamp(st.AbortTimestamp)
 	sameSwitch := isTransitioning(t.base.Status.BlueGreenState) && graceRunning && diff == bluegreen.DiffNone
 	if !sameSwitch {
 		st.AbortTimestamp = t.abortAt()

@@ -241,8 +241,8 @@ func childReady(d *flinkv1beta1.FlinkDeployment) bool {
 		d.Status.LifecycleState == flinkv1beta1.LifecycleStable && d.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
 }
 
-// ParseTimestamp reads a status timestamp; empty and upstream's reset value (the epoch) are unset.
-func ParseTimestamp(s string) (time.Time, bool) {
+// parseTimestamp reads a status timestamp; empty and upstream's reset value (the epoch) are unset.
+func parseTimestamp(s string) (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil || t.Unix() == 0 {
 		return time.Time{}, false
@@ -274,10 +274,10 @@ func (r *FlinkBlueGreenDeploymentReconciler) inputs(bg *flinkv1beta1.FlinkBlueGr
 			in.SavepointFailed = true
 		}
 	}
-	if abortAt, ok := ParseTimestamp(bg.Status.AbortTimestamp); ok {
+	if abortAt, ok := parseTimestamp(bg.Status.AbortTimestamp); ok {
 		in.AbortGraceElapsed = !now.Before(abortAt)
 	}
-	if readyAt, ok := ParseTimestamp(bg.Status.DeploymentReadyTimestamp); ok {
+	if readyAt, ok := parseTimestamp(bg.Status.DeploymentReadyTimestamp); ok {
 		in.ReadyRecorded = true
 		in.DeletionDelayElapsed = !now.Before(readyAt.Add(obs.opts.DeletionDelay))
 	}
@@ -308,10 +308,10 @@ func isTransitioning(s flinkv1beta1.FlinkBlueGreenDeploymentState) bool {
 func (r *FlinkBlueGreenDeploymentReconciler) nextLook(bg *flinkv1beta1.FlinkBlueGreenDeployment, opts bluegreen.Options) time.Duration {
 	next := opts.RescheduleInterval
 	now := r.now()
-	if abortAt, ok := ParseTimestamp(bg.Status.AbortTimestamp); ok && abortAt.Sub(now) < next {
+	if abortAt, ok := parseTimestamp(bg.Status.AbortTimestamp); ok && abortAt.Sub(now) < next {
 		next = abortAt.Sub(now)
 	}
-	if readyAt, ok := ParseTimestamp(bg.Status.DeploymentReadyTimestamp); ok {
+	if readyAt, ok := parseTimestamp(bg.Status.DeploymentReadyTimestamp); ok {
 		if d := readyAt.Add(opts.DeletionDelay).Sub(now); d < next {
 			next = d
 		}
@@ -380,13 +380,13 @@ func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.F
 	progressing := metav1.Condition{Type: ConditionBlueGreenProgressing, Status: metav1.ConditionFalse, Reason: "Settled",
 		Message: "no switch in progress", ObservedGeneration: bg.Generation}
 	if !resting && st.BlueGreenState != flinkv1beta1.BlueGreenInitializingBlue {
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, ToCamel(state), "state "+state
+		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, toCamel(state), "state "+state
 	}
 	meta.SetStatusCondition(&st.Conditions, progressing)
 }
 
-// ToCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).
-func ToCamel(s string) string {
+// toCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).
+func toCamel(s string) string {
 	var b strings.Builder
 	for _, part := range strings.Split(strings.ToLower(s), "_") {
 		if part != "" {
@@ -671,12 +671,12 @@ func (r *FlinkBlueGreenDeploymentReconciler) setUpBlueGreen(mgr ctrl.Manager, bu
 	}
 	r.Recorder = reconciler.WithListener(r.Recorder, r.Listener)
 	return r.SetUp(mgr, reconciler.ControllerSpec{Name: "flinkbluegreendeployment", Object: &flinkv1beta1.FlinkBlueGreenDeployment{},
-		Intervals: r.Intervals, Build: build}, r.Redacting())
+		Intervals: r.Intervals, Build: build}, r.redacting())
 }
 
-// Redacting is the blue/green reconciler under the shared preamble: the template's secrets are
+// redacting is the blue/green reconciler under the shared preamble: the template's secrets are
 // masked in its events, logs and errors.
-func (r *FlinkBlueGreenDeploymentReconciler) Redacting() reconcile.Reconciler {
+func (r *FlinkBlueGreenDeploymentReconciler) redacting() reconcile.Reconciler {
 	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 		bg := &flinkv1beta1.FlinkBlueGreenDeployment{}
 		return r.Run(ctx, r.Client, req, bg, reconciler.Preamble{LogKey: "flinkbluegreendeployment",

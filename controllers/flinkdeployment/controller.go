@@ -203,7 +203,7 @@ func (s *scope) Redactor() *redact.Redactor         { return s.redact }
 // validate runs the shared rules and the custom validators (judge).
 func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*flinkv1beta1.FlinkDeploymentSpec, bool) {
 	// Update rules compare with the status's last reconciled spec, which s.dep carries.
-	errs := r.EffectiveValidator().ValidateDeployment(s.dep, s.dep)
+	errs := r.validator().ValidateDeployment(s.dep, s.dep)
 	var old *flinkv1beta1.FlinkDeployment
 	if s.Deployed != nil {
 		old = s.dep.DeepCopy()
@@ -213,8 +213,8 @@ func (r *FlinkDeploymentReconciler) validate(ctx context.Context, s *scope) (*fl
 	return reconciler.Judge(ctx, r.Recorder, s, errs, &s.dep.Spec, s.Deployed)
 }
 
-// EffectiveValidator is the Validator with the operator configuration in force now (validatorNow).
-func (r *FlinkDeploymentReconciler) EffectiveValidator() *validation.Validator {
+// validator is the Validator with the operator configuration in force now (validatorNow).
+func (r *FlinkDeploymentReconciler) validator() *validation.Validator {
 	return r.ValidatorNow(r.Validator, r.Defaults)
 }
 

@@ -144,9 +144,9 @@ func (r *FlinkDeploymentReconciler) shutdownAfterTTL(ctx context.Context, p *pas
 	return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
 }
 
-// HealthRecord is what the health check remembers between observations, in
+// healthRecord is what the health check remembers between observations, in
 // status.clusterInfo["cluster-health-info"] (so an operator restart keeps the baseline).
-type HealthRecord struct {
+type healthRecord struct {
 	NumRestarts               int64  `json:"numRestarts"`
 	RestartsSince             int64  `json:"numRestartsEvaluationTimeStamp"`
 	CompletedCheckpoints      int64  `json:"numCompletedCheckpoints"`
@@ -155,19 +155,19 @@ type HealthRecord struct {
 	Reason                    string `json:"reason,omitempty"`
 }
 
-type HealthOptions struct {
+type healthOptions struct {
 	RestartWindow    time.Duration
 	RestartLimit     int64
 	CheckpointWindow time.Duration // 0: no checkpoint progress check
 }
 
-// EvaluateHealth updates the record with one observation. Unhealthy: more than RestartLimit
+// evaluateHealth updates the record with one observation. Unhealthy: more than RestartLimit
 // restarts within RestartWindow, or no completed checkpoint within CheckpointWindow.
-func EvaluateHealth(prev *HealthRecord, now time.Time, restarts, completed int64, o HealthOptions) HealthRecord {
+func evaluateHealth(prev *healthRecord, now time.Time, restarts, completed int64, o healthOptions) healthRecord {
 	ms := now.UnixMilli()
 	if prev == nil || restarts < prev.NumRestarts || completed < prev.CompletedCheckpoints {
 		// First look, or a new job (counters start again): this is the baseline.
-		return HealthRecord{NumRestarts: restarts, RestartsSince: ms, CompletedCheckpoints: completed, CheckpointsIncreasedSince: ms, Healthy: true}
+		return healthRecord{NumRestarts: restarts, RestartsSince: ms, CompletedCheckpoints: completed, CheckpointsIncreasedSince: ms, Healthy: true}
 	}
 	next := *prev
 	next.Healthy, next.Reason = true, ""
@@ -184,10 +184,10 @@ func EvaluateHealth(prev *HealthRecord, now time.Time, restarts, completed int64
 	return next
 }
 
-// HealthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
+// healthOptionsOf reads the health check options; the checkpoint window defaults, as upstream,
 // to max(checkpoint interval, timeout) × (tolerable failures + 2), and is off without checkpointing.
-func HealthOptionsOf(conf flinkconf.Config) HealthOptions {
-	o := HealthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}
+func healthOptionsOf(conf flinkconf.Config) healthOptions {
+	o := healthOptions{RestartWindow: options.HealthRestartsWindow.Get(conf), RestartLimit: int64(options.HealthRestartsThreshold.Get(conf))}
 	if !options.HealthCheckpointProgress.Get(conf) {
 		return o
 	}
@@ -224,11 +224,11 @@ func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope,
 		return
 	}
 	completed, _ := strconv.ParseInt(m["numberOfCompletedCheckpoints"], 10, 64)
-	var prev *HealthRecord
+	var prev *healthRecord
 	if h, ok := storedHealth(st); ok {
 		prev = &h
 	}
-	next := EvaluateHealth(prev, time.Now(), restarts, completed, HealthOptionsOf(conf))
+	next := evaluateHealth(prev, time.Now(), restarts, completed, healthOptionsOf(conf))
 	raw, _ := json.Marshal(next)
 	st.ClusterInfo[ClusterInfoHealthKey] = string(raw)
 	if !next.Healthy {
@@ -237,14 +237,14 @@ func (r *FlinkDeploymentReconciler) observeHealth(ctx context.Context, s *scope,
 }
 
 // storedHealth is the health record kept in the status, if there is one.
-func storedHealth(st *flinkv1beta1.FlinkDeploymentStatus) (HealthRecord, bool) {
+func storedHealth(st *flinkv1beta1.FlinkDeploymentStatus) (healthRecord, bool) {
 	raw := st.ClusterInfo[ClusterInfoHealthKey]
 	if raw == "" {
-		return HealthRecord{}, false
+		return healthRecord{}, false
 	}
-	var h HealthRecord
+	var h healthRecord
 	if err := json.Unmarshal([]byte(raw), &h); err != nil {
-		return HealthRecord{}, false
+		return healthRecord{}, false
 	}
 	return h, true
 }

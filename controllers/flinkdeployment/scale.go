@@ -24,11 +24,11 @@ const (
 	ReasonScaling = "Scaling"
 )
 
-// InPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
+// inPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
 // upgrade: in native mode, only pipeline.jobvertex-parallelism-overrides changed, no vertex
 // lost its override, Flink is 1.18 or newer and runs the adaptive scheduler. It returns the new
 // per-vertex parallelism, or nil (a full upgrade).
-func InPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) map[string]int {
+func inPlaceScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) map[string]int {
 	if desired.Job == nil || desired.Mode == flinkv1beta1.DeploymentModeStandalone ||
 		!options.InPlaceScaling.Get(conf) ||
 		!strings.EqualFold(conf.Get("jobmanager.scheduler", ""), "adaptive") || !flinkconf.AtLeast(desired.FlinkVersion, 1, 18) {
@@ -81,11 +81,11 @@ func parseOverrides(s string) (map[string]int, error) {
 	return out, nil
 }
 
-// ReactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
+// reactiveScaleTarget decides whether a change is a SCALE change of a standalone cluster in
 // Flink's reactive mode (scheduler-mode: reactive), where the job adapts to the TaskManagers
 // there are: only job.parallelism or taskManager.replicas changed. It returns the new number of
 // TaskManagers.
-func ReactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (int32, bool) {
+func reactiveScaleTarget(deployed, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) (int32, bool) {
 	if desired.Job == nil || desired.Mode != flinkv1beta1.DeploymentModeStandalone ||
 		!options.InPlaceScaling.Get(conf) || !strings.EqualFold(conf.Get("scheduler-mode", ""), "reactive") {
 		return 0, false
@@ -134,10 +134,10 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
 		return false
 	}
-	if replicas, ok := ReactiveScaleTarget(s.Deployed, desired, conf); ok {
+	if replicas, ok := reactiveScaleTarget(s.Deployed, desired, conf); ok {
 		return r.scaleReactive(ctx, s, desired, replicas)
 	}
-	target := InPlaceScaleTarget(s.Deployed, desired, conf)
+	target := inPlaceScaleTarget(s.Deployed, desired, conf)
 	if target == nil {
 		return false
 	}

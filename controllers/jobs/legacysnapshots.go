@@ -119,8 +119,8 @@ func (l *LegacySnapshots) savepoints(ctx context.Context, cl *flink.Client) (boo
 			return false, err
 		}
 		kind = flinkv1beta1.SnapshotTriggerManual
-	case PeriodicDue(l.Conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, js.StartTime, l.MinPeriodic):
-		WarnPeriodicBelowMinimum(l.Recorder, l.Owner, l.Conf, options.PeriodicSavepoint.Key, l.MinPeriodic)
+	case periodicDue(l.Conf, options.PeriodicSavepoint.Key, info.LastPeriodicSavepointTimestamp, js.StartTime, l.MinPeriodic):
+		warnPeriodicBelowMinimum(l.Recorder, l.Owner, l.Conf, options.PeriodicSavepoint.Key, l.MinPeriodic)
 		info.LastPeriodicSavepointTimestamp = time.Now().UnixMilli()
 		kind = flinkv1beta1.SnapshotTriggerPeriodic
 	default:
@@ -171,8 +171,8 @@ func (l *LegacySnapshots) checkpoints(ctx context.Context, cl *flink.Client) (bo
 			return false, err
 		}
 		kind = flinkv1beta1.SnapshotTriggerManual
-	case PeriodicDue(l.Conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, js.StartTime, l.MinPeriodic):
-		WarnPeriodicBelowMinimum(l.Recorder, l.Owner, l.Conf, options.PeriodicCheckpoint.Key, l.MinPeriodic)
+	case periodicDue(l.Conf, options.PeriodicCheckpoint.Key, info.LastPeriodicCheckpointTimestamp, js.StartTime, l.MinPeriodic):
+		warnPeriodicBelowMinimum(l.Recorder, l.Owner, l.Conf, options.PeriodicCheckpoint.Key, l.MinPeriodic)
 		info.LastPeriodicCheckpointTimestamp = time.Now().UnixMilli()
 		kind = flinkv1beta1.SnapshotTriggerPeriodic
 	default:

@@ -86,8 +86,8 @@ func RequestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if PeriodicDue(j.Conf, options.PeriodicSavepoint.Key, j.Status.SavepointInfo.LastPeriodicSavepointTimestamp, j.Status.StartTime, j.MinPeriodic) {
-		WarnPeriodicBelowMinimum(rec, j.Owner, j.Conf, options.PeriodicSavepoint.Key, j.MinPeriodic)
+	if periodicDue(j.Conf, options.PeriodicSavepoint.Key, j.Status.SavepointInfo.LastPeriodicSavepointTimestamp, j.Status.StartTime, j.MinPeriodic) {
+		warnPeriodicBelowMinimum(rec, j.Owner, j.Conf, options.PeriodicSavepoint.Key, j.MinPeriodic)
 		j.Status.SavepointInfo.LastPeriodicSavepointTimestamp = now.UnixMilli()
 		if err := j.Persist(); err != nil {
 			return err
@@ -96,8 +96,8 @@ func RequestSnapshots(ctx context.Context, c client.Client, rec record.EventReco
 			return err
 		}
 	}
-	if PeriodicDue(j.Conf, options.PeriodicCheckpoint.Key, j.Status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.Status.StartTime, j.MinPeriodic) {
-		WarnPeriodicBelowMinimum(rec, j.Owner, j.Conf, options.PeriodicCheckpoint.Key, j.MinPeriodic)
+	if periodicDue(j.Conf, options.PeriodicCheckpoint.Key, j.Status.CheckpointInfo.LastPeriodicCheckpointTimestamp, j.Status.StartTime, j.MinPeriodic) {
+		warnPeriodicBelowMinimum(rec, j.Owner, j.Conf, options.PeriodicCheckpoint.Key, j.MinPeriodic)
 		j.Status.CheckpointInfo.LastPeriodicCheckpointTimestamp = now.UnixMilli()
 		if err := j.Persist(); err != nil {
 			return err

@@ -46,7 +46,7 @@ func abandonPendingSavepoint(rec record.EventRecorder, obj runtime.Object, st *f
 	info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
 }
 
-// PeriodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
+// periodicDue: a periodic option is set (a duration, or a Quartz cron expression as upstream
 // accepts) and the next snapshot is due since the last periodic one (or the job's start).
 //
 // Snapshots are never taken more often than minInterval (the operator's reconcile interval,
@@ -54,7 +54,7 @@ func abandonPendingSavepoint(rec record.EventRecorder, obj runtime.Object, st *f
 // seconds would have the operator take a savepoint, and create a FlinkStateSnapshot, at every
 // progress check. A shorter interval is clamped (periodicBelowMinimum tells the user), not
 // refused, so resources written for upstream keep working.
-func PeriodicDue(conf flinkconf.Config, key string, last int64, jobStart string, minInterval time.Duration) bool {
+func periodicDue(conf flinkconf.Config, key string, last int64, jobStart string, minInterval time.Duration) bool {
 	raw := strings.TrimSpace(conf[key])
 	if raw == "" {
 		return false
@@ -81,9 +81,9 @@ func PeriodicDue(conf flinkconf.Config, key string, last int64, jobStart string,
 // (kubernetes.operator.reconcile.interval), since a settled job is looked at that often anyway.
 func MinPeriodicInterval(intervals reconciler.Intervals) time.Duration { return intervals.Reconcile }
 
-// WarnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
+// warnPeriodicBelowMinimum records a Warning event when a periodic option's duration is shorter
 // than minInterval, as a periodic snapshot is taken: the user asked for more than is done.
-func WarnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf flinkconf.Config, key string, minInterval time.Duration) {
+func warnPeriodicBelowMinimum(rec record.EventRecorder, obj runtime.Object, conf flinkconf.Config, key string, minInterval time.Duration) {
 	interval, err := flinkconf.ParseFlinkDuration(strings.TrimSpace(conf[key]))
 	if err != nil || interval <= 0 || interval >= minInterval {
 		return

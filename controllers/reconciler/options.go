@@ -81,7 +81,7 @@ type ControllerSpec struct {
 // limits and the namespace share, queued by priority where the controller ranks its events.
 func (o *ReconcilerOptions) SetUp(mgr ctrl.Manager, c ControllerSpec, r reconcile.Reconciler) error {
 	o.ownWrites()
-	opts, paced, err := o.RateLimits.Pace(mgr, c.Name, c.Intervals.Reconcile, c.Object, withDeadline(r, c.Intervals.Deadline))
+	opts, paced, err := o.RateLimits.pace(mgr, c.Name, c.Intervals.Reconcile, c.Object, withDeadline(r, c.Intervals.Deadline))
 	if err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func TestPriorityQueuePacesWithTheOperatorsLimiter(t *testing.T) {
 // FlinkDeployment controller does with --reconcile-priority-queue.
 func TestControllersKeepThePlainQueue(t *testing.T) {
 	noop := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil })
-	opts, _, err := RateLimits{}.Pace(nil, "flinksessionjob", time.Minute, &flinkv1beta1.FlinkSessionJob{}, noop)
+	opts, _, err := RateLimits{}.pace(nil, "flinksessionjob", time.Minute, &flinkv1beta1.FlinkSessionJob{}, noop)
 	require.NoError(t, err)
 	require.NotNil(t, opts.UsePriorityQueue, "left unset, controller-runtime uses its priority queue")
 	assert.False(t, *opts.UsePriorityQueue)

@@ -31,10 +31,10 @@ type RateLimits struct {
 	PerNamespace int
 }
 
-// Pace returns the options and the reconciler that apply p to controller name, whose
+// pace returns the options and the reconciler that apply p to controller name, whose
 // resources are of obj's kind and are settled after the reconcile interval settled. Each
 // controller gets limiters of its own: requests of different kinds may name the same object.
-func (p RateLimits) Pace(mgr ctrl.Manager, name string, settled time.Duration, obj client.Object,
+func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, obj client.Object,
 	r reconcile.Reconciler) (controller.Options, reconcile.Reconciler, error) {
 	// controller-runtime v0.23 and later give every controller its priority queue unless told
 	// otherwise; the operator keeps the plain queue, whose rate limiter the options below and the

@@ -58,11 +58,11 @@ var cases = []Case{
 
 	// Policy bypasses.
 	{Bypass, "privileged pods through pod templates", "./pkg/validation", []string{"TestPodSecurityPolicy", "TestIngressAnnotationsPolicy"}, false},
-	{Bypass, "policy at reconcile for resources admitted earlier", "./controllers", []string{"TestReconcileValidationAppliesTheOperatorPolicy"}, true},
+	{Bypass, "policy at reconcile for resources admitted earlier", "./controllers/flinkdeployment", []string{"TestReconcileValidationAppliesTheOperatorPolicy"}, false},
 	{Bypass, "configuration lines injected into Flink's file", "./pkg/flinkconf", []string{"FuzzRenderConfigFile"}, false},
 	{Bypass, "pod templates merged into the cluster's pods", "./pkg/native", []string{"FuzzMergePods"}, false},
 	{Bypass, "a certificate or CA planted in the webhook Secret", "./pkg/webhookcert", []string{"TestEnsureReplacesWhatItCannotTrust"}, true},
-	{Bypass, "snapshot intervals of seconds", "./controllers", []string{"TestPeriodicSnapshotMinimum"}, true},
+	{Bypass, "snapshot intervals of seconds", "./controllers/jobs", []string{"TestPeriodicSnapshotMinimum"}, false},
 
 	// Deputy paths.
 	{Deputy, "jar hosts on internal addresses, at admission and at dial", "./pkg/artifact", []string{"TestForbiddenAddressesAreRefusedAtDial", "TestAddressPolicy", "TestRedirectToForbiddenAddressIsRefused", "TestRedirectsAreBounded", "TestLocalFilesStayInLocalDir"}, false},

@@ -1,0 +1,96 @@
+package flinkdeployment
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/options"
+)
+
+func TestInPlaceScaleTarget(t *testing.T) {
+	t.Parallel()
+	base := fixtures.WithConfig(t, &fixtures.NewDeployment(t, "ns", "job").Spec, map[string]string{
+		"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "a:2,b:2"})
+	adaptive := flinkconf.Config{"jobmanager.scheduler": "adaptive"}
+	tests := []struct {
+		name    string
+		desired *flinkv1beta1.FlinkDeploymentSpec
+		conf    flinkconf.Config
+		want    map[string]int
+	}{
+		{"overrides changed", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:1"}), adaptive, map[string]int{"a": 4, "b": 1}},
+		{"an override added", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:2,b:2,c:3"}), adaptive, map[string]int{"a": 2, "b": 2, "c": 3}},
+		{"an override removed: upgrade", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4"}), adaptive, nil},
+		{"overrides and image changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
+			d.Image = "flink:1.20.1"
+			return d
+		}(), adaptive, nil},
+		{"default scheduler: upgrade", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"}), flinkconf.Config{}, nil},
+		{"disabled: upgrade", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"}),
+			flinkconf.Config{"jobmanager.scheduler": "adaptive", options.InPlaceScaling.Key: "false"}, nil},
+		{"Flink 1.17: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
+			d.FlinkVersion = "v1_17"
+			return d
+		}(), adaptive, nil},
+		{"standalone: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a:4,b:2"})
+			d.Mode = flinkv1beta1.DeploymentModeStandalone
+			return d
+		}(), adaptive, nil},
+		{"malformed: upgrade (validation reports it)", fixtures.WithConfig(t, base, map[string]string{jobs.KeyParallelismOverrides: "a=4"}), adaptive, nil},
+		{"job parallelism changed: upgrade", func() *flinkv1beta1.FlinkDeploymentSpec {
+			d := base.DeepCopy()
+			d.Job.Parallelism = 8
+			return d
+		}(), adaptive, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, inPlaceScaleTarget(base, tt.desired, tt.conf))
+		})
+	}
+	assert.True(t, flinkconf.AtLeast("v2_0", 1, 18))
+	assert.True(t, flinkconf.AtLeast("v1_18", 1, 18))
+	assert.False(t, flinkconf.AtLeast("v1_17", 1, 18))
+}
+
+func TestReactiveScaleTarget(t *testing.T) {
+	t.Parallel()
+	base := fixtures.NewDeployment(t, "ns", "job").Spec
+	base.Mode = flinkv1beta1.DeploymentModeStandalone
+	reactive := flinkconf.Config{"scheduler-mode": "reactive", "taskmanager.numberOfTaskSlots": "2", "parallelism.default": "6"}
+	parallelism := func(p int32) *flinkv1beta1.FlinkDeploymentSpec {
+		d := base.DeepCopy()
+		d.Job.Parallelism = p
+		return d
+	}
+	replicas, ok := reactiveScaleTarget(&base, parallelism(6), reactive)
+	assert.True(t, ok)
+	assert.Equal(t, int32(3), replicas, "ceil(6 / 2 slots)")
+
+	withReplicas := base.DeepCopy()
+	withReplicas.TaskManager.Replicas = fixtures.Ptr(int32(5))
+	replicas, ok = reactiveScaleTarget(&base, withReplicas, reactive)
+	assert.True(t, ok)
+	assert.Equal(t, int32(5), replicas)
+
+	_, ok = reactiveScaleTarget(&base, parallelism(6), flinkconf.Config{"taskmanager.numberOfTaskSlots": "2"})
+	assert.False(t, ok, "not reactive: upgrade")
+	image := parallelism(6)
+	image.Image = "flink:1.20.1"
+	_, ok = reactiveScaleTarget(&base, image, reactive)
+	assert.False(t, ok, "more than the scale changed: upgrade")
+	nativeMode := parallelism(6)
+	nativeMode.Mode = flinkv1beta1.DeploymentModeNative
+	_, ok = reactiveScaleTarget(&base, nativeMode, reactive)
+	assert.False(t, ok)
+	_, ok = reactiveScaleTarget(&base, base.DeepCopy(), reactive)
+	assert.False(t, ok, "nothing changed")
+}
