@@ -166,17 +166,7 @@ func (f *bgFake) inventory(t *testing.T) map[string]string {
 	return inv
 }
 
-func (f *bgFake) drainEvents() []string {
-	var out []string
-	for {
-		select {
-		case e := <-f.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (f *bgFake) drainEvents() []string { return fixtures.Recorded(f.events) }
 
 func (f *bgFake) child(t *testing.T, c bluegreen.Color) *flinkv1beta1.FlinkDeployment {
 	t.Helper()

@@ -3,7 +3,6 @@ package flinkdeployment
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -152,15 +151,7 @@ func (w *phaseWorld) stored() *flinkv1beta1.FlinkDeployment {
 }
 
 // changes are the requests that change something the JobManager received (reads left out).
-func (w *phaseWorld) changes() []string {
-	var out []string
-	for _, req := range w.flink.Requests() {
-		if !strings.HasPrefix(req, "GET ") {
-			out = append(out, req)
-		}
-	}
-	return out
-}
+func (w *phaseWorld) changes() []string { return fixtures.Changes(w.flink) }
 
 // jobManager is the cluster's JobManager Deployment, nil when there is none.
 func (w *phaseWorld) jobManager() *appsv1.Deployment {
@@ -195,17 +186,7 @@ func (w *phaseWorld) haConfigMaps() []string {
 }
 
 // recorded are the events recorded so far, as "Type Reason Message".
-func (w *phaseWorld) recorded() []string {
-	var out []string
-	for {
-		select {
-		case e := <-w.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (w *phaseWorld) recorded() []string { return fixtures.Recorded(w.events) }
 
 func ctrlResult(after time.Duration) ctrl.Result { return ctrl.Result{RequeueAfter: after} }
 

@@ -163,28 +163,10 @@ func (w *jobPhaseWorld) reconcile(desired *flinkv1beta1.FlinkSessionJobSpec) ctr
 }
 
 // changes are the requests that change something the JobManager received (reads left out).
-func (w *jobPhaseWorld) changes() []string {
-	var out []string
-	for _, req := range w.flink.Requests() {
-		if !strings.HasPrefix(req, "GET ") {
-			out = append(out, req)
-		}
-	}
-	return out
-}
+func (w *jobPhaseWorld) changes() []string { return fixtures.Changes(w.flink) }
 
 // recorded are the events recorded so far, as "Type Reason Message".
-func (w *jobPhaseWorld) recorded() []string {
-	var out []string
-	for {
-		select {
-		case e := <-w.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (w *jobPhaseWorld) recorded() []string { return fixtures.Recorded(w.events) }
 
 // runChanges are the change requests of one submission: the jar uploaded, run and deleted.
 var runChanges = []string{"POST /jars/upload", "POST /jars/{jar}/run", "DELETE /jars/{jar}"}

@@ -199,28 +199,10 @@ func (w *snapWorld) reconcile() ctrl.Result {
 }
 
 // changes are the requests that change something the JobManager received (reads left out).
-func (w *snapWorld) changes() []string {
-	var out []string
-	for _, req := range w.flink.Requests() {
-		if !strings.HasPrefix(req, "GET ") {
-			out = append(out, req)
-		}
-	}
-	return out
-}
+func (w *snapWorld) changes() []string { return fixtures.Changes(w.flink) }
 
 // recorded are the events recorded so far, as "Type Reason Message".
-func (w *snapWorld) recorded() []string {
-	var out []string
-	for {
-		select {
-		case e := <-w.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
+func (w *snapWorld) recorded() []string { return fixtures.Recorded(w.events) }
 
 // TestMetadataPhase: a new snapshot gets the finalizer and the labels snapshots are filtered by
 // before anything else; a conflict is tried again soon, with nothing asked of Flink.
