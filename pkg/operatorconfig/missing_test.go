@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/watch"
+	k8stesting "k8s.io/client-go/testing"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -86,8 +89,22 @@ func TestDeletedConfigMapKeepsTheLastGoodConfiguration(t *testing.T) {
 	require.NotEmpty(t, v.ValidateDeployment(privileged(), nil), "baseline refuses host networking")
 	missing, reported := rec.last()
 	assert.True(t, reported && !missing, "present at start")
+	// The informer lists, then watches; the fake clientset replays nothing to a watch started
+	// after a change, so the deletion waits until the watch is open (on a loaded machine the
+	// list and the watch are far apart).
+	watching := make(chan struct{})
+	var watchOnce sync.Once
+	kc.PrependWatchReactor("configmaps", func(k8stesting.Action) (bool, watch.Interface, error) {
+		watchOnce.Do(func() { close(watching) })
+		return false, nil, nil
+	})
 	go w.Run(ctx)
 	require.Eventually(t, func() bool { return applied.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "the watch has seen the ConfigMap")
+	select {
+	case <-watching:
+	case <-time.After(time.Minute):
+		t.Fatal("the informer never opened its watch")
+	}
 
 	require.NoError(t, kc.CoreV1().ConfigMaps("ops").Delete(ctx, "flink-operator-config", metav1.DeleteOptions{}))
 	level := func() string { return store.Get().Defaults.Operator["kubernetes.operator.pod-security.level"] }
