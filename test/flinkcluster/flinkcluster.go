@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flink-operator/flink-operator/test/freeport"
 
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 )
@@ -452,12 +453,13 @@ func (c *Cluster) logTail() string {
 
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	// Flink binds the port itself, seconds later: one below the ephemeral range, which no
+	// client connection can take meanwhile.
+	port, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 func sortedKeys(m map[string]string) []string {

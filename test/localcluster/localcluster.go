@@ -17,16 +17,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/freeport"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -70,11 +71,64 @@ type process struct {
 // its processes also die with the calling process (they get SIGKILL when it exits).
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts}
-	if err := c.start(ctx); err != nil {
+	var err error
+	// An API server or etcd that exits before the API server is ready lost its port to another
+	// process (see package freeport) or its data directory to a crash: a fresh start on new
+	// ports and a new directory is what a person would do, up to three times.
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = c.start(ctx); err == nil {
+			return c, nil
+		}
 		c.Stop()
-		return nil, err
+		var exited *exitedEarly
+		if !errors.As(err, &exited) || attempt == 3 {
+			return nil, err
+		}
+		c.logf("attempt %d: %v; starting again on new ports", attempt, err)
+		if rmErr := os.RemoveAll(filepath.Join(c.opts.Dir, "etcd")); rmErr != nil {
+			return nil, errors.Join(err, rmErr)
+		}
 	}
-	return c, nil
+	return nil, err
+}
+
+// exitedEarly is a control-plane process that exited before the API server was ready.
+type exitedEarly struct {
+	name string
+	log  string
+	tail string
+}
+
+func (e *exitedEarly) Error() string {
+	return fmt.Sprintf("%s exited before the API server was ready (log: %s):\n%s", e.name, e.log, e.tail)
+}
+
+// earlyExit reports the first started process that has exited, nil while all run.
+func (c *Cluster) earlyExit() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.procs {
+		select {
+		case <-p.done:
+			log := filepath.Join(c.opts.Dir, "logs", p.name+".log")
+			return &exitedEarly{name: p.name, log: log, tail: tail(log, 10)}
+		default:
+		}
+	}
+	return nil
+}
+
+// tail returns the last n lines of a file, or why it cannot.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -105,7 +159,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := os.WriteFile(tokens, []byte(token+",admin,admin,system:masters\n"), 0o600); err != nil {
 		return err
 	}
-	ports, err := FreePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return err
 	}
@@ -150,8 +204,15 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.Config = &rest.Config{Host: server, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true},
 		QPS: 100, Burst: 200}
-	if err := waitReady(ctx, server, token, 60*time.Second); err != nil {
-		return fmt.Errorf("kube-apiserver: %w (log: %s)", err, filepath.Join(dir, "logs", "kube-apiserver.log"))
+	// An idle machine has the API server ready in about 5 s; two minutes cover one whose
+	// cores are all busy with other suites.
+	if err := waitReady(ctx, server, token, 2*time.Minute, c.earlyExit); err != nil {
+		var exited *exitedEarly
+		if errors.As(err, &exited) {
+			return err
+		}
+		log := filepath.Join(dir, "logs", "kube-apiserver.log")
+		return fmt.Errorf("kube-apiserver: %w (log: %s):\n%s", err, log, tail(log, 10))
 	}
 	c.logf("kube-apiserver ready at %s", server)
 
@@ -249,7 +310,9 @@ func (c *Cluster) Stop() {
 	}
 }
 
-func waitReady(ctx context.Context, server, token string, timeout time.Duration) error {
+// waitReady polls /readyz until it answers 200, the timeout passes, or exited reports a
+// process that died, which no waiting mends.
+func waitReady(ctx context.Context, server, token string, timeout time.Duration, exited func() error) error {
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	deadline := time.Now().Add(timeout)
 	var last error
@@ -266,6 +329,9 @@ func waitReady(ctx context.Context, server, token string, timeout time.Duration)
 			err = fmt.Errorf("/readyz: %s", resp.Status)
 		}
 		last = err
+		if err := exited(); err != nil {
+			return err
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -305,22 +371,8 @@ func randomToken() string {
 	return hex.EncodeToString(b)
 }
 
-// FreePorts reserves n distinct loopback ports (released just before use; the window is tiny).
+// FreePorts returns n distinct free loopback ports for processes that bind them themselves,
+// chosen where no client connection takes its source port (package freeport).
 func FreePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("reserve a port"), err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
+	return freeport.Ports(n)
 }

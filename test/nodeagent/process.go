@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/flink-operator/flink-operator/test/freeport"
+
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -293,12 +295,12 @@ func (r *podRunner) forward(container string, port int32) (int, error) {
 	if local, ok := r.forwards[key]; ok {
 		return local, nil
 	}
-	free, err := net.Listen("tcp", "127.0.0.1:0")
+	// The container binds the port itself, later: one below the ephemeral range, which no
+	// client connection can take meanwhile.
+	local, err := freeport.Port()
 	if err != nil {
 		return 0, err
 	}
-	local := free.Addr().(*net.TCPAddr).Port
-	free.Close()
 	if r.forwards == nil {
 		r.forwards = map[string]int{}
 	}
