@@ -51,11 +51,31 @@ func DistFor(t testing.TB, version string) Dist {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Dist{Version: version, Home: filepath.Join(root, "bin", "flink", version)}
-	if _, err := d.distJar(); err != nil {
-		t.Fatalf("Flink %s is not installed in %s (run `make flink-dist`): %v", version, d.Home, err)
+	home := filepath.Join(root, "bin", "flink", version)
+	d, err := DistAt(home)
+	if err == nil {
+		_, err = d.distJar()
+	}
+	if err != nil {
+		t.Fatalf("Flink %s is not installed in %s (run `make flink-dist`): %v", version, home, err)
 	}
 	return d
+}
+
+// DistAt is the distribution installed in home (bin/flink/<version>). Its Home is absolute
+// with every symbolic link resolved: a class-data sharing archive (cds.go) holds the jar
+// paths it was dumped with and maps only for the same paths, however the repository was
+// reached (a clone's bin/ is often a link to a shared one).
+func DistAt(home string) (Dist, error) {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return Dist{}, err
+	}
+	resolved, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return Dist{}, err
+	}
+	return Dist{Version: filepath.Base(abs), Home: resolved}, nil
 }
 
 // Example returns the path of an example job jar (TopSpeedWindowing, WordCount).
@@ -84,8 +104,11 @@ func Installed(repoRoot string) ([]Dist, error) {
 	}
 	var out []Dist
 	for _, stamp := range dirs {
-		home := filepath.Dir(stamp)
-		out = append(out, Dist{Version: filepath.Base(home), Home: home})
+		d, err := DistAt(filepath.Dir(stamp))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no Flink distribution in %s (run `make flink-dist`)", filepath.Join(repoRoot, "bin", "flink"))
@@ -179,6 +202,9 @@ type Options struct {
 	// security.ssl.rest.enabled on): RESTURL is https and the harness polls with this
 	// configuration (its CAs, and its client certificate for mutual TLS).
 	RESTTLS *tls.Config
+	// DumpSharedArchives makes the JobManager and the TaskManager write the distribution's
+	// class-data sharing archives when they exit (see SharedArchiveFlags); cmd/flinkcds sets it.
+	DumpSharedArchives bool
 }
 
 // Cluster is a running session cluster.
@@ -191,8 +217,10 @@ type Cluster struct {
 	// SavepointDir and CheckpointDir are the cluster's default directories (file:// URIs).
 	SavepointDir, CheckpointDir string
 
-	t        testing.TB
+	t        testing.TB // nil outside a test (Start)
 	classp   string
+	// dumpArchives: the processes write class-data sharing archives at exit (Options.DumpSharedArchives).
+	dumpArchives bool
 	dynamic  map[string]string
 	jm, tm   *process
 	jmStarts int
@@ -224,14 +252,31 @@ func (p *process) kill(sig syscall.Signal, grace time.Duration) {
 // registered. The cluster is stopped when the test ends; its logs are printed if it failed.
 func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 	t.Helper()
-	dir := t.TempDir()
-	c := &Cluster{Dist: d, Dir: dir, t: t}
+	c, err := Start(t.TempDir(), d, opts)
+	if c != nil {
+		c.t = t
+		t.Cleanup(c.stop)
+	}
+	if err != nil {
+		t.Fatalf("Flink %s session cluster: %v", d.Version, err)
+	}
+	return c
+}
+
+// Start is StartSession outside a test: the cluster lives in dir, and the caller stops it with
+// Stop, also when Start fails after starting processes (then the Cluster is not nil).
+func Start(dir string, d Dist, opts Options) (*Cluster, error) {
+	c := &Cluster{Dist: d, Dir: dir, dumpArchives: opts.DumpSharedArchives}
 	cp, err := d.classpath()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	c.classp = cp
-	restPort, rpcPort := freePort(t), freePort(t)
+	ports, err := freeport.Ports(2)
+	if err != nil {
+		return nil, err
+	}
+	restPort, rpcPort := ports[0], ports[1]
 	c.RESTURL = fmt.Sprintf("http://127.0.0.1:%d", restPort)
 	c.http = &http.Client{Timeout: 10 * time.Second}
 	if opts.RESTTLS != nil {
@@ -264,22 +309,35 @@ func StartSession(t testing.TB, d Dist, opts Options) *Cluster {
 		c.dynamic = cfg
 	}
 	if err := c.writeConf(cfg, opts); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(c.stop)
 
-	c.startJobManager()
+	if err := c.startJobManager(); err != nil {
+		return c, err
+	}
 	tmArgs := append(append(append([]string{}, javaModuleFlags...), append(taskManagerJVM, fastJVM...)...), c.logFlags("taskmanager")...)
+	tmArgs = append(tmArgs, c.archiveFlags(RoleTaskManager)...)
 	tmArgs = append(tmArgs, "-cp", c.classp, "org.apache.flink.runtime.taskexecutor.TaskManagerRunner", "--configDir", c.confDir())
 	for _, k := range sortedKeys(taskManagerMem) {
 		tmArgs = append(tmArgs, "-D", k+"="+taskManagerMem[k])
 	}
 	tmArgs = append(tmArgs, c.dynamicArgs()...)
-	c.tm = c.start("taskmanager", tmArgs)
-	if err := c.WaitForTaskManagers(context.Background(), 1, 120*time.Second); err != nil {
-		t.Fatalf("Flink %s session cluster did not come up: %v", d.Version, err)
+	if c.tm, err = c.start("taskmanager", tmArgs); err != nil {
+		return c, err
 	}
-	return c
+	if err := c.WaitForTaskManagers(context.Background(), 1, 120*time.Second); err != nil {
+		return c, fmt.Errorf("did not come up: %w", err)
+	}
+	return c, nil
+}
+
+// archiveFlags are the JVM flags that map the role's class-data sharing archive, or, when
+// the cluster dumps archives, write it at exit.
+func (c *Cluster) archiveFlags(role Role) []string {
+	if c.dumpArchives {
+		return c.dumpArchiveFlags(role)
+	}
+	return c.SharedArchiveFlags(role)
 }
 
 func (c *Cluster) confDir() string { return filepath.Join(c.Dir, "conf") }
@@ -329,21 +387,24 @@ func (c *Cluster) logFlags(component string) []string {
 	}
 }
 
-func (c *Cluster) startJobManager() {
+func (c *Cluster) startJobManager() error {
 	c.jmStarts++
 	args := append(append(append([]string{}, javaModuleFlags...), append(jobManagerJVM, fastJVM...)...), c.logFlags(fmt.Sprintf("jobmanager-%d", c.jmStarts))...)
+	args = append(args, c.archiveFlags(RoleJobManager)...)
 	args = append(args, "-cp", c.classp, "org.apache.flink.runtime.entrypoint.StandaloneSessionClusterEntrypoint", "--configDir", c.confDir())
 	args = append(args, c.dynamicArgs()...)
-	c.jm = c.start(fmt.Sprintf("jobmanager-%d", c.jmStarts), args)
+	var err error
+	c.jm, err = c.start(fmt.Sprintf("jobmanager-%d", c.jmStarts), args)
+	return err
 }
 
-func (c *Cluster) start(name string, args []string) *process {
+func (c *Cluster) start(name string, args []string) (*process, error) {
 	if err := os.MkdirAll(filepath.Join(c.Dir, "log"), 0o755); err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command("java", args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -351,11 +412,12 @@ func (c *Cluster) start(name string, args []string) *process {
 		"FLINK_PLUGINS_DIR="+filepath.Join(c.Home, "plugins"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start %s: %v", name, err)
+		out.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	go func() { _ = cmd.Wait(); out.Close(); close(p.done) }()
-	return p
+	return p, nil
 }
 
 // WaitForTaskManagers polls GET /overview until n TaskManagers are registered and their slots
@@ -419,7 +481,9 @@ func (c *Cluster) taskManagers(ctx context.Context) (tms, slots int, err error) 
 func (c *Cluster) RestartJobManager() {
 	c.t.Helper()
 	c.jm.kill(syscall.SIGKILL, 10*time.Second)
-	c.startJobManager()
+	if err := c.startJobManager(); err != nil {
+		c.t.Fatalf("restart the JobManager: %v", err)
+	}
 	if err := c.WaitForREST(90 * time.Second); err != nil {
 		c.t.Fatalf("restarted JobManager: %v", err)
 	}
@@ -429,8 +493,14 @@ func (c *Cluster) stop() {
 	if c.t.Failed() {
 		c.t.Logf("Flink %s logs (%s):\n%s", c.Version, c.Dir, c.logTail())
 	}
-	c.tm.kill(syscall.SIGTERM, 10*time.Second)
-	c.jm.kill(syscall.SIGTERM, 10*time.Second)
+	c.Stop()
+}
+
+// Stop stops the TaskManager, then the JobManager, each with SIGTERM and up to 30 s to exit
+// (a JVM dumping its class-data archive at exit needs a few seconds), then SIGKILL.
+func (c *Cluster) Stop() {
+	c.tm.kill(syscall.SIGTERM, 30*time.Second)
+	c.jm.kill(syscall.SIGTERM, 30*time.Second)
 }
 
 // logTail returns the last lines of every log of the cluster, for failure messages.
@@ -449,17 +519,6 @@ func (c *Cluster) logTail() string {
 		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), strings.Join(lines, "\n"))
 	}
 	return b.String()
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	// Flink binds the port itself, seconds later: one below the ephemeral range, which no
-	// client connection can take meanwhile.
-	port, err := freeport.Port()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
 }
 
 func sortedKeys(m map[string]string) []string {

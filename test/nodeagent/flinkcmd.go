@@ -259,14 +259,19 @@ func readConfigValue(confDir, key string) string {
 
 // resourceParams runs Flink's memory calculator (what the image's scripts run first) and
 // returns the JVM memory flags and the dynamic properties to pass on.
-func resourceParams(ctx context.Context, dist flinkcluster.Dist, classpath, role, confDir string, dynamic []string, env []string) (jvm, props []string, err error) {
+func resourceParams(ctx context.Context, dist flinkcluster.Dist, role, confDir string, dynamic []string, env []string) (jvm, props []string, err error) {
 	cmd := "GET_TM_RESOURCE_PARAMS"
 	if role == "jobmanager" {
 		cmd = "GET_JM_RESOURCE_PARAMS"
 	}
-	args := []string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp",
-		filepath.Join(dist.Home, "bin", "bash-java-utils.jar") + string(os.PathListSeparator) + classpath,
-		"org.apache.flink.runtime.util.bash.BashJavaUtils", cmd, "--configDir", confDir}
+	calculatorClasspath, err := dist.MemoryCalculatorClasspath()
+	if err != nil {
+		return nil, nil, err
+	}
+	args := append([]string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"},
+		dist.SharedArchiveFlags(flinkcluster.RoleMemoryCalculator)...)
+	args = append(args, "-cp", calculatorClasspath,
+		"org.apache.flink.runtime.util.bash.BashJavaUtils", cmd, "--configDir", confDir)
 	args = append(args, dynamic...)
 	c := exec.CommandContext(ctx, "java", args...)
 	c.Env = env
