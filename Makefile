@@ -224,8 +224,8 @@ e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pa
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_FAULT_TESTS)' -v
 
 .PHONY: deploy-test
-deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy -run 'TestMakeDeploy|TestMultiTenantProfileOnCluster' -count=1 -timeout 20m -v
+deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy); make run-local's operator refuses a bad spec through its webhooks (test/cmd/runlocal).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/deploy ./test/cmd/runlocal -run 'TestMakeDeploy|TestMultiTenantProfileOnCluster|TestRunLocalRefusesABadSpecNamingTheField' -count=1 -timeout 20m -v
 
 .PHONY: olm-test
 olm-test: $(GENERATE) cluster-assets olm-tools image ## Install and upgrade the operator through OLM from the file-based catalog on the local cluster (test/olm), the operator from its image.

@@ -79,6 +79,7 @@ type options struct {
 	enableHTTP2          bool
 	enableWebhooks       bool
 	webhookPort          int
+	webhookHost          string
 	webhookCertDir       string
 	jarSchemes           string
 	restURLTemplate      string
@@ -151,6 +152,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&o.enableWebhooks, "enable-webhooks", true,
 		"Serve the admission webhooks (needs a serving certificate in --webhook-cert-dir).")
 	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "Port of the webhook server.")
+	fs.StringVar(&o.webhookHost, "webhook-bind-address", "",
+		"Address the webhook server listens on; empty listens on every address (in a pod, the API server reaches it through its Service). "+
+			"127.0.0.1 serves an API server on the same machine only (make run-local).")
 	fs.StringVar(&o.webhookCertDir, "webhook-cert-dir", "",
 		"Directory with tls.crt and tls.key; reloaded when they change. Default /tmp/k8s-webhook-server/serving-certs (where OLM mounts them).")
 	fs.StringVar(&o.webhookCerts, "webhook-cert-management", certManagementExternal,
@@ -480,7 +484,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if election != nil {
 		lock = election.Lock
 	}
-	webhookServer := webhook.NewServer(webhook.Options{Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts})
+	webhookServer := webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.webhookCertDir, TLSOpts: tlsOpts})
 	if rotator != nil {
 		webhookServer = webhookcert.GatedServer{Server: webhookServer, Ready: rotator.CertReady()}
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/freeport"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,7 +53,8 @@ type Options struct {
 	ProcessImages map[string]nodeagent.ProcessImage
 	// Pods picks the pod address range: package podnet's Namespace mode gives pods addresses
 	// EndpointSlices accept, and the operator serves its admission webhooks through their
-	// Service (config/webhook) as installed; Loopback (the default) runs it with webhooks off.
+	// Service (config/webhook) as installed; with Loopback (the default) the webhook
+	// configurations name a URL on loopback instead, where the operator serves them.
 	Pods podnet.Mode
 	// MachineHostsFile is passed to the node agent (nodeagent.Options.MachineHostsFile): a
 	// hosts file that resolves Service names for processes outside pods.
@@ -197,7 +200,7 @@ func (e *Env) StartOperator(ctx context.Context, pods podnet.Mode, args []string
 	return e.startOperator(ctx, root, pods == podnet.Namespace, args)
 }
 
-func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, extra []string) error {
+func (e *Env) startOperator(ctx context.Context, root string, throughService bool, extra []string) error {
 	bin := filepath.Join(e.Dir, "manager")
 	if err := kubeenv.BuildOperator(ctx, bin); err != nil {
 		return err
@@ -215,13 +218,21 @@ func (e *Env) startOperator(ctx context.Context, root string, webhooks bool, ext
 		return fmt.Errorf("operator identity: %w", err)
 	}
 	e.opEnv = []string{"KUBECONFIG=" + kubeconfig, "POD_NAMESPACE=" + OperatorNamespace}
-	args := []string{"--enable-webhooks=false"}
-	if webhooks {
-		certDir, err := e.installWebhooks(ctx, root)
-		if err != nil {
-			return fmt.Errorf("webhooks: %w", err)
+	// The admission webhooks are always on, as installed: through their Service in a network
+	// namespace of pods, on a loopback URL otherwise.
+	loopbackPort := 0
+	if !throughService {
+		if loopbackPort, err = freeport.Port(); err != nil {
+			return err
 		}
-		args = []string{"--enable-webhooks=true", "--webhook-cert-dir=" + certDir}
+	}
+	certDir, err := e.installWebhooks(ctx, root, loopbackPort)
+	if err != nil {
+		return fmt.Errorf("webhooks: %w", err)
+	}
+	args := []string{"--enable-webhooks=true", "--webhook-cert-dir=" + certDir}
+	if loopbackPort != 0 {
+		args = append(args, "--webhook-bind-address=127.0.0.1", "--webhook-port="+strconv.Itoa(loopbackPort))
 	}
 	e.opArgs = append(append(args, "--flink-rest-address=pod-ip",
 		"--metrics-bind-address=127.0.0.1:"+strconv.Itoa(ports[0]), "--health-probe-bind-address="+e.opProbe), extra...)

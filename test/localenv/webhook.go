@@ -11,6 +11,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -33,11 +34,14 @@ const WebhookAddress = "10.244.255.250"
 const webhookPort = 9443
 
 // installWebhooks installs config/webhook, built by kustomize (its patches add the
-// webhooks' matchConditions), as a user's install does (the webhook Service and the
-// mutating and validating configurations, with a CA bundle), serving through the Service: the
-// Service has no selector here (the operator is a process, not a pod) and its endpoints point
-// at WebhookAddress. It returns the directory holding the serving certificate.
-func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) {
+// webhooks' matchConditions), as a user's install does (the mutating and validating
+// configurations, with a CA bundle). With loopbackPort 0 they are served through the webhook
+// Service: it has no selector here (the operator is a process, not a pod) and its endpoints
+// point at WebhookAddress. Otherwise (no network namespace: make run-local) each webhook
+// names its URL on loopback instead, https://127.0.0.1:loopbackPort/<its path>, which the
+// API server on the same machine calls directly. It returns the directory holding the
+// serving certificate.
+func (e *Env) installWebhooks(ctx context.Context, root string, loopbackPort int) (string, error) {
 	objs, err := kustomizeBuild(filepath.Join(root, "config", "webhook"))
 	if err != nil {
 		return "", err
@@ -59,6 +63,9 @@ func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) 
 	for _, o := range objs {
 		switch o.GetKind() {
 		case "Service":
+			if loopbackPort != 0 {
+				continue
+			}
 			unstructured.RemoveNestedField(o.Object, "spec", "selector")
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
@@ -66,6 +73,15 @@ func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) 
 				hook := h.(map[string]any)
 				if err := unstructured.SetNestedField(hook, base64.StdEncoding.EncodeToString(caPEM), "clientConfig", "caBundle"); err != nil {
 					return "", err
+				}
+				if loopbackPort != 0 {
+					path, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "path")
+					unstructured.RemoveNestedField(hook, "clientConfig", "service")
+					url := fmt.Sprintf("https://127.0.0.1:%d%s", loopbackPort, path)
+					if err := unstructured.SetNestedField(hook, url, "clientConfig", "url"); err != nil {
+						return "", err
+					}
+					continue
 				}
 				if ns, _, _ := unstructured.NestedString(hook, "clientConfig", "service", "namespace"); ns == kustomizeNamespace {
 					if err := unstructured.SetNestedField(hook, OperatorNamespace, "clientConfig", "service", "namespace"); err != nil {
@@ -83,6 +99,9 @@ func (e *Env) installWebhooks(ctx context.Context, root string) (string, error) 
 		if o.GetKind() != "Service" {
 			e.webhookConfigs = append(e.webhookConfigs, o)
 		}
+	}
+	if loopbackPort != 0 {
+		return certDir, nil
 	}
 	// The API server resolves a Service through its Endpoints (1.33's endpoint resolver); the
 	// EndpointSlice mirroring controller derives the slice from it, as for a selector-less
@@ -149,7 +168,7 @@ func writeServingCertificate(dir, dnsName string) ([]byte, error) {
 		return nil, err
 	}
 	serving := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: dnsName},
-		DNSNames: []string{dnsName, dnsName + ".cluster.local"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
+		DNSNames: []string{dnsName, dnsName + ".cluster.local"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	der, err := x509.CreateCertificate(rand.Reader, serving, ca, &key.PublicKey, caKey)
 	if err != nil {
@@ -171,8 +190,7 @@ func writeServingCertificate(dir, dnsName string) ([]byte, error) {
 // WithoutWebhooks runs change while the API server calls none of the operator's admission
 // webhooks: their configurations are removed, then put back. With the webhooks' failurePolicy
 // Fail, nothing can be written while the operator is down; an install without the webhooks
-// (upstream's chart can leave them out) can, and this is how a test makes such a change. With
-// the webhooks off it only runs change.
+// (upstream's chart can leave them out) can, and this is how a test makes such a change.
 func (e *Env) WithoutWebhooks(ctx context.Context, change func()) error {
 	for _, o := range e.webhookConfigs {
 		if err := e.Client.Delete(ctx, o.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -39,13 +40,13 @@ func run(ctx context.Context, dir, sample, namespace string, verbose bool) error
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	opts := localenv.Options{Dir: dir, Operator: true}
+	var log io.Writer
 	if verbose {
-		opts.Log = os.Stdout
+		log = os.Stdout
 	}
 	start := time.Now()
 	fmt.Println("run-local: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the node agent and the operator")
-	env, err := localenv.Start(ctx, opts)
+	env, err := startEnv(ctx, dir, log)
 	if err != nil {
 		return err
 	}
@@ -82,6 +83,12 @@ Ctrl-C stops everything.
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// startEnv starts what make run-local runs: the local cluster, the node agent, and the operator
+// as installed, its admission webhooks on (called by the API server on a loopback URL).
+func startEnv(ctx context.Context, dir string, log io.Writer) (*localenv.Env, error) {
+	return localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Log: log})
 }
 
 func apply(ctx context.Context, c client.Client, path, namespace string) (*flinkv1beta1.FlinkDeployment, error) {
