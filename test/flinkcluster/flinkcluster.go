@@ -217,13 +217,13 @@ type Cluster struct {
 	// SavepointDir and CheckpointDir are the cluster's default directories (file:// URIs).
 	SavepointDir, CheckpointDir string
 
-	t        testing.TB // nil outside a test (Start)
-	classp   string
+	t      testing.TB // nil outside a test (Start)
+	classp string
 	// dumpArchives: the processes write class-data sharing archives at exit (Options.DumpSharedArchives).
 	dumpArchives bool
-	dynamic  map[string]string
-	jm, tm   *process
-	jmStarts int
+	dynamic      map[string]string
+	jm, tm       *process
+	jmStarts     int
 	// http polls the REST endpoint.
 	http *http.Client
 }

@@ -166,6 +166,7 @@ func waitCSVPhaseIn(t *testing.T, ctx context.Context, c client.Client, namespac
 	t.Helper()
 	csv := &operatorsv1alpha1.ClusterServiceVersion{}
 	var last string
+	start := time.Now()
 	testwait.Until(t, ctx, 4*time.Minute, "CSV "+namespace+"/"+name+" "+string(phase), func() (bool, error) {
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, csv); err != nil {
 			return false, client.IgnoreNotFound(err)
@@ -173,6 +174,8 @@ func waitCSVPhaseIn(t *testing.T, ctx context.Context, c client.Client, namespac
 		last = string(csv.Status.Phase) + "/" + string(csv.Status.Reason) + ": " + csv.Status.Message
 		return csv.Status.Phase == phase, nil
 	}, func() string { return last })
+	// OLM's timing varies most with the machine's load: each wait says how long it took.
+	t.Logf("%s CSV %s/%s %s after %s", time.Now().Format("15:04:05"), namespace, name, phase, time.Since(start).Round(time.Second))
 	return csv
 }
 
