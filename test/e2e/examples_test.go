@@ -80,6 +80,9 @@ func TestExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(filepath.Base(filepath.Dir(tt.path)), func(t *testing.T) {
+			// Each example is a resource of its own: they share only the namespace, and the
+			// suite's -parallel bound with the other tests.
+			t.Parallel()
 			ctx := context.Background()
 			dep := example(t, tt.path, "e2e-examples")
 			key := client.ObjectKeyFromObject(dep)

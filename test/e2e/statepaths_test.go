@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,38 +71,43 @@ func TestStatePaths(t *testing.T) {
 		require.Equal(t, localPath(chosen), localPath(restored.ExternalPath), "Flink restored the savepoint the user chose")
 	})
 
-	t.Run("switching to stateless gets an upgrade through when savepoints keep failing", func(t *testing.T) {
-		// Its savepoints go to a directory nobody can create, so every stop-with-savepoint fails.
-		stuck := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", key.Namespace)
-		stuck.Name = "unwritable-savepoints"
-		stuck.Spec.FlinkConfiguration = setConfig(t, stuck.Spec.FlinkConfiguration, "state.savepoints.dir", "file:///proc/no-savepoints-here")
-		stuckKey := client.ObjectKeyFromObject(stuck)
-		require.NoError(t, env.Client.Create(ctx, stuck))
-		d := waitFor(t, stuckKey, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
-		stuckJob := d.Status.JobStatus.JobID
-		allTasksRunning(t, stuckKey, stuckJob)
-		patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
-		waitFor(t, stuckKey, "the stop-with-savepoint failed", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
-			return flinkv1beta1.ErrorReason(d.Status.Error) == flinkv1beta1.ErrorReasonUpgradeFailed
-		})
-		state, err := flinkREST(t, stuckKey).JobStatus(ctx, stuckJob)
-		require.NoError(t, err)
-		require.Equal(t, "RUNNING", string(state), "the job keeps running while its savepoint fails")
-		patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
-		d = waitFor(t, stuckKey, "upgraded statelessly", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
-			return readyAndRunning(d) && d.Status.JobStatus.JobID != stuckJob
-		})
-		allTasksRunning(t, stuckKey, d.Status.JobStatus.JobID)
-		require.Equal(t, 2, runningParallelism(t, stuckKey, d.Status.JobStatus.JobID), "Flink runs the new parallelism")
-		stats, err := flinkREST(t, stuckKey).CheckpointStatistics(ctx, d.Status.JobStatus.JobID)
-		require.NoError(t, err)
-		require.Nil(t, stats.Latest.Restored, "stateless: nothing restored")
-		require.NoError(t, env.Client.Delete(ctx, d))
-		requireNoPods(t, stuckKey)
-	})
-
 	require.NoError(t, env.Client.Delete(ctx, &flinkv1beta1.FlinkDeployment{ObjectMeta: dep.ObjectMeta}))
 	requireNoPods(t, key)
+}
+
+// TestStatelessUpgradeGetsThroughFailingSavepoints: a savepoint upgrade whose stop-with-savepoint
+// keeps failing leaves the job running with the error recorded; switching the upgrade mode to
+// stateless gets the change through, with nothing restored.
+func TestStatelessUpgradeGetsThroughFailingSavepoints(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Its savepoints go to a directory nobody can create, so every stop-with-savepoint fails.
+	stuck := example(t, "examples/checkpoint-ha/checkpoint-ha.yaml", "e2e-stuck-savepoints")
+	stuck.Name = "unwritable-savepoints"
+	stuck.Spec.FlinkConfiguration = setConfig(t, stuck.Spec.FlinkConfiguration, "state.savepoints.dir", "file:///proc/no-savepoints-here")
+	stuckKey := client.ObjectKeyFromObject(stuck)
+	require.NoError(t, env.Client.Create(ctx, stuck))
+	d := waitFor(t, stuckKey, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
+	stuckJob := d.Status.JobStatus.JobID
+	allTasksRunning(t, stuckKey, stuckJob)
+	patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
+	waitFor(t, stuckKey, "the stop-with-savepoint failed", 3*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		return flinkv1beta1.ErrorReason(d.Status.Error) == flinkv1beta1.ErrorReasonUpgradeFailed
+	})
+	state, err := flinkREST(t, stuckKey).JobStatus(ctx, stuckJob)
+	require.NoError(t, err)
+	require.Equal(t, "RUNNING", string(state), "the job keeps running while its savepoint fails")
+	patch(t, stuckKey, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeStateless })
+	d = waitFor(t, stuckKey, "upgraded statelessly", 4*time.Minute, func(d *flinkv1beta1.FlinkDeployment) bool {
+		return readyAndRunning(d) && d.Status.JobStatus.JobID != stuckJob
+	})
+	allTasksRunning(t, stuckKey, d.Status.JobStatus.JobID)
+	require.Equal(t, 2, runningParallelism(t, stuckKey, d.Status.JobStatus.JobID), "Flink runs the new parallelism")
+	stats, err := flinkREST(t, stuckKey).CheckpointStatistics(ctx, d.Status.JobStatus.JobID)
+	require.NoError(t, err)
+	require.Nil(t, stats.Latest.Restored, "stateless: nothing restored")
+	require.NoError(t, env.Client.Delete(ctx, d))
+	requireNoPods(t, stuckKey)
 }
 
 // TestLastStateUpgradeOnFlink2: Flink 2 keeps the job's graph in HA under executionPlan- keys
@@ -162,17 +169,20 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 	// Flink answers FINISHED before it records the end in its job result store; a JobManager
 	// killed in between recovers the job graph and runs the job again, whatever the operator
 	// configured (seen at a load of 25 on two cores). What FLINK-27569 is about starts once the
-	// end is recorded: wait for the store's entry (<job id>.json, or _DIRTY.json before Flink's
-	// cleanup), in the store the operator configured.
+	// end is recorded: wait for the store's entry in the store the operator configured, complete.
+	// Flink creates <job id>_DIRTY.json and then writes it, so the file exists before it says
+	// anything (a kill then left an unreadable entry and the job ran again, CI run I); the entry
+	// counts once it parses and names the job, or once Flink's cleanup renamed it <job id>.json.
 	conf, err := flinkREST(t, key).JobManagerConfig(ctx)
 	require.NoError(t, err)
 	store := localPath(conf["job-result-store.storage-path"])
 	require.NotEmpty(t, store, "the operator configures the job result store's path")
+	var entry string
 	wait.For(t, time.Minute, "job "+jobID+"'s end recorded in "+store, func() bool {
-		_, clean := os.Stat(filepath.Join(store, jobID+".json"))
-		_, dirty := os.Stat(filepath.Join(store, jobID+"_DIRTY.json"))
-		return clean == nil || dirty == nil
+		entry = completeJobResultEntry(store, jobID)
+		return entry != ""
 	})
+	logf(t, "job %s's end recorded in %s", jobID, entry)
 
 	pod := jobManagerPod(t, key)
 	killContainer(t, pod)
@@ -199,4 +209,20 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 
 	require.NoError(t, env.Client.Delete(ctx, d))
 	requireNoPods(t, key)
+}
+
+// completeJobResultEntry is the job's entry in Flink's file job result store once it is
+// complete: the clean <job id>.json (renamed into place by Flink's cleanup), or the dirty
+// <job id>_DIRTY.json once its JSON parses and names the job. Empty until then.
+func completeJobResultEntry(store, jobID string) string {
+	clean := filepath.Join(store, jobID+".json")
+	if _, err := os.Stat(clean); err == nil {
+		return clean
+	}
+	dirty := filepath.Join(store, jobID+"_DIRTY.json")
+	data, err := os.ReadFile(dirty)
+	if err != nil || !json.Valid(data) || !strings.Contains(string(data), jobID) {
+		return ""
+	}
+	return dirty
 }
