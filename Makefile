@@ -160,13 +160,16 @@ GENERATE ?= manifests generate
 # keeps go test's default (one per core): it runs beside the e2e suite's timing-bound fault
 # tests, on a machine whose cores are already all busy.
 UNIT_PARALLEL ?= 8
-# DEPS_JOBS: how many builds and downloads test-deps runs at once.
+# DEPS_JOBS: how many builds and downloads test-deps runs at once. The downloads and Maven builds
+# (test-deps-jvm, one recursive make with its own job slots) are named first so they start at
+# once: named second, they waited for a free slot behind the Go builds, which on an empty
+# machine took 38 minutes, and the downloads only started then.
 DEPS_JOBS ?= 4
 
 .PHONY: test-deps test-deps-go test-deps-jvm
 test-deps: ## Build and install everything the tests run, once, before the lanes start: sources are generated first, then the Go builds and the downloads run side by side.
 	$(if $(GENERATE),$(MAKE) --no-print-directory $(GENERATE))
-	$(MAKE) --no-print-directory -j$(DEPS_JOBS) --output-sync=target GENERATE= test-deps-go test-deps-jvm
+	$(MAKE) --no-print-directory -j$(DEPS_JOBS) --output-sync=target GENERATE= test-deps-jvm test-deps-go
 test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter verify runs).
 test-deps-jvm: ## The downloads and Maven builds test-deps runs: the Flink distributions first, then their class-data archives beside the Maven builds, which run one at a time (Maven's local repository is not safe for concurrent writers).
 	$(MAKE) --no-print-directory flink-dist
