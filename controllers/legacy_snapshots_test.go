@@ -91,13 +91,12 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	assert.Zero(t, stopRequests(e.flink, jobID), "the job is not stopped while the manual savepoint is in flight")
 
 	e.flink.CompleteSavepoint(jobID, manual, "")
-	wait.For(t, 20*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(e.flink, jobID) > 0 })
+	upgradeStop := firstStop(t, e.flink, jobID)
 	j = e.get(key)
 	last := j.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")
 	assert.Equal(t, flinkv1beta1.SnapshotTriggerManual, last.TriggerType)
 	assert.Equal(t, e.flink.SavepointLocation(jobID, manual), last.Location)
-	upgradeStop := e.flink.Stops()[len(e.flink.Stops())-1]
 	assert.NotEqual(t, manual, upgradeStop, "the upgrade's stop has a trigger of its own")
 	e.flink.CompleteSavepoint(jobID, upgradeStop, "")
 	run := e.lastSubmission(jobID)

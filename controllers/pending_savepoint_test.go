@@ -60,6 +60,13 @@ func stopRequests(flink *fakeflink.Server, jobID string) int {
 	return n
 }
 
+// firstStop waits for the first stop-with-savepoint request of a job and returns its trigger id.
+func firstStop(t *testing.T, flink *fakeflink.Server, jobID string) string {
+	t.Helper()
+	wait.For(t, 30*time.Second, "the upgrade stopping the job with a savepoint", func() bool { return len(flink.StopsOf(jobID)) > 0 })
+	return flink.StopsOf(jobID)[0]
+}
+
 // polls counts the status requests of one savepoint trigger.
 func polls(flink *fakeflink.Server, jobID, trigger string) int {
 	n := 0
@@ -92,13 +99,12 @@ func TestUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 	// Once it completes it is recorded as the manual savepoint, and then the upgrade stops the
 	// job with a savepoint of its own.
 	flink.CompleteSavepoint(oldJob, manual, "")
-	wait.For(t, 30*time.Second, "the upgrade stopping the job", func() bool { return stopRequests(flink, oldJob) > 0 })
+	upgradeStop := firstStop(t, flink, oldJob)
 	d = get(t, c, ns, "job")
 	last := d.Status.JobStatus.SavepointInfo.LastSavepoint
 	require.NotNil(t, last, "the manual savepoint is recorded")
 	assert.Equal(t, flinkv1beta1.SnapshotTriggerManual, last.TriggerType)
 	assert.Equal(t, flink.SavepointLocation(oldJob, manual), last.Location)
-	upgradeStop := flink.Stops()[len(flink.Stops())-1]
 	assert.NotEqual(t, manual, upgradeStop, "the upgrade's stop has a trigger of its own")
 	flink.CompleteSavepoint(oldJob, upgradeStop, "")
 	k.collect(ns, "job")
@@ -115,8 +121,7 @@ func TestUpgradeIgnoresPendingLegacySavepointWhenConfigured(t *testing.T) {
 	manual := pendingManualSavepoint(t, ns, flink)
 
 	update(t, c, ns, "job", func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 3 })
-	wait.For(t, 30*time.Second, "the upgrade did not go ahead of the pending savepoint", func() bool { return stopRequests(flink, oldJob) > 0 })
-	upgradeStop := flink.Stops()[len(flink.Stops())-1]
+	upgradeStop := firstStop(t, flink, oldJob)
 	assert.NotEqual(t, manual, upgradeStop, "the upgrade's stop has a trigger of its own")
 	events.seen(t, "abandoned")
 	flink.CompleteSavepoint(oldJob, upgradeStop, "")

@@ -45,6 +45,8 @@ type Server struct {
 	// savepoints); stopTriggers only those of POST /jobs/:id/stop, whose completion ends the job.
 	stops        []string
 	stopTriggers map[string]bool
+	// stopsByJob are the trigger ids of POST /jobs/:id/stop by job id, in the order received.
+	stopsByJob map[string][]string
 	// jobMetrics are job metric values by job id and name.
 	jobMetrics map[string]map[string]string
 	// requirements are the adaptive scheduler's resource requirements by job id and vertex.
@@ -81,7 +83,7 @@ type RunRequest struct {
 func New(t testing.TB) *Server {
 	s := &Server{Version: "1.20.3", jobs: map[string]string{}, savepoints: map[string]string{}, failed: map[string]string{},
 		autoComplete: true, jars: map[string]int{}, exceptions: map[string][]map[string]any{}, jobMetrics: map[string]map[string]string{},
-		requirements: map[string]map[string]map[string]map[string]int{}, stopTriggers: map[string]bool{}}
+		requirements: map[string]map[string]map[string]map[string]int{}, stopTriggers: map[string]bool{}, stopsByJob: map[string][]string{}}
 	s.SavepointLocation = func(jobID, trigger string) string {
 		return "file:/flink/savepoints/savepoint-" + jobID[:6] + "-" + trigger[:12]
 	}
@@ -207,6 +209,15 @@ func (s *Server) Stops() []string {
 	return append([]string(nil), s.stops...)
 }
 
+// StopsOf returns the trigger ids of the stop-with-savepoint requests one job received, in order.
+// Unlike Requests, which records a request as it arrives, a trigger is listed only once the
+// request's body was read, so a test waiting on StopsOf never sees a stop without its trigger.
+func (s *Server) StopsOf(jobID string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.stopsByJob[jobID]...)
+}
+
 // Disposed returns the savepoint paths disposed so far.
 func (s *Server) Disposed() []string {
 	s.mu.Lock()
@@ -311,6 +322,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		s.stops = append(s.stops, body.TriggerID)
 		s.stopTriggers[body.TriggerID] = true
+		s.stopsByJob[parts[1]] = append(s.stopsByJob[parts[1]], body.TriggerID)
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
 			if s.autoComplete {
