@@ -78,6 +78,9 @@ type Options struct {
 	// FlinkImages are image name prefixes of job images built on the Flink image, with what
 	// they add to it (FlinkImage); the longest prefix wins.
 	FlinkImages map[string]FlinkImage
+	// KubeletAPI, when set, makes `kubectl logs` and `kubectl exec` work: the agent serves
+	// kubelet's API for them (kubeletapi.go). Without it the API server has no node to ask.
+	KubeletAPI *KubeletAPI
 }
 
 // Agent is a running node agent.
@@ -96,6 +99,8 @@ type Agent struct {
 	podInformer     cache.SharedIndexInformer
 	serviceInformer cache.SharedIndexInformer
 	hostname        string
+	// kubeletPort is where the kubelet API listens on 127.0.0.1; 0 when it is not served.
+	kubeletPort int
 }
 
 // standIn reports whether containers of image only pretend to run.
@@ -123,6 +128,13 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	host, _ := os.Hostname()
 	a := &Agent{opts: opts, client: opts.Client, pods: map[types.UID]*podRunner{}, ips: newIPPool(opts.PodAddressPrefix), hostname: host,
 		done: make(chan struct{})}
+	if opts.KubeletAPI != nil {
+		port, err := a.serveKubeletAPI(ctx, *opts.KubeletAPI)
+		if err != nil {
+			return nil, fmt.Errorf("kubelet API: %w", err)
+		}
+		a.kubeletPort = port
+	}
 	if err := a.registerNode(ctx); err != nil {
 		return nil, fmt.Errorf("register node %s: %w", opts.NodeName, err)
 	}
@@ -306,6 +318,8 @@ func (a *Agent) tryUpdateNodeStatus(ctx context.Context) error {
 	}
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: a.opts.NodeName}}
+	// The API server proxies logs and exec to InternalIP:kubeletEndpoint.port.
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(a.kubeletPort)
 	node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: "v1.37.2", OperatingSystem: "linux", Architecture: "amd64",
 		ContainerRuntimeVersion: "nodeagent://flink-processes"}
 	var conds []corev1.NodeCondition

@@ -42,6 +42,13 @@ type containerRunner struct {
 	exited    chan struct{}
 	killed    bool
 	stopped   bool
+
+	// logs is the output of the latest run (running or exited), prevLogs the run's before:
+	// what `kubectl logs` and `kubectl logs --previous` read (containerlogs.go).
+	logs, prevLogs *logRun
+	// nextExec is how exec runs in the process command() or processCommand() built (set by
+	// them, on run's goroutine); running is that of the process while it runs.
+	nextExec, running *execTarget
 }
 
 func newContainerRunner(r *podRunner, c corev1.Container, init bool) *containerRunner {
@@ -185,6 +192,7 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 		c.mu.Unlock()
 		return 0, false
 	}
+	run := newLogRun(logPath) // before the process writes anything
 	if err := cmd.Start(); err != nil {
 		c.mu.Unlock()
 		c.setWaiting("RunContainerError", err.Error())
@@ -192,6 +200,7 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 	}
 	exited := make(chan struct{})
 	c.proc, c.exited, c.killed = cmd, exited, false
+	c.recordStart(cmd, run)
 	c.started = c.spec.StartupProbe == nil
 	c.ready = false
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}
@@ -202,6 +211,7 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 	go c.probe(probeCtx)
 	err = cmd.Wait()
 	stopProbes()
+	c.recordExit(run)
 	close(exited)
 
 	code := 0
@@ -227,6 +237,24 @@ func (c *containerRunner) runOnce() (exitCode int, ok bool) {
 	c.mu.Unlock()
 	c.r.logf("container %s: exited with %d (%s)", c.spec.Name, code, reason)
 	return code, !stopping && ctx.Err() == nil
+}
+
+// recordStart makes a started process's output the container's latest run and its way of
+// exec the current one. The caller holds c.mu.
+func (c *containerRunner) recordStart(cmd *exec.Cmd, run *logRun) {
+	c.logs, c.prevLogs = run, c.logs
+	c.running = c.nextExec
+	if c.running != nil {
+		c.running.dir, c.running.env = cmd.Dir, cmd.Env
+	}
+}
+
+// recordExit ends the run of a process that has exited.
+func (c *containerRunner) recordExit(run *logRun) {
+	run.finish()
+	c.mu.Lock()
+	c.running = nil
+	c.mu.Unlock()
 }
 
 // kill stops the container: SIGTERM, then SIGKILL after grace; it is not restarted.
@@ -294,6 +322,10 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 
 	dir := filepath.Join(r.dir, "containers", c.spec.Name)
 	confDir := filepath.Join(dir, "conf")
+	// exec sees the image's log and configuration directories where the process keeps them.
+	c.nextExec = &execTarget{paths: rewriter(append([]pathRewrite{
+		{from: "/opt/flink/log", to: filepath.Join(r.dir, "logs")}, {from: "/opt/flink/conf", to: confDir}},
+		append(r.pathMap(c.spec), layer.rewrites...)...))}
 	if err := os.RemoveAll(confDir); err != nil {
 		return nil, "", err
 	}

@@ -150,7 +150,9 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 			return nil, "", err
 		}
 		imageEnv = unpacked.config.Env
+		c.nextExec = &execTarget{enter: true, user: &[2]int64{uid, gid}}
 	} else {
+		c.nextExec = &execTarget{enter: true}
 		args = processArgs(c.spec, env, r.ip)
 		if script, err = r.mountScript(c.spec, dir, img.Binary); err != nil {
 			return nil, "", err
