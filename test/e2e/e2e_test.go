@@ -76,7 +76,7 @@ func run(m *testing.M) int {
 		// TestZooKeeperHA's ZooKeeper server listens on loopback.
 		"--zookeeper-allowed-networks=127.0.0.0/8",
 		"--flink-rest-truststore-dir=" + filepath.Join(dir, "rest-truststores")},
-		FlinkImages: exampleImages(root)})
+		FlinkImages: exampleImages(root), ProcessImages: shellImages})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: local cluster: %v\n", err)
 		return 1

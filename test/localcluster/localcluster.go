@@ -55,6 +55,9 @@ type Cluster struct {
 	// AuditDir holds the audit log, audit.log and its rotated files (when Options.AuditUsers
 	// is set; empty otherwise).
 	AuditDir string
+	// Kubelet are the certificates a node agent serves its kubelet API with, which the API
+	// server proxies `kubectl logs` and `kubectl exec` to (nodeagent.Options.KubeletAPI).
+	Kubelet KubeletCerts
 
 	opts  Options
 	mu    sync.Mutex
@@ -174,6 +177,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	certDir := filepath.Join(dir, "certs")
+	if c.Kubelet, err = writeKubeletCerts(certDir); err != nil {
+		return fmt.Errorf("kubelet certificates: %w", err)
+	}
 	auditFlags, err := c.audit()
 	if err != nil {
 		return fmt.Errorf("audit policy: %w", err)
@@ -192,7 +198,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		// As OpenShift does: setting an ownerReference needs delete on the object, and
 		// blockOwnerDeletion needs update on the owner's finalizers subresource, so a client
 		// missing those grants is refused here too.
-		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement"}, auditFlags...)
+		"--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+		// `kubectl logs` and `kubectl exec` go through the node agent's kubelet API on the
+		// Node's InternalIP (127.0.0.1), each side verifying the other with the kubelet CA.
+		"--kubelet-client-certificate=" + c.Kubelet.ClientCertFile, "--kubelet-client-key=" + c.Kubelet.ClientKeyFile,
+		"--kubelet-certificate-authority=" + c.Kubelet.CAFile, "--kubelet-preferred-address-types=InternalIP"}, auditFlags...)
 	if err := c.run("kube-apiserver", apiserverFlags...); err != nil {
 		return err
 	}

@@ -149,7 +149,9 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
 		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages,
-		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile, FlinkImages: opts.FlinkImages}
+		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile, FlinkImages: opts.FlinkImages,
+		KubeletAPI: &nodeagent.KubeletAPI{CertFile: e.Cluster.Kubelet.ServingCertFile, KeyFile: e.Cluster.Kubelet.ServingKeyFile,
+			ClientCAFile: e.Cluster.Kubelet.CAFile}}
 	if opts.Pods == podnet.Namespace {
 		agentOpts.PodAddressPrefix = podnet.Prefix
 	}
