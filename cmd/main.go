@@ -69,6 +69,7 @@ type options struct {
 	probeAddr            string
 	pprofAddr            string
 	priorityQueue        bool
+	nameIndex            bool
 	enableLeaderElection bool
 	leaderElectionID     string
 	leaderElectionNS     string
@@ -129,6 +130,10 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Queue FlinkDeployment reconciles by priority: a resource whose spec, annotations or deletion changed goes before new resources and "+
 			"the operator's routine observations, and the initial list after a start goes last, so a user's change is acted "+
 			"on promptly while thousands of resources are queued (controller-runtime's priority queue).")
+	fs.BoolVar(&o.nameIndex, "name-index", true,
+		"Keep an index of the names of every ConfigMap, Service, Deployment and Ingress in the watched namespaces (metadata only, "+
+			"a few hundred bytes an object), so that checking a new Flink cluster's names costs no request to the API server. "+
+			"false: each name not among Flink's objects is asked of the API server (one GET, usually a 404, per object of every new cluster).")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",
 		"Address of Go's /debug/pprof profiles (e.g. 127.0.0.1:8082); empty (the default) serves none. Unauthenticated: bind it to loopback.")
 	fs.BoolVar(&o.enableLeaderElection, "leader-elect", false,
@@ -449,6 +454,25 @@ func newScheme() *runtime.Scheme {
 }
 
 // newManager builds the manager from the options; controllers are added by their own packages.
+// clusterObjects is the reader of the ownership check before a Flink cluster's objects are
+// written: the caches, then the name index (--name-index), then the API server for a name
+// someone else holds (cachescope.Lookup).
+func (o options) clusterObjects(cfg *rest.Config, mgr manager.Manager, namespaces map[string]cache.Config) (client.Reader, error) {
+	lookup := cachescope.Lookup{Cache: mgr.GetCache(), Live: mgr.GetAPIReader()}
+	if !o.nameIndex {
+		return lookup, nil
+	}
+	names, err := cachescope.NewNameIndex(cfg, mgr.GetScheme(), namespaces)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(names); err != nil {
+		return nil, fmt.Errorf("add name index: %w", err)
+	}
+	lookup.Names = names
+	return lookup, nil
+}
+
 func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	namespaces, err := o.namespaces()
 	if err != nil {
@@ -556,10 +580,14 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	// recorder interface throughout the controllers: a change of its own, not part of the
 	// controller-runtime upgrade.
 	recorder := mgr.GetEventRecorderFor("flink-operator") //nolint:staticcheck // SA1019: see above
+	clusterObjects, err := o.clusterObjects(cfg, mgr, namespaces)
+	if err != nil {
+		return nil, err
+	}
 	if err := controllers.SetupReconcilers(mgr, controllers.Setup{
 		ReconcilerOptions: reconciler.ReconcilerOptions{CustomValidator: custom, Listener: listeners, PriorityQueue: o.priorityQueue,
 			Lifecycle: opMetrics.Lifecycle, SecretKeyPatterns: o.keyPatterns(), Live: o.live, RateLimits: o.rateLimits},
-		Client: mgr.GetClient(),
+		Client: mgr.GetClient(), ClusterObjects: clusterObjects,
 		// A snapshot's job (and a session job's cluster) may be in another shard: followed
 		// through to the API server, not abandoned as missing (shard.ReadThrough).
 		SnapshotClient: shard.ReadThrough{Client: mgr.GetClient(), Live: mgr.GetAPIReader()},

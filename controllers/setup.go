@@ -26,6 +26,9 @@ type Setup struct {
 	Client client.Client
 	// APIReader reads from the API server, not the cache (the manager's when nil).
 	APIReader client.Reader
+	// ClusterObjects reads the objects of a Flink cluster's names for the ownership check
+	// before they are written (cachescope.Lookup); APIReader when nil.
+	ClusterObjects client.Reader
 	// SnapshotClient is the snapshot reconciler's client (a snapshot's job may be in another
 	// shard); Client when nil.
 	SnapshotClient client.Client
@@ -55,8 +58,8 @@ func SetupReconcilers(mgr ctrl.Manager, s Setup) error {
 		setup func(ctrl.Manager) error
 	}{
 		{"FlinkDeployment", (&flinkdeployment.FlinkDeploymentReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
-			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
-			Autoscaling: s.Autoscaling, Shard: s.Shard, ZooKeeper: s.ZooKeeper}).SetupWithManager},
+			ClusterObjects: s.ClusterObjects, Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator,
+			Intervals: s.Intervals, Autoscaling: s.Autoscaling, Shard: s.Shard, ZooKeeper: s.ZooKeeper}).SetupWithManager},
 		{"FlinkSessionJob", (&flinksessionjob.FlinkSessionJobReconciler{ReconcilerOptions: s.ReconcilerOptions, Client: s.Client, APIReader: s.APIReader,
 			Scheme: mgr.GetScheme(), Recorder: s.Recorder, Flink: s.Flink, Validator: s.Validator, Intervals: s.Intervals,
 			Autoscaling: s.Autoscaling, Artifacts: s.Artifacts, Shard: s.Shard}).SetupWithManager},

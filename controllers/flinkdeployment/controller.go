@@ -39,12 +39,16 @@ type FlinkDeploymentReconciler struct {
 	// names already exists, and whose it is, must be known even when the cache only holds
 	// labelled objects. The manager's API reader when nil.
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
-	Recorder  record.EventRecorder
-	Flink     *clients.Factory
-	Defaults  flinkconf.Defaults
-	Validator *validation.Validator
-	Intervals reconciler.Intervals
+	// ClusterObjects reads the objects of a cluster's names for the ownership check before
+	// they are written: cachescope.Lookup in the operator (caches and a name index, so a new
+	// cluster costs no read); APIReader when nil.
+	ClusterObjects client.Reader
+	Scheme         *runtime.Scheme
+	Recorder       record.EventRecorder
+	Flink          *clients.Factory
+	Defaults       flinkconf.Defaults
+	Validator      *validation.Validator
+	Intervals      reconciler.Intervals
 	// Autoscaling serves the job autoscaler of resources that enable it (nil: its defaults).
 	Autoscaling *jobs.Autoscaling
 	// Shard is the label selector of the resources this operator instance serves (nil: all;

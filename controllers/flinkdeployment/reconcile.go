@@ -332,7 +332,7 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("build cluster: %w", err)
 	}
-	if err := native.Apply(ctx, r.Client, r.liveReader(), cluster); err != nil {
+	if err := native.Apply(ctx, r.Client, r.clusterObjects(), cluster); err != nil {
 		if foreign, ok := native.IsForeignObject(err); ok {
 			return r.refuseForeignObject(s, foreign), nil
 		}
@@ -345,6 +345,14 @@ func (r *FlinkDeploymentReconciler) deploy(ctx context.Context, s *scope, desire
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, reconciler.ReasonSubmit, msg)
 	s.recordProgress(flinkv1beta1.ReconciliationDeployed)
 	return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+}
+
+// clusterObjects is ClusterObjects, or liveReader when none is set.
+func (r *FlinkDeploymentReconciler) clusterObjects() client.Reader {
+	if r.ClusterObjects != nil {
+		return r.ClusterObjects
+	}
+	return r.liveReader()
 }
 
 // liveReader is APIReader, or the client when none is set (a reconciler driven directly).

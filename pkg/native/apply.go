@@ -28,9 +28,13 @@ import (
 //
 // Nothing is written while any of the cluster's objects exists as someone else's (see
 // ownership.go): Apply then returns a *ForeignObjectError and leaves that object alone. live
-// reads what exists; it should be the API server itself (the manager's API reader), since a
-// cache limited by labels does not hold an unlabelled object of the same name, which
-// server-side apply would then take over.
+// reads what exists. It must see objects outside the label-scoped caches (an unlabelled object
+// of the same name): the API server itself, or cachescope.Lookup, which answers from the caches
+// and a name index and asks the API server only for a name someone else holds. An object live
+// did not find is created by applyNew, which never takes over an object that exists after all
+// (one made since it was looked up, or one an index had not heard of yet): ownership is then
+// judged on the API server's copy, and a foreign one leaves that object alone as above (though
+// objects applied before it, the JobManager Deployment first, stay written).
 //
 // The reads of the ownership check, and then the writes after the JobManager's, are
 // independent of one another and go out together: a new cluster costs three round trips to the
@@ -42,37 +46,91 @@ import (
 // still correcting drift (a field someone edited is set back).
 func Apply(ctx context.Context, c client.Client, live client.Reader, cluster *Cluster) error {
 	jm := cluster.JobManager
-	if _, err := claim(ctx, live, cluster); err != nil {
+	_, absent, err := claim(ctx, live, cluster)
+	if err != nil {
 		return err
 	}
-	if err := apply(ctx, c, jm); err != nil {
+	fresh := freshReader(live)
+	ns, name := jm.Namespace, clusterName(jm)
+	ours := owners{cluster: name, resource: cluster.Owner}
+	if err := write(ctx, c, fresh, jm, absent[0], ours); err != nil {
 		return err
 	}
 	owner := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "Deployment", Name: jm.Name, UID: jm.UID,
 		Controller: ptr(true), BlockOwnerDeletion: ptr(true)}
-	ns, name := jm.Namespace, clusterName(jm)
-	ours := owners{cluster: name, resource: cluster.Owner, dependent: true, jobManager: jm.UID}
+	ours.dependent, ours.jobManager = true, jm.UID
 	g, gctx := errgroup.WithContext(ctx)
-	for _, obj := range cluster.Dependents() {
+	for i, obj := range cluster.Dependents() {
 		obj.SetOwnerReferences([]metav1.OwnerReference{owner})
-		g.Go(func() error { return apply(gctx, c, obj) })
+		g.Go(func() error { return write(gctx, c, fresh, obj, absent[1+i], ours) })
 	}
 	if cluster.Ingress != nil {
-		g.Go(func() error { return apply(gctx, c, cluster.Ingress) })
+		// The Ingress is last in cluster.Objects().
+		g.Go(func() error { return write(gctx, c, fresh, cluster.Ingress, absent[len(absent)-1], ours) })
 	} else if !cluster.IngressUnmanaged {
-		g.Go(func() error { return deleteIfOurs(gctx, c, &networkingv1.Ingress{}, ns, IngressName(name), ours) })
+		g.Go(func() error { return deleteIfOurs(gctx, c, live, &networkingv1.Ingress{}, ns, IngressName(name), ours) })
 	}
 	if cluster.InternalService == nil {
 		g.Go(func() error {
-			return deleteIfOurs(gctx, c, &corev1.Service{}, ns, flinkconf.InternalServiceName(name), ours)
+			return deleteIfOurs(gctx, c, live, &corev1.Service{}, ns, flinkconf.InternalServiceName(name), ours)
 		})
 	}
 	if cluster.PodTemplate == nil {
 		g.Go(func() error {
-			return deleteIfOurs(gctx, c, &corev1.ConfigMap{}, ns, PodTemplateConfigMapName(name), ours)
+			return deleteIfOurs(gctx, c, live, &corev1.ConfigMap{}, ns, PodTemplateConfigMapName(name), ours)
 		})
 	}
 	return g.Wait()
+}
+
+// freshReader is the reader that does not lag: live's Fresh() when it has one (a reader
+// answering from caches), else live itself (the API server).
+func freshReader(live client.Reader) client.Reader {
+	if f, ok := live.(interface{ Fresh() client.Reader }); ok {
+		return f.Fresh()
+	}
+	return live
+}
+
+// write applies obj: with applyNew when the ownership check found it absent, else with apply.
+func write(ctx context.Context, c client.Client, fresh client.Reader, obj client.Object, absent bool, ours owners) error {
+	if absent {
+		return applyNew(ctx, c, fresh, obj, ours)
+	}
+	return apply(ctx, c, obj)
+}
+
+// absentVersion is the resourceVersion applyNew sends. The API server ignores a
+// resourceVersion when an apply creates the object, and refuses the apply (409 Conflict) when
+// the object exists with another one. It is etcd's first revision, which the first write of a
+// new cluster's bootstrap takes: no ConfigMap, Service, Deployment or Ingress a tenant can
+// make has it.
+const absentVersion = "1"
+
+// applyNew creates obj by server-side apply, as apply would, but only if no object of its name
+// exists: one that does (someone else's made meanwhile, or the cluster's own that a cache had not
+// seen yet) is read from the API server and judged, then applied to only if it is the cluster's.
+// A new object thus costs one request, and an existing one is never taken over unjudged.
+func applyNew(ctx context.Context, c client.Client, fresh client.Reader, obj client.Object, ours owners) error {
+	obj.SetManagedFields(nil)
+	obj.SetResourceVersion(absentVersion)
+	err := c.Patch(ctx, obj, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership) //nolint:staticcheck // SA1019: see apply
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsConflict(err) {
+		return fmt.Errorf("apply %s %s/%s: %w", kindOf(obj), obj.GetNamespace(), obj.GetName(), err)
+	}
+	existing, err := readLive(ctx, fresh, obj)
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		if why := ours.foreignReason(existing); why != "" {
+			return &ForeignObjectError{Kind: kindOf(obj), Namespace: existing.GetNamespace(), Name: existing.GetName(), Why: why}
+		}
+	}
+	return apply(ctx, c, obj)
 }
 
 func clusterName(jm *appsv1.Deployment) string { return jm.Labels[LabelApp] }
@@ -92,8 +150,8 @@ func apply(ctx context.Context, c client.Client, obj client.Object) error {
 // deleteIfOurs deletes an object of the cluster (ownership.go), leaving alone a same-named
 // object someone else made. The deletion is conditional on the UID read, so an object replaced
 // meanwhile is not deleted either.
-func deleteIfOurs(ctx context.Context, c client.Client, obj client.Object, ns, name string, ours owners) error {
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+func deleteIfOurs(ctx context.Context, c client.Client, r client.Reader, obj client.Object, ns, name string, ours owners) error {
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if ours.foreignReason(obj) != "" {
@@ -209,7 +267,7 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 			return false, fmt.Errorf("delete JobManager deployment %s/%s: %w", namespace, jm.Name, err)
 		}
 	}
-	if err := deleteIfOurs(ctx, c, &networkingv1.Ingress{}, namespace, IngressName(cluster), ours); err != nil {
+	if err := deleteIfOurs(ctx, c, c, &networkingv1.Ingress{}, namespace, IngressName(cluster), ours); err != nil {
 		return false, err
 	}
 	if !opts.KeepHAData {

@@ -116,10 +116,11 @@ func kindOf(obj client.Object) string {
 }
 
 // claim checks, before anything is written, that none of the cluster's objects exists as
-// someone else's. It returns the live JobManager Deployment's UID (empty when none exists). The
-// objects are read together; they are judged in a fixed order (the JobManager first, whose UID
-// the others' ownerReferences name), so the error reported is always the same one.
-func claim(ctx context.Context, r client.Reader, cluster *Cluster) (types.UID, error) {
+// someone else's. It returns the live JobManager Deployment's UID (empty when none exists) and
+// which of cluster.Objects() were found absent (to be created with applyNew). The objects are
+// read together; they are judged in a fixed order (the JobManager first, whose UID the others'
+// ownerReferences name), so the error reported is always the same one.
+func claim(ctx context.Context, r client.Reader, cluster *Cluster) (types.UID, []bool, error) {
 	wanted := cluster.Objects() // the JobManager Deployment first
 	found := make([]client.Object, len(wanted))
 	g, gctx := errgroup.WithContext(ctx)
@@ -131,20 +132,22 @@ func claim(ctx context.Context, r client.Reader, cluster *Cluster) (types.UID, e
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	o := owners{cluster: clusterName(cluster.JobManager), resource: cluster.Owner}
+	absent := make([]bool, len(found))
 	for i, live := range found {
 		o.dependent = i > 0 // every object but the JobManager Deployment is owned by it
 		if live == nil {
+			absent[i] = true
 			continue
 		}
 		if why := o.foreignReason(live); why != "" {
-			return "", &ForeignObjectError{Kind: kindOf(wanted[i]), Namespace: live.GetNamespace(), Name: live.GetName(), Why: why}
+			return "", nil, &ForeignObjectError{Kind: kindOf(wanted[i]), Namespace: live.GetNamespace(), Name: live.GetName(), Why: why}
 		}
 		if i == 0 {
 			o.jobManager = live.GetUID()
 		}
 	}
-	return o.jobManager, nil
+	return o.jobManager, absent, nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -146,5 +147,68 @@ func TestApplyAndDeleteLeaveForeignObjects(t *testing.T) {
 		again, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
 		require.NoError(t, err)
 		require.NoError(t, Apply(ctx, c, c, again))
+	})
+}
+
+// blindReader finds nothing: a cache or name index that has not heard of an object yet. Its
+// Fresh reader is the API server, as cachescope.Lookup's is.
+type blindReader struct{ fresh client.Reader }
+
+func (blindReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: kindOf(obj)}, key.Name)
+}
+
+func (blindReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+func (b blindReader) Fresh() client.Reader { return b.fresh }
+
+// An object the ownership check did not find (made since it looked, or not yet known to the
+// caches it reads) is created only if it really is absent: someone else's is judged on the API
+// server's copy and left alone, the cluster's own is applied to as usual.
+func TestApplyNeverTakesOverAnObjectTheCheckMissed(t *testing.T) {
+	env := testEnv(t)
+	ctx := context.Background()
+	c := newWatchClient(t, env)
+	blind := blindReader{fresh: c}
+
+	t.Run("someone else's Service", func(t *testing.T) {
+		ns := env.NewNamespace(t, "missed-foreign")
+		require.NoError(t, c.Create(ctx, webService(ns, flinkconf.RESTServiceName("orders"))))
+		before := &corev1.Service{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName("orders")}, before))
+		dep := createDeployment(t, c, ns, nativeApp)
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
+		require.NoError(t, err)
+
+		err = Apply(ctx, c, blind, cluster)
+		foreign, ok := IsForeignObject(err)
+		require.True(t, ok, "want a ForeignObjectError, got %v", err)
+		assert.Equal(t, flinkconf.RESTServiceName("orders"), foreign.Name)
+		assert.Equal(t, "it has no owner", foreign.Why)
+		after := &corev1.Service{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName("orders")}, after))
+		assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "not written at all")
+		assert.Equal(t, map[string]string{"app": "web"}, after.Spec.Selector)
+	})
+
+	t.Run("the cluster's own objects", func(t *testing.T) {
+		ns := env.NewNamespace(t, "missed-own")
+		dep := createDeployment(t, c, ns, nativeApp)
+		cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
+		require.NoError(t, err)
+		require.NoError(t, Apply(ctx, c, blind, cluster), "a new cluster")
+		first := resourceVersions(t, c, cluster.Objects())
+
+		again, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
+		require.NoError(t, err)
+		require.NoError(t, Apply(ctx, c, blind, again), "its objects exist: judged as the cluster's and applied to")
+		assert.Equal(t, first, resourceVersions(t, c, again.Objects()), "an unchanged apply writes nothing")
+		jm := &appsv1.Deployment{}
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, jm))
+		for _, mf := range jm.ManagedFields {
+			if mf.Manager == FieldManager {
+				assert.Equal(t, metav1.ManagedFieldsOperationApply, mf.Operation, "created by server-side apply, so later applies can remove fields")
+			}
+		}
 	})
 }

@@ -8,6 +8,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,10 +71,13 @@ type Options struct {
 
 // Requests counts the operator's API requests in one phase, from its own client-go metric
 // rest_client_requests_total (by HTTP method): writes are POST, PUT, PATCH and DELETE; reads
-// are GET, which includes the LIST and WATCH requests of its informers.
+// are GET, which includes the LIST and WATCH requests of its informers. Failed are those the
+// API server answered with a 4xx or 5xx code (a 404 GET of an object about to be created, a
+// 409 conflict), each one a round trip the API server served for nothing.
 type Requests struct {
 	Writes int `json:"writes"`
 	Reads  int `json:"reads"`
+	Failed int `json:"failed"`
 }
 
 // Phase is one timed creation of N objects.
@@ -128,12 +132,16 @@ type Result struct {
 	GoroutinesSteady int `json:"goroutinesSteady"`
 	// Create counts the operator's requests from the first create until it settled; Steady
 	// those in the steady window.
-	Create        Requests      `json:"create"`
-	Steady        Requests      `json:"steady"`
-	SteadyWindow  time.Duration `json:"steadyWindowNanos"`
-	WritesPerNew  float64       `json:"writesPerNewResource"`
-	ReadsPerNew   float64       `json:"readsPerNewResource"`
-	SettledWithin time.Duration `json:"settledWithinNanos"`
+	Create       Requests      `json:"create"`
+	Steady       Requests      `json:"steady"`
+	SteadyWindow time.Duration `json:"steadyWindowNanos"`
+	// FailedByRequest counts the failed requests of the create phase as the API server itself
+	// recorded them (apiserver_request_total), by verb, resource and code: where Create.Failed
+	// came from. Every client is counted (the bench's own requests succeed).
+	FailedByRequest map[string]int `json:"failedByRequest,omitempty"`
+	WritesPerNew    float64        `json:"writesPerNewResource"`
+	ReadsPerNew     float64        `json:"readsPerNewResource"`
+	SettledWithin   time.Duration  `json:"settledWithinNanos"`
 	// Running is what the running mode measured (nil without it).
 	Running *RunningResult `json:"running,omitempty"`
 }
@@ -213,6 +221,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 
 	res := &Result{Date: time.Now().UTC(), N: o.N, Concurrency: o.Concurrency, OperatorArgs: o.OperatorArgs}
 	before, err := op.scrape()
+	if err != nil {
+		return nil, err
+	}
+	apiBefore, err := scrapeAPIServer(ctx, env)
 	if err != nil {
 		return nil, err
 	}
@@ -305,6 +317,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res.ControlPlaneCPUCreateSeconds = cp1 - cp0
 	res.Create = settled.requests().minus(before.requests())
+	if res.FailedByRequest, err = failedSince(ctx, env, apiBefore); err != nil {
+		return nil, err
+	}
 	res.WritesPerNew = float64(res.Create.Writes) / float64(o.N)
 	res.ReadsPerNew = float64(res.Create.Reads) / float64(o.N)
 
@@ -658,8 +673,13 @@ func (op *operator) scrape() (metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape operator metrics: %s", resp.Status)
 	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads a Prometheus text exposition into samples by series.
+func parseMetrics(r io.Reader) (metrics, error) {
 	m := metrics{}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -688,6 +708,9 @@ func (m metrics) requests() Requests {
 		if !strings.HasPrefix(series, "rest_client_requests_total{") {
 			continue
 		}
+		if code := label(series, "code"); len(code) == 3 && code >= "400" {
+			r.Failed += int(v)
+		}
 		switch {
 		case strings.Contains(series, `method="GET"`):
 			r.Reads += int(v)
@@ -700,7 +723,60 @@ func (m metrics) requests() Requests {
 }
 
 func (r Requests) minus(o Requests) Requests {
-	return Requests{Writes: r.Writes - o.Writes, Reads: r.Reads - o.Reads}
+	return Requests{Writes: r.Writes - o.Writes, Reads: r.Reads - o.Reads, Failed: r.Failed - o.Failed}
+}
+
+// label returns the value of one label of a series written as name{a="x",b="y"}.
+func label(series, name string) string {
+	i := strings.Index(series, name+`="`)
+	if i < 0 || (i > 0 && series[i-1] != '{' && series[i-1] != ',') {
+		return ""
+	}
+	rest := series[i+len(name)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// scrapeAPIServer reads the API server's own metrics with the bench's administrator client.
+func scrapeAPIServer(ctx context.Context, env *kubeenv.Env) (metrics, error) {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("scrape kube-apiserver metrics: %w", err)
+	}
+	return parseMetrics(bytes.NewReader(raw))
+}
+
+// failedSince returns the requests the API server answered with a 4xx or 5xx code since
+// before, by "VERB resource[/subresource] code".
+func failedSince(ctx context.Context, env *kubeenv.Env, before metrics) (map[string]int, error) {
+	now, err := scrapeAPIServer(ctx, env)
+	if err != nil {
+		return nil, err
+	}
+	failed := map[string]int{}
+	for series, v := range now {
+		if !strings.HasPrefix(series, "apiserver_request_total{") {
+			continue
+		}
+		code := label(series, "code")
+		if len(code) != 3 || code < "400" {
+			continue
+		}
+		if n := int(v - before[series]); n > 0 {
+			resource := label(series, "resource")
+			if sub := label(series, "subresource"); sub != "" {
+				resource += "/" + sub
+			}
+			failed[label(series, "verb")+" "+resource+" "+code] += n
+		}
+	}
+	return failed, nil
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on every Linux

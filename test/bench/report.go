@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -47,6 +48,7 @@ func (r *Result) Table() string {
 	row("goroutines, end of create / end of steady", fmt.Sprintf("%d / %d", r.GoroutinesCreate, r.GoroutinesSteady))
 	row("API writes / reads, create phase", fmt.Sprintf("%d / %d", r.Create.Writes, r.Create.Reads))
 	row("API writes / reads per new resource", fmt.Sprintf("%.2f / %.2f", r.WritesPerNew, r.ReadsPerNew))
+	row("failed API requests, create phase (the operator's / by the API server)", fmt.Sprintf("%d / %s", r.Create.Failed, formatFailed(r.FailedByRequest)))
 	row(fmt.Sprintf("API writes / reads in a %s steady window", r.SteadyWindow), fmt.Sprintf("%d / %d", r.Steady.Writes, r.Steady.Reads))
 	if r.Running != nil {
 		r.Running.rows(row, r.N, r.SteadyWindow)
@@ -105,4 +107,27 @@ func (r *Result) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// formatFailed lists failed requests by verb, resource and code, most frequent first; "none"
+// when there were none.
+func formatFailed(failed map[string]int) string {
+	if len(failed) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(failed))
+	for k := range failed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if failed[keys[i]] != failed[keys[j]] {
+			return failed[keys[i]] > failed[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, failed[k])
+	}
+	return strings.Join(parts, ", ")
 }
