@@ -492,6 +492,33 @@ func TestUpgradeStopPhases(t *testing.T) {
 	}
 }
 
+// TestPendingStopIsFollowedCloselyPhase: while the upgrade's stop-with-savepoint is pending,
+// the reconcile looks again after a fraction of a second (jobs.Recheck), not after the
+// progress-check interval: a small job's savepoint completes within a second, and the
+// upgrade would otherwise wait the whole interval for nothing.
+func TestPendingStopIsFollowedCloselyPhase(t *testing.T) {
+	dep := deployedResource(t, flinkv1beta1.UpgradeModeSavepoint, nil)
+	w := newPhaseWorld(t, dep, true, false)
+	w.r.Intervals.ProgressCheck = 10 * time.Second
+	w.flink.SetAutoComplete(false)
+	for i := range 2 { // the reconcile that triggers the stop, then one that finds it pending
+		p := w.pass(withParallelism(w.stored(), 4))
+		res, err := jobs.RunPhases(context.Background(), p, w.r.specPhases())
+		require.NoError(t, err, "reconcile %d", i)
+		require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
+		require.Len(t, w.flink.StopsOf(fixtures.PhaseJobID), 1, "reconcile %d: one stop-with-savepoint", i)
+		assert.Positive(t, res.RequeueAfter, "reconcile %d", i)
+		assert.LessOrEqual(t, res.RequeueAfter, time.Second, "reconcile %d looks again within a second, not after the progress check", i)
+	}
+	w.flink.CompleteSavepoint(fixtures.PhaseJobID, w.flink.StopsOf(fixtures.PhaseJobID)[0], "")
+	p := w.pass(withParallelism(w.stored(), 4))
+	_, err := jobs.RunPhases(context.Background(), p, w.r.specPhases())
+	require.NoError(t, err)
+	require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
+	assert.Equal(t, w.flink.SavepointLocation(fixtures.PhaseJobID, w.flink.StopsOf(fixtures.PhaseJobID)[0]),
+		w.stored().Status.JobStatus.UpgradeSavepointPath, "the completed stop is what the new job restores")
+}
+
 // unhealthy is the health check's record of a job found unhealthy.
 func unhealthy(dep *flinkv1beta1.FlinkDeployment) {
 	dep.Status.ClusterInfo = map[string]string{ClusterInfoHealthKey: `{"numRestarts":9,"healthy":false,"reason":"9 restarts within 2m0s"}`}

@@ -114,12 +114,13 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	// checkpoint).
 	stops := plan.Stop == jobs.StopSavepoint || plan.Stop == jobs.StopCancel || jobs.UpgradeSavepointInFlight(&st.CommonStatus)
 	if desired.Job != nil && (stops || plan.Stop != jobs.StopStateless) {
-		progress, err := r.jobStop(s, conf).Run(ctx, plan)
+		stop := r.jobStop(s, conf)
+		progress, err := stop.Run(ctx, plan)
 		switch {
 		case err != nil:
 			return ctrl.Result{}, err
 		case progress == jobs.StopPending:
-			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
+			return ctrl.Result{RequeueAfter: stop.PendingRecheck(time.Now(), r.Intervals.ProgressCheck)}, nil
 		case progress == jobs.StopNeedsUser:
 			// Nothing is touched; a new spec (initialSavepointPath + savepointRedeployNonce) resolves it.
 			return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil

@@ -292,6 +292,24 @@ func TestJobUpgradeStopPhases(t *testing.T) {
 	}
 }
 
+// TestPendingJobStopIsFollowedCloselyPhase: a pending stop-with-savepoint is looked at again
+// within a second (jobs.Recheck), not after the progress-check interval.
+func TestPendingJobStopIsFollowedCloselyPhase(t *testing.T) {
+	job := deployedSessionJob(t, flinkv1beta1.UpgradeModeSavepoint, map[string]string{"state.savepoints.dir": "file:///sp"})
+	w := newJobPhaseWorld(t, job, "RUNNING")
+	w.r.Intervals.ProgressCheck = 10 * time.Second
+	w.flink.SetAutoComplete(false)
+	desired := w.stored().Spec.DeepCopy()
+	desired.Job.Parallelism = 4
+	for i := range 2 { // the reconcile that triggers the stop, then one that finds it pending
+		res := w.reconcile(desired)
+		desired = nil
+		require.Len(t, w.flink.StopsOf(fixtures.PhaseJobID), 1, "reconcile %d: one stop-with-savepoint", i)
+		assert.Positive(t, res.RequeueAfter, "reconcile %d", i)
+		assert.LessOrEqual(t, res.RequeueAfter, time.Second, "reconcile %d looks again within a second, not after the progress check", i)
+	}
+}
+
 // TestJobRestartFailedPhase: a FAILED job is submitted again with
 // kubernetes.operator.job.restart.failed, from its latest checkpoint unless stateless, and left
 // FAILED without it.

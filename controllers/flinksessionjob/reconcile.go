@@ -102,10 +102,13 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 	log.FromContext(ctx).V(1).Info("continuing upgrade", "job", st.JobStatus.State, "restore", st.JobStatus.UpgradeSavepointPath,
 		"stop", plan.Stop, "restoreMode", plan.Restore, "why", plan.Reason)
 	stops := plan.Stop != jobs.StopNone || jobs.UpgradeSavepointInFlight(&st.CommonStatus)
-	progress, err := r.jobStop(s, desired).Run(ctx, plan)
+	stop := r.jobStop(s, desired)
+	progress, err := stop.Run(ctx, plan)
 	switch {
-	case err != nil || progress == jobs.StopPending:
+	case err != nil:
 		return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, err
+	case progress == jobs.StopPending:
+		return ctrl.Result{RequeueAfter: stop.PendingRecheck(time.Now(), r.Intervals.ProgressCheck)}, nil
 	case progress == jobs.StopNeedsUser:
 		return ctrl.Result{RequeueAfter: r.Intervals.Reconcile}, nil
 	}

@@ -1,0 +1,34 @@
+package jobs
+
+import "time"
+
+// MinRecheck is the first look at an operation Flink was just asked for.
+const MinRecheck = 250 * time.Millisecond
+
+// Recheck says when to look again at an operation triggered at since and still pending at now:
+// after half the time it has taken so far, at least MinRecheck and at most ceiling (the
+// progress-check interval). A stop-with-savepoint of a small job completes within a second, and
+// the upgrade waits for nothing else; looking only at the progress-check interval (10 s by
+// default) made the interval, not Flink, the upgrade's duration. Halving keeps the number of
+// looks logarithmic in the operation's duration (about ten before the ceiling at 10 s) and each
+// look late by at most half of what has elapsed.
+func Recheck(since, now time.Time, ceiling time.Duration) time.Duration {
+	if ceiling <= MinRecheck {
+		return ceiling
+	}
+	elapsed := now.Sub(since)
+	if elapsed < 0 {
+		elapsed = 0 // a clock behind the recorded trigger time: the operation is new
+	}
+	return min(max(elapsed/2, MinRecheck), ceiling)
+}
+
+// PendingRecheck is when to look again at a stop that is pending: by Recheck from the upgrade
+// savepoint's trigger time while one is in flight, else at ceiling.
+func (x *JobStop) PendingRecheck(now time.Time, ceiling time.Duration) time.Duration {
+	info := x.Status.JobStatus.SavepointInfo
+	if !UpgradeSavepointInFlight(x.Status) || info == nil || info.TriggerTimestamp == nil {
+		return ceiling
+	}
+	return Recheck(time.UnixMilli(*info.TriggerTimestamp), now, ceiling)
+}
