@@ -220,9 +220,9 @@ func parseLogOptions(req *http.Request) (logOptions, error) {
 			return opts, fmt.Errorf("%s: want a number of at least 0, got %q", p.name, v)
 		}
 		*p.into = n
-	}
-	if q.Get("limitBytes") == "0" {
-		return opts, errors.New("limitBytes: must be greater than 0")
+		if p.name == "limitBytes" && n == 0 { // as the API server validates it
+			return opts, errors.New("limitBytes: must be greater than 0")
+		}
 	}
 	return opts, nil
 }
