@@ -131,7 +131,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 			"the operator's routine observations, and the initial list after a start goes last, so a user's change is acted "+
 			"on promptly while thousands of resources are queued (controller-runtime's priority queue).")
 	fs.BoolVar(&o.nameIndex, "name-index", true,
-		"Keep an index of the names of every ConfigMap, Service, Deployment and Ingress in the watched namespaces (metadata only, "+
+		"Keep an index of the names of the ConfigMaps, Services, Deployments and Ingresses in the watched namespaces that are not Flink's (metadata only, "+
 			"a few hundred bytes an object), so that checking a new Flink cluster's names costs no request to the API server. "+
 			"false: each name not among Flink's objects is asked of the API server (one GET, usually a 404, per object of every new cluster).")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "",

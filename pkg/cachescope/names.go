@@ -9,26 +9,33 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
 // NameIndex knows which names are taken, in the watched namespaces, among the kinds of a Flink
-// cluster's objects the operator looks up by name before writing them: ConfigMaps, Services,
-// Deployments and Ingresses. The label-scoped caches hold only Flink's objects, so a miss there
-// does not mean that nothing of that name exists: an unlabelled ConfigMap of the same name is
-// someone else's and must not be taken over. Without the index every such miss was asked of the
-// API server, which answered 404 for every object of every new cluster (six round trips per new
-// FlinkDeployment). The index answers those misses from memory instead.
+// cluster's objects the operator looks up by name before writing them (ConfigMaps, Services,
+// Deployments and Ingresses), by objects the label-scoped caches do not hold. A miss in those
+// caches does not mean that nothing of that name exists: an unlabelled ConfigMap of the same
+// name is someone else's and must not be taken over. Without the index every such miss was asked
+// of the API server, which answered 404 for every object of every new cluster (six round trips
+// per new FlinkDeployment). The index answers those misses from memory instead.
 //
 // It is a metadata-only cache (the API server sends object metadata, not data or specs) of
-// which only namespace, name and UID are kept, a few hundred bytes per object. That cost does
-// grow with the namespaces' other objects, unlike the scoped caches; it buys a create phase
-// without failed requests, and --name-index=false trades it back for one GET per miss.
+// which only namespace, name and UID are kept, and it leaves out what carries Flink's type label
+// (or, of Ingresses, the Flink Ingress component label): the scoped caches hold those, so the
+// index grows with the namespaces' other objects only, a few hundred bytes each. An object of
+// Flink's labels outside the scope (a type label without an app label) is in neither; Apply's
+// create-only write still finds it (pkg/native.applyNew). --name-index=false trades the index
+// for one GET per miss.
 type NameIndex struct {
 	cache  cache.Cache
 	kinds  map[schema.GroupVersionKind]bool
@@ -41,10 +48,26 @@ func indexedKinds() []client.Object {
 	return []client.Object{&corev1.ConfigMap{}, &corev1.Service{}, &appsv1.Deployment{}, &networkingv1.Ingress{}}
 }
 
+// outsideScope selects, of each indexed kind, what the scoped caches do not hold, as nearly as
+// one label selector can: without Flink's type label (the scope is an app label and that
+// type), and for Ingresses without the Flink Ingress component.
+func outsideScope() map[client.Object]labels.Selector {
+	notFlink := labels.NewSelector().Add(requirement(native.LabelType, selection.NotIn, native.TypeNative, native.TypeStandalone))
+	notFlinkIngress := labels.NewSelector().Add(requirement(native.LabelComponent, selection.NotEquals, native.ComponentIngress))
+	return map[client.Object]labels.Selector{
+		&corev1.ConfigMap{}: notFlink, &corev1.Service{}: notFlink, &appsv1.Deployment{}: notFlink,
+		&networkingv1.Ingress{}: notFlinkIngress,
+	}
+}
+
 // NewNameIndex builds the index over the watched namespaces (nil: all). It holds nothing until
 // started (it is a manager runnable); lookups wait for its first list.
 func NewNameIndex(cfg *rest.Config, scheme *runtime.Scheme, namespaces map[string]cache.Config) (*NameIndex, error) {
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: namespaces, DefaultTransform: KeepName})
+	byObject := map[client.Object]cache.ByObject{}
+	for obj, sel := range outsideScope() {
+		byObject[obj] = cache.ByObject{Label: sel, Transform: KeepName}
+	}
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultNamespaces: namespaces, DefaultTransform: KeepName, ByObject: byObject})
 	if err != nil {
 		return nil, fmt.Errorf("name index: %w", err)
 	}
@@ -81,8 +104,8 @@ func (n *NameIndex) Covers(obj client.Object) bool {
 	return err == nil && n.kinds[gvk]
 }
 
-// Taken says whether an object of obj's kind exists under key, as the index last heard from
-// the API server (it may lag by the watch's latency).
+// Taken says whether an object of obj's kind outside the scoped caches exists under key, as
+// the index last heard from the API server (it may lag by the watch's latency).
 func (n *NameIndex) Taken(ctx context.Context, obj client.Object, key client.ObjectKey) (bool, error) {
 	gvk, err := apiutil.GVKForObject(obj, n.scheme)
 	if err != nil {
