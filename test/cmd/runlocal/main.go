@@ -72,6 +72,8 @@ func run(ctx context.Context, dir, sample, namespace string, verbose bool) error
 run-local: %[1]s is Ready, its job RUNNING (%[2]s after start). Try:
   export KUBECONFIG=%[3]s
   kubectl get flinkdeployments,pods
+  kubectl logs deploy/%[1]s --tail=20 -f                         # the JobManager's log (the node agent serves kubelet's API)
+  kubectl exec deploy/%[1]s -- ls /opt/flink/log                 # a command in the JobManager's container
   kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"parallelism":2}}}'           # rescale: a savepoint upgrade
   kubectl patch flinkdeployment/%[1]s --type=merge -p '{"spec":{"job":{"savepointTriggerNonce":1}}}'   # manual savepoint
   kubectl get flinkstatesnapshots                                # ... as a FlinkStateSnapshot
