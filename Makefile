@@ -260,6 +260,10 @@ bench: envtest-assets ## Scale benchmark (test/bench): N FlinkDeployments on a l
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 		go run ./test/cmd/bench
 
+.PHONY: bench-flink
+bench-flink: $(GENERATE) cluster-assets flink-dist flink-cds ## The operator's cost on real Flink jobs (test/benchflink): BENCHFLINK_JOBS (3) checkpoint-ha jobs side by side on the local cluster, the operator with its defaults, created, upgraded (savepoint; last-state with Kubernetes HA), suspended and resumed; each flow's total, Flink's own part (its REST timestamps and checkpoint statistics) and the overhead, median of BENCHFLINK_RUNS (3); BENCHFLINK_OUT (bin/bench/flink-result.json).
+	go run ./test/cmd/benchflink
+
 .PHONY: bench-micro
 bench-micro: ## Go micro-benchmarks.
 	go test ./... -run '^$$' -bench . -benchmem
