@@ -49,7 +49,15 @@ func (j *job) flows(ctx context.Context, record func(flow string, s Sample)) err
 		{FlowSavepointUpgrade, func(ctx context.Context) (Sample, error) {
 			return j.restart(ctx, stoppedWithSavepoint, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.Parallelism = 2 })
 		}},
-		{FlowLastStateUpgrade, j.lastStateUpgrade},
+		// With Kubernetes HA the operator deletes the JobManager with the job running and Flink
+		// recovers the job from its HA metadata: Flink's own stop is usually 0 (a cancel, if the
+		// operator made one, counts).
+		{FlowLastStateUpgrade, func(ctx context.Context) (Sample, error) {
+			return j.restart(ctx, maybeStopped, func(d *flinkv1beta1.FlinkDeployment) {
+				d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
+				d.Spec.Job.Parallelism = 1
+			})
+		}},
 		{FlowSuspend, j.suspend},
 		{FlowResume, func(ctx context.Context) (Sample, error) {
 			return j.restart(ctx, noOldJob, func(d *flinkv1beta1.FlinkDeployment) { d.Spec.Job.State = flinkv1beta1.JobStateRunning })
@@ -110,11 +118,11 @@ const (
 // the new JobManager's process start to that RUNNING; the rest is the operator deciding,
 // waiting for Flink and for Kubernetes, and Kubernetes deleting and creating the pods.
 func (j *job) restart(ctx context.Context, old oldJob, change func(*flinkv1beta1.FlinkDeployment)) (Sample, error) {
+	oldJM, oldID := j.jm, j.jobID
 	var oldPod types.UID
-	if j.jm != nil {
-		oldPod = j.jm.pod
+	if oldJM != nil {
+		oldPod = oldJM.pod
 	}
-	oldID := j.jobID
 	t0, err := j.patch(ctx, change)
 	if err != nil {
 		return Sample{}, err
@@ -130,28 +138,18 @@ func (j *job) restart(ctx context.Context, old oldJob, change func(*flinkv1beta1
 	stop := stopped{}
 	if old != noOldJob {
 		// Read after the new job runs: the old JobManager is gone, whatever it archived is there.
-		if stop, err = j.b.archivedStop(ctx, oldID, t0, old == stoppedWithSavepoint); err != nil {
+		if stop, err = j.b.oldJobStop(ctx, oldJM, oldID, t0, old == stoppedWithSavepoint); err != nil {
 			return Sample{}, err
 		}
 		if old == stoppedWithSavepoint && stop.savepoint == nil {
 			return Sample{}, fmt.Errorf("job %s stopped without a savepoint", oldID)
 		}
 	}
-	return j.started(ctx, t0, stop, jm, d, true)
-}
-
-// lastStateUpgrade waits for a completed checkpoint (untimed: the upgrade should restore one),
-// then times a last-state upgrade as restart does. With Kubernetes HA the operator deletes
-// the JobManager with the job running and Flink recovers the job from its HA metadata, so
-// Flink's own stop is usually 0 (a cancel, if the operator made one, counts).
-func (j *job) lastStateUpgrade(ctx context.Context) (Sample, error) {
-	if err := j.jm.completedCheckpoint(ctx, j.jobID); err != nil {
-		return Sample{}, err
+	s, err := j.started(ctx, t0, stop, jm, d, true)
+	if err != nil {
+		return s, err
 	}
-	return j.restart(ctx, maybeStopped, func(d *flinkv1beta1.FlinkDeployment) {
-		d.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeLastState
-		d.Spec.Job.Parallelism = 1
-	})
+	return s, j.savepointPath(ctx, &s)
 }
 
 // suspend times a suspend with a savepoint: from the patch (sent right after t0) to the moment
@@ -179,7 +177,13 @@ func (j *job) suspend(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	stop, err := j.b.archivedStop(ctx, j.jobID, t0, true)
+	// Resuming before the operator has recorded the suspend would change a flow in progress.
+	if err := j.b.waitOperator(ctx, j.key, "SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
+	}); err != nil {
+		return Sample{}, err
+	}
+	stop, err := j.b.oldJobStop(ctx, j.jm, j.jobID, t0, true)
 	if err != nil {
 		return Sample{}, err
 	}
@@ -187,17 +191,31 @@ func (j *job) suspend(ctx context.Context) (Sample, error) {
 		return Sample{}, fmt.Errorf("job %s suspended without a savepoint", j.jobID)
 	}
 	s := newSample(gone.Sub(t0), stop.flink, 0)
-	s.JobID, s.Savepoint = j.jobID, stop.savepoint.ExternalPath
+	s.JobID, s.Savepoint, s.StopSource = j.jobID, stop.savepoint.ExternalPath, stop.source
 	j.jm = nil
-	// Resuming before the operator has recorded the suspend would change a flow in progress.
-	return s, j.b.waitOperator(ctx, j.key, "SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
-		return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
-	})
+	return s, j.savepointPath(ctx, &s)
+}
+
+// savepointPath fills in the path of a stop's savepoint that Flink logged but did not archive
+// (oldJobStop): as the operator recorded it, from Flink's answer to its stop.
+func (j *job) savepointPath(ctx context.Context, s *Sample) error {
+	if s.StopSource != "log" {
+		return nil
+	}
+	d := &flinkv1beta1.FlinkDeployment{}
+	if err := j.b.env.Client.Get(ctx, j.key, d); err != nil {
+		return fmt.Errorf("get: %w", err)
+	}
+	if sp := d.Status.JobStatus.SavepointInfo.LastSavepoint; sp != nil {
+		s.Savepoint = sp.Location
+	}
+	return nil
 }
 
 // started makes the sample of a flow that ended with job d RUNNING on jm, t0 its start, and
 // then, untimed, waits until the next flow can begin: the restore (when restored) as Flink
-// reports it, all tasks running, and the operator having seen the job RUNNING for the spec.
+// reports it, all tasks running, a completed checkpoint, and the operator having seen the job
+// RUNNING for the spec.
 func (j *job) started(ctx context.Context, t0 time.Time, stop stopped, jm *jobManager, d *flink.JobDetails, restored bool) (Sample, error) {
 	running := time.UnixMilli(d.Timestamps[flink.JobRunning])
 	s := newSample(running.Sub(t0), stop.flink, running.Sub(jm.started))
@@ -208,6 +226,7 @@ func (j *job) started(ctx context.Context, t0 time.Time, stop stopped, jm *jobMa
 	if stop.savepoint != nil {
 		s.Savepoint = stop.savepoint.ExternalPath
 	}
+	s.StopSource = stop.source
 	j.jm, j.jobID = jm, d.ID
 	if restored {
 		ref, err := jm.restoredFrom(ctx, d.ID)
@@ -217,6 +236,11 @@ func (j *job) started(ctx context.Context, t0 time.Time, stop stopped, jm *jobMa
 		s.Restored, s.RestoredSavepoint = ref.ExternalPath, ref.IsSavepoint
 	}
 	if err := jm.allTasksRunning(ctx, d.ID); err != nil {
+		return s, err
+	}
+	// Every next flow stops the job; a job that has checkpointed is the usual one, what a
+	// last-state upgrade restores, and a savepoint that is not the job's first checkpoint.
+	if err := jm.completedCheckpoint(ctx, d.ID); err != nil {
 		return s, err
 	}
 	return s, j.b.waitOperator(ctx, j.key, "Ready and RUNNING", readyAndRunning)

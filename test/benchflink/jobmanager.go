@@ -17,7 +17,8 @@ import (
 
 // jobManager is one JobManager pod of a cluster, as the benchmark found it running.
 type jobManager struct {
-	pod types.UID
+	namespace, name string
+	pod             types.UID
 	// started is when its Flink process started (processStart): where Flink's own part of a
 	// start begins. Everything before it (the API server, the operator, the controller
 	// manager's Deployment and ReplicaSet, the scheduler, the node agent) is not Flink's.
@@ -49,7 +50,7 @@ func (b *bench) newJobManager(ctx context.Context, key client.ObjectKey, old typ
 			if err != nil {
 				return false, fmt.Errorf("pod %s: %w", p.Name, err)
 			}
-			jm = &jobManager{pod: p.UID, started: started, rest: rest}
+			jm = &jobManager{namespace: p.Namespace, name: p.Name, pod: p.UID, started: started, rest: rest}
 			return true, nil
 		}
 		return false, nil

@@ -36,6 +36,9 @@ type Sample struct {
 	Overhead Seconds `json:"overhead_s"`
 	// FlinkStop is Flink's stop of the old job (stopped.flink); 0 when it stopped none.
 	FlinkStop Seconds `json:"flink_stop_s"`
+	// StopSource is where FlinkStop was read: "archive" (the old job's archived checkpoint
+	// statistics), "log" (its JobManager's log, when Flink failed to archive), "" (no stop).
+	StopSource string `json:"stop_source,omitempty"`
 	// FlinkStart is from the JobManager process's start to the job's RUNNING timestamp; 0 when
 	// the flow starts no job.
 	FlinkStart Seconds `json:"flink_start_s"`
