@@ -109,11 +109,27 @@ func TestTransformsDropWhatIsNeverRead(t *testing.T) {
 		assert.Nil(t, got.Annotations)
 	}
 
+	own := []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}
+	conf := cm(native.ConfigMapName("orders"), flink)
+	conf.ManagedFields = own
+	out, err := transform(conf)
+	require.NoError(t, err)
+	assert.Equal(t, []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply}},
+		out.(*corev1.ConfigMap).ManagedFields, "who manages it stays, not which fields")
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders-rest", Labels: flink,
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: flink}}
+	out, err = transformOf(&corev1.Service{})(svc)
+	require.NoError(t, err)
+	gotSvc := out.(*corev1.Service)
+	assert.Equal(t, []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}, gotSvc.ManagedFields)
+	assert.Equal(t, flink, gotSvc.Spec.Selector, "what the REST Service check reads stays")
+
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-taskmanager-1-1", Labels: flink,
 		Annotations: map[string]string{"a": big}},
 		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "flink", Args: []string{big}}}},
 		Status: corev1.PodStatus{PodIP: "10.0.0.1", ContainerStatuses: []corev1.ContainerStatus{{Name: "c", Ready: true}}}}
-	out, err := transformOf(&corev1.Pod{})(pod)
+	out, err = transformOf(&corev1.Pod{})(pod)
 	require.NoError(t, err)
 	gotPod := out.(*corev1.Pod)
 	assert.Nil(t, gotPod.Annotations)

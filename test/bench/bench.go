@@ -142,6 +142,9 @@ type Result struct {
 	WritesPerNew    float64        `json:"writesPerNewResource"`
 	ReadsPerNew     float64        `json:"readsPerNewResource"`
 	SettledWithin   time.Duration  `json:"settledWithinNanos"`
+	// HeapProfile is the operator's heap profile at the end of the steady window (go tool pprof
+	// -sample_index=inuse_space reads where the bytes are).
+	HeapProfile string `json:"heapProfile,omitempty"`
 	// Running is what the running mode measured (nil without it).
 	Running *RunningResult `json:"running,omitempty"`
 }
@@ -349,6 +352,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.RSSPeakMiB, res.RSSSteadyMiB, res.RSSSteadyAnonMiB = mem.peakMiB, mem.rssMiB, mem.anonMiB
+	res.HeapProfile = filepath.Join(dir, "heap-steady.pb.gz")
+	if err := op.saveHeapProfile(ctx, res.HeapProfile); err != nil {
+		return nil, err
+	}
 	if rm != nil {
 		rm.steadyEnd(o.Steady, res.CPUSteadySeconds)
 		logf("%d savepoint upgrades at once", o.Running.Upgrades)
@@ -556,7 +563,35 @@ type operator struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
 	metrics string
-	log     string
+	// pprof is the operator's /debug/pprof base URL (--pprof-bind-address on loopback).
+	pprof string
+	log   string
+}
+
+// saveHeapProfile writes the operator's heap profile, taken after a garbage collection so that
+// it shows what is live, to path.
+func (op *operator) saveHeapProfile(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, op.pprof+"/heap?gc=1", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("heap profile: %w", err)
+	}
+	return f.Close()
 }
 
 func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extraArgs ...string) (*operator, error) {
@@ -573,18 +608,20 @@ func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extra
 	if err := os.WriteFile(kubeconfig, kc, 0o600); err != nil {
 		return nil, err
 	}
-	ports, err := localcluster.FreePorts(2)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	probe := "127.0.0.1:" + strconv.Itoa(ports[1])
+	pprof := "127.0.0.1:" + strconv.Itoa(ports[2])
 	logPath := filepath.Join(dir, "operator.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"--enable-webhooks=false", "--leader-elect=false",
-		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe}, extraArgs...)
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(ports[0]), "--health-probe-bind-address=" + probe,
+		"--pprof-bind-address=" + pprof}, extraArgs...)
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "POD_NAMESPACE="+operatorNS)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -594,7 +631,7 @@ func startOperator(ctx context.Context, env *kubeenv.Env, bin, dir string, extra
 		return nil, fmt.Errorf("start operator: %w", err)
 	}
 	op := &operator{cmd: cmd, done: make(chan struct{}), log: logPath,
-		metrics: "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics"}
+		metrics: "http://127.0.0.1:" + strconv.Itoa(ports[0]) + "/metrics", pprof: "http://" + pprof + "/debug/pprof"}
 	go func() { _ = cmd.Wait(); logFile.Close(); close(op.done) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,9 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	if len(perResource) != 0 {
 		t.Errorf("new resources cost failed requests (API server: %s); want none", formatFailed(perResource))
+	}
+	if fi, err := os.Stat(res.HeapProfile); err != nil || fi.Size() == 0 {
+		t.Errorf("no heap profile of the operator at %q: %v", res.HeapProfile, err)
 	}
 	if res.RSSPeakMiB <= 0 || res.GoroutinesCreate <= 0 {
 		t.Errorf("process figures missing: RSS peak %.1f MiB, goroutines %d", res.RSSPeakMiB, res.GoroutinesCreate)

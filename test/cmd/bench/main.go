@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strconv"
 	"strings"
@@ -92,6 +93,13 @@ func run() error {
 		return fmt.Errorf("write %s: %w", *out, err)
 	}
 	fmt.Printf("\nJSON: %s\n", *out)
+	// Where the operator's live heap is at the end of the steady window, by function.
+	fmt.Printf("\nHeap profile: %s (go tool pprof -sample_index=inuse_space)\n", res.HeapProfile)
+	top := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=20", "-sample_index=inuse_space", res.HeapProfile)
+	top.Stdout, top.Stderr = os.Stdout, os.Stderr
+	if err := top.Run(); err != nil {
+		return fmt.Errorf("go tool pprof: %w", err)
+	}
 	return nil
 }
 
