@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -97,21 +99,9 @@ func run(m *testing.M) int {
 		_ = os.RemoveAll(dir)
 	} else {
 		fmt.Printf("e2e: failed; operator log %s, pod logs %s\n", env.OperatorLog(), filepath.Join(dir, "node", "pods"))
-		printTail(env.OperatorLog(), 40)
+		fmt.Println(logtail.File(env.OperatorLog(), 40))
 	}
 	return code
-}
-
-func printTail(path string, n int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Println(strings.Join(lines, "\n"))
 }
 
 // example loads a FlinkDeployment from examples/ into a namespace.

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	"github.com/flink-operator/flink-operator/test/freeport"
 
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -512,11 +514,7 @@ func (c *Cluster) logTail() string {
 		if err != nil {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "==> %s <==\n%s\n", filepath.Base(f), logtail.Lines(string(data), 40))
 	}
 	return b.String()
 }

@@ -22,10 +22,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/flink-operator/flink-operator/test/logtail"
 
 	"github.com/flink-operator/flink-operator/test/freeport"
 	"k8s.io/client-go/rest"
@@ -114,24 +115,11 @@ func (c *Cluster) earlyExit() error {
 		select {
 		case <-p.done:
 			log := filepath.Join(c.opts.Dir, "logs", p.name+".log")
-			return &exitedEarly{name: p.name, log: log, tail: tail(log, 10)}
+			return &exitedEarly{name: p.name, log: log, tail: logtail.File(log, 10)}
 		default:
 		}
 	}
 	return nil
-}
-
-// tail returns the last n lines of a file, or why it cannot.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (c *Cluster) logf(format string, args ...any) {
@@ -222,7 +210,7 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 		log := filepath.Join(dir, "logs", "kube-apiserver.log")
-		return fmt.Errorf("kube-apiserver: %w (log: %s):\n%s", err, log, tail(log, 10))
+		return fmt.Errorf("kube-apiserver: %w (log: %s):\n%s", err, log, logtail.File(log, 10))
 	}
 	c.logf("kube-apiserver ready at %s", server)
 

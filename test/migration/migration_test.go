@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -590,22 +592,10 @@ func (s *suite) dumpOnFailure() {
 		filepath.Join(s.dir, "at-failure.yaml"), filepath.Join(s.dir, "node", "pods"), filepath.Join(s.dir, "nodeagent.log"))
 	if s.apache != nil {
 		fmt.Printf("--- Apache operator log %s (tail) ---\n", s.apache.log)
-		printTail(s.apache.log, 60)
+		fmt.Println(logtail.File(s.apache.log, 60))
 	}
 	fmt.Printf("--- this operator's log %s (tail) ---\n", s.env.OperatorLog())
-	printTail(s.env.OperatorLog(), 60)
-}
-
-func printTail(path string, n int) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	fmt.Println(strings.Join(lines, "\n"))
+	fmt.Println(logtail.File(s.env.OperatorLog(), 60))
 }
 
 func logf(t *testing.T, format string, args ...any) {

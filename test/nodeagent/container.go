@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -596,7 +598,7 @@ func exitMessage(err error, logPath string) string {
 	if err == nil {
 		return ""
 	}
-	return lastLines(readTail(logPath, 8<<10), 3)
+	return logtail.Lines(readTail(logPath, 8<<10), 3)
 }
 
 func readTail(path string, n int64) string {

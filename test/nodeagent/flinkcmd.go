@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -283,7 +285,7 @@ func resourceParams(ctx context.Context, dist flinkcluster.Dist, role, confDir s
 		}
 	}
 	if err != nil || len(results) < 2 {
-		return nil, nil, fmt.Errorf("flink memory configuration: %v: %s", err, lastLines(string(out), 5))
+		return nil, nil, fmt.Errorf("flink memory configuration: %v: %s", err, logtail.Lines(string(out), 5))
 	}
 	return strings.Fields(results[0]), strings.Fields(results[1]), nil
 }
@@ -301,14 +303,6 @@ func dynamicProperties(args []string) []string {
 		}
 	}
 	return out
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func sortedKeys(m map[string]string) []string {

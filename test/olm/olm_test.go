@@ -42,6 +42,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/logtail"
+
 	"github.com/go-logr/logr"
 	operatorsv1 "github.com/operator-framework/api/pkg/operators/v1"
 	operatorsv1alpha1 "github.com/operator-framework/api/pkg/operators/v1alpha1"
@@ -453,15 +455,7 @@ func start(t *testing.T, dir, name string, env []string, bin string, args ...str
 }
 
 func tail(t *testing.T, name, path string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	if len(lines) > 40 {
-		lines = lines[len(lines)-40:]
-	}
-	t.Logf("--- last lines of %s ---\n%s", name, strings.Join(lines, "\n"))
+	t.Logf("--- last lines of %s ---\n%s", name, logtail.File(path, 40))
 }
 
 func selfSignedCert(t *testing.T, dir string) (certPath, keyPath string) {
