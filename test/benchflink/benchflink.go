@@ -35,6 +35,11 @@ import (
 // upgrades, state on a hostPath volume.
 const Example = "examples/checkpoint-ha/checkpoint-ha.yaml"
 
+// operatorDefaults describes the operator's options the flows wait on: its defaults, not set
+// here (localenv adds only what running it on the local cluster needs: webhook, metrics and
+// probe addresses, the JobManagers' pod IPs).
+const operatorDefaults = "defaults (reconcile interval 60 s, progress check 10 s)"
+
 // startTimeout bounds each wait of a flow. A flow's steps wait for the operator's progress
 // checks (10 s) and, on two loaded cores, for JVMs that take tens of seconds to start.
 const startTimeout = 5 * time.Minute
@@ -92,7 +97,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer b.env.Stop()
 	b.logf("up in %s; operator log %s", time.Since(start).Round(time.Millisecond), b.env.OperatorLog())
 
-	res := &Result{Jobs: o.Jobs, Runs: o.Runs, Started: start, OperatorArgs: []string{"defaults: --reconcile-interval=60s --progress-check-interval=10s"}}
+	res := &Result{Jobs: o.Jobs, Runs: o.Runs, Started: start, Operator: operatorDefaults}
 	for run := 1; run <= o.Runs; run++ {
 		if err := b.run(ctx, run, o.Jobs, res); err != nil {
 			return nil, fmt.Errorf("run %d (operator log %s): %w", run, b.env.OperatorLog(), err)

@@ -104,9 +104,9 @@ func (j *job) create(ctx context.Context) (Sample, error) {
 type oldJob int
 
 const (
-	// stoppedWithSavepoint: Flink stopped it with a savepoint and archived it.
+	// stoppedWithSavepoint: Flink stopped it with a savepoint, which the sample must report.
 	stoppedWithSavepoint oldJob = iota
-	// maybeStopped: Flink archived it if it stopped or cancelled it (last-state).
+	// maybeStopped: Flink may have stopped or cancelled it (last-state), or not touched it.
 	maybeStopped
 	// noOldJob: nothing ran (a resume).
 	noOldJob
@@ -114,7 +114,7 @@ const (
 
 // restart times a change that replaces the running job (an upgrade, a resume): from the
 // patch (sent right after t0) to the new job's RUNNING timestamp on the new JobManager. Flink's
-// own part is its stop of the old job (stopped.flink, from the old JobManager's archive) and
+// own part is its stop of the old job (stopped.flink, as oldJobStop reads it) and
 // the new JobManager's process start to that RUNNING; the rest is the operator deciding,
 // waiting for Flink and for Kubernetes, and Kubernetes deleting and creating the pods.
 func (j *job) restart(ctx context.Context, old oldJob, change func(*flinkv1beta1.FlinkDeployment)) (Sample, error) {
@@ -155,7 +155,7 @@ func (j *job) restart(ctx context.Context, old oldJob, change func(*flinkv1beta1
 // suspend times a suspend with a savepoint: from the patch (sent right after t0) to the moment
 // the benchmark saw the JobManager Deployment gone from the API server (it asks every
 // pollEvery, so this end is late by up to that). Flink's own part is the stop with a
-// savepoint, as the old JobManager archived it; the rest is the operator noticing the change
+// savepoint, as oldJobStop reads it; the rest is the operator noticing the change
 // and the stop's completion, and deleting the cluster.
 func (j *job) suspend(ctx context.Context) (Sample, error) {
 	t0, err := j.patch(ctx, func(d *flinkv1beta1.FlinkDeployment) {

@@ -73,12 +73,13 @@ type Flow struct {
 
 // Result is the benchmark's outcome.
 type Result struct {
-	Jobs         int       `json:"jobs"`
-	Runs         int       `json:"runs"`
-	FlinkVersion string    `json:"flink_version"`
-	OperatorArgs []string  `json:"operator_args"`
-	Started      time.Time `json:"started"`
-	Flows        []Flow    `json:"flows"`
+	Jobs         int    `json:"jobs"`
+	Runs         int    `json:"runs"`
+	FlinkVersion string `json:"flink_version"`
+	// Operator says how the operator ran.
+	Operator string    `json:"operator"`
+	Started  time.Time `json:"started"`
+	Flows    []Flow    `json:"flows"`
 }
 
 // add records a sample of the named flow, keeping flows in the order they first ran.
@@ -121,8 +122,8 @@ func median(samples []Sample, col func(Sample) Seconds) Seconds {
 // Table is the result as Markdown: one row per flow, medians then every sample in run order.
 func (r *Result) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Flink %s, %d jobs side by side, %d runs, operator defaults (%s); seconds, median [samples]\n\n",
-		r.FlinkVersion, r.Jobs, r.Runs, strings.Join(r.OperatorArgs, " "))
+	fmt.Fprintf(&b, "Flink %s, %d jobs side by side, %d runs, operator %s; seconds, median [samples]\n\n",
+		r.FlinkVersion, r.Jobs, r.Runs, r.Operator)
 	b.WriteString("| Flow | Total | Flink's own | Overhead (operator + Kubernetes) |\n|---|---|---|---|\n")
 	for _, f := range r.Flows {
 		cell := func(m Seconds, col func(Sample) Seconds) string {
