@@ -137,9 +137,10 @@ verify: manifests generate ## Fail when generated files are stale or gofmt / go 
 	@echo "verify: ok"
 
 .PHONY: lint
-lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml), and the options registry's rule (hack/optionkeys: no option key literal outside pkg/options); part of verify.
+lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml), the options registry's rule (hack/optionkeys: no option key literal outside pkg/options) and the tests' waiting idiom (hack/waitidiom: test/wait only, no require in a polled condition); part of verify.
 	$(GOLANGCI_LINT) run --timeout 10m ./...
 	go run ./hack/optionkeys .
+	go run ./hack/waitidiom .
 
 .PHONY: test
 test: ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Everything they run is built first (test-deps), then three lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -108,15 +110,15 @@ spec:
 `), dep))
 	dep.Namespace, dep.Name = flinkNS, name
 	require.NoError(t, env.Client.Create(ctx, dep))
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "the FlinkDeployment was never deployed", func() bool {
 		jm := &appsv1.Deployment{}
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: flinkNS, Name: native.JobManagerDeploymentName(name)}, jm) == nil
-	}, 30*time.Second, 100*time.Millisecond, "the FlinkDeployment was never deployed")
-	require.Eventually(t, func() bool {
+	})
+	wait.For(t, 30*time.Second, "the operator never observed its JobManager Deployment", func() bool {
 		got := &flinkv1beta1.FlinkDeployment{}
 		return env.Client.Get(ctx, client.ObjectKeyFromObject(dep), got) == nil &&
 			got.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerDeploying
-	}, 30*time.Second, 100*time.Millisecond, "the operator never observed its JobManager Deployment")
+	})
 
 	// Everything the caches hold is Flink's; what the operator and Flink made is there.
 	inScope := func(kind string, l map[string]string) bool {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -29,12 +31,11 @@ func TestStuckReconcilesCheck(t *testing.T) {
 
 	q.Add("orders")
 	item, _ := q.Get() // a worker takes it and never finishes
-	require.Eventually(t, stuck, 10*time.Second, 50*time.Millisecond, "liveness still passes with a worker stuck")
+	wait.For(t, 10*time.Second, "liveness still passes with a worker stuck", stuck)
 	assert.ErrorContains(t, check(nil), "controller liveness-test: a reconcile has been running for")
 
 	q.Done(item)
-	require.Eventually(t, func() bool { return !stuck() }, 10*time.Second, 50*time.Millisecond,
-		"liveness still fails once the worker is done")
+	wait.For(t, 10*time.Second, "liveness still fails once the worker is done", func() bool { return !stuck() })
 }
 
 func TestStuckReconcilesBound(t *testing.T) {

@@ -81,18 +81,18 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 	go func() { done <- mgr.Start(ctx) }()
 
 	get := func(url string) (int, string) { return httpGet(t, url) }
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "readyz never became ready", func() bool {
 		code, _ := get("http://" + o.probeAddr + "/readyz")
 		return code == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "readyz never became ready")
+	})
 	code, body := get("http://" + o.probeAddr + "/healthz")
 	assert.Equal(t, http.StatusOK, code, body)
 
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "the manager never took the leader Lease", func() bool {
 		lease := &coordinationv1.Lease{}
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: leaseNS, Name: o.leaderElectionID}, lease)
 		return err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != ""
-	}, 30*time.Second, 100*time.Millisecond, "the manager never took the leader Lease")
+	})
 
 	code, body = get("http://" + o.metricsAddr + "/metrics")
 	require.Equal(t, http.StatusOK, code)
@@ -104,17 +104,17 @@ func TestManagerServesProbesMetricsAndLeaderElection(t *testing.T) {
 		Spec: flinkv1beta1.FlinkDeploymentSpec{Image: "flink:1.20", FlinkVersion: flinkv1beta1.FlinkVersion1_20,
 			Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}
 	require.NoError(t, env.Client.Create(ctx, dep))
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "metrics of the new FlinkDeployment", func() bool {
 		_, body := get("http://" + o.metricsAddr + "/metrics")
 		return strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="`+teamA+`"} 1`) &&
 			strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="`+teamA+`",state="FAILED"} 1`)
-	}, 30*time.Second, 200*time.Millisecond, "metrics of the new FlinkDeployment")
+	})
 	require.NoError(t, env.Client.Delete(ctx, dep))
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "series of the deleted FlinkDeployment are gone", func() bool {
 		_, body := get("http://" + o.metricsAddr + "/metrics")
 		return !strings.Contains(body, `flink_operator_resources{kind="FlinkDeployment",namespace="`+teamA+`"}`) &&
 			!strings.Contains(body, `flink_operator_resources_lifecycle_state{kind="FlinkDeployment",namespace="`+teamA+`"`)
-	}, 30*time.Second, 200*time.Millisecond, "series of the deleted FlinkDeployment are gone")
+	})
 
 	cancel()
 	select {
@@ -171,7 +171,7 @@ func TestLeaderFailover(t *testing.T) {
 		}
 		return *l.Spec.HolderIdentity
 	}
-	require.Eventually(t, func() bool { return holder() != "" }, 30*time.Second, 100*time.Millisecond, "no leader")
+	wait.For(t, 30*time.Second, "no leader", func() bool { return holder() != "" })
 	first := holder()
 
 	standby, err := newManager(env.Config, options{metricsAddr: "0", probeAddr: freeAddr(t), enableLeaderElection: true,
@@ -192,13 +192,13 @@ func TestLeaderFailover(t *testing.T) {
 				Job: &flinkv1beta1.JobSpec{JarURI: "local:///x.jar", UpgradeMode: flinkv1beta1.UpgradeModeSavepoint}}}))
 	}
 	create("before")
-	require.Eventually(t, func() bool { return reconciled("before") }, 30*time.Second, 100*time.Millisecond, "the leader reconciles")
+	wait.For(t, 30*time.Second, "the leader reconciles", func() bool { return reconciled("before") })
 	require.Equal(t, first, holder(), "the standby does not take the lease from a live leader")
 
 	require.NoError(t, leader.Process.Signal(syscall.SIGKILL))
 	_ = leader.Wait()
 	create("after")
-	require.Eventually(t, func() bool { return reconciled("after") }, 30*time.Second, 100*time.Millisecond, "the standby took over and reconciles")
+	wait.For(t, 30*time.Second, "the standby took over and reconciles", func() bool { return reconciled("after") })
 	require.NotEqual(t, first, holder())
 }
 
@@ -247,7 +247,7 @@ func TestDynamicConfiguration(t *testing.T) {
 	}
 	require.NoError(t, env.Client.Create(ctx, invalid(nsA)))
 	require.NoError(t, env.Client.Create(ctx, invalid(nsB)))
-	require.Eventually(t, func() bool { return reconciled(nsA) }, 30*time.Second, 100*time.Millisecond)
+	wait.For(t, 30*time.Second, "the awaited condition", func() bool { return reconciled(nsA) })
 	wait.Never(t, 2*time.Second, "ns-b was reconciled while not watched", func() bool { return reconciled(nsB) })
 	before := reconciles()
 	wait.Never(t, 2*time.Second, "with a 1 h interval a failed resource was looked at again", func() bool {
@@ -256,7 +256,7 @@ func TestDynamicConfiguration(t *testing.T) {
 
 	cm.Data["config.yaml"] = "kubernetes.operator.watched.namespaces: " + nsA + "," + nsB + "\nkubernetes.operator.reconcile.interval: 1 s\n"
 	require.NoError(t, env.Client.Update(ctx, cm))
-	require.Eventually(t, func() bool { return reconciled(nsB) }, 30*time.Second, 100*time.Millisecond, "ns-b is watched after the change")
+	wait.For(t, 30*time.Second, "ns-b is watched after the change", func() bool { return reconciled(nsB) })
 	// At least 3 reconciles within some 2 s: the count is sampled every poll, and each sample
 	// is compared with the newest one taken at least 2 s before it (a sliding window, where the
 	// test used to sleep 2 s between two samples).

@@ -3,12 +3,15 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/flink-operator/flink-operator/test/wait"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -58,8 +61,7 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	require.Eventually(t, func() bool { code, _ := scrape(""); return code != 0 }, 30*time.Second, 100*time.Millisecond,
-		"the metrics endpoint never answered")
+	wait.For(t, 30*time.Second, "the metrics endpoint never answered", func() bool { code, _ := scrape(""); return code != 0 })
 
 	code, body := scrape("")
 	assert.Equal(t, http.StatusUnauthorized, code, "no token: %s", body)
@@ -95,7 +97,6 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 	defer func() { _ = env.Client.Delete(context.Background(), binding) }()
 
 	prometheus := token("prometheus")
-	require.Eventually(t, func() bool { code, body = scrape(prometheus); return code == http.StatusOK }, 10*time.Second, 200*time.Millisecond,
-		"the metrics-reader ServiceAccount is refused: %d %s", code, body)
+	wait.For(t, 10*time.Second, fmt.Sprintf("the metrics-reader ServiceAccount is refused: %d %s", code, body), func() bool { code, body = scrape(prometheus); return code == http.StatusOK })
 	assert.Contains(t, body, "# TYPE controller_runtime_reconcile_total counter", "Prometheus text")
 }

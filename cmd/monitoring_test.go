@@ -28,6 +28,7 @@ import (
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/monitoring"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // prometheusMetrics are series Prometheus writes itself for every target.
@@ -114,17 +115,18 @@ func liveMetricNames(t *testing.T) map[string]bool {
 
 	names := map[string]bool{}
 	var families []*dto.MetricFamily
-	require.Eventually(t, func() bool {
-		families, err = ctrlmetrics.Registry.Gather()
-		require.NoError(t, err)
+	wait.Until(t, context.Background(), 30*time.Second, "the FlinkDeployment in the resource series, and one reconcile done", func() (bool, error) {
+		if families, err = ctrlmetrics.Registry.Gather(); err != nil {
+			return false, err
+		}
 		// The resource series come from the cache, which can hold the resource before its
 		// first reconcile ends; the reconcile histograms appear only once one has.
 		seen := map[string]bool{}
 		for _, f := range families {
 			seen[f.GetName()] = true
 		}
-		return seen["flink_operator_resource_lifecycle"] && seen["controller_runtime_reconcile_time_seconds"]
-	}, 30*time.Second, 200*time.Millisecond, "the FlinkDeployment in the resource series, and one reconcile done")
+		return seen["flink_operator_resource_lifecycle"] && seen["controller_runtime_reconcile_time_seconds"], nil
+	})
 	for _, f := range families {
 		addSeriesNames(names, f.GetName(), f.GetType())
 	}

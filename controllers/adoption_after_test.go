@@ -352,17 +352,19 @@ func manualSavepointOfSessionJob(t *testing.T, a *adopted, _ *recordedEvents) {
 func savepointTaken(t *testing.T, a *adopted, jobID string, before map[string]bool) {
 	t.Helper()
 	var manual *flinkv1beta1.FlinkStateSnapshot
-	wait.For(t, 30*time.Second, "a completed manual savepoint", func() bool {
+	wait.Until(t, context.Background(), 30*time.Second, "a completed manual savepoint", func() (bool, error) {
 		var list flinkv1beta1.FlinkStateSnapshotList
-		require.NoError(t, a.c.List(context.Background(), &list, client.InNamespace(a.ns)))
+		if err := a.c.List(context.Background(), &list, client.InNamespace(a.ns)); err != nil {
+			return false, err
+		}
 		for i := range list.Items {
 			s := &list.Items[i]
 			if !before[s.Name] && s.Labels[jobs.LabelSnapshotTrigger] == string(flinkv1beta1.SnapshotTriggerManual) && s.Status.State == flinkv1beta1.SnapshotCompleted {
 				manual = s
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	}, func() string { return fmt.Sprintf("requests %v", a.flink.Requests()) })
 	assert.True(t, slices.Contains(a.flink.Requests(), "POST /jobs/"+jobID+"/savepoints"), "the savepoint was taken of the adopted job")
 	assert.NotEmpty(t, manual.Status.Path)

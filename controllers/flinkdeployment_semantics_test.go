@@ -127,11 +127,11 @@ func TestUpstreamSemantics(t *testing.T) {
 		k.collect(ns, "job")
 		d = redeployed(t, c, k, ns, "job", oldJob)
 		k.run(ns, "job", d.Status.JobStatus.JobID)
-		wait.For(t, 30*time.Second, "the manual savepoint asked for with the upgrade", func() bool {
+		wait.Until(t, context.Background(), 30*time.Second, "the manual savepoint asked for with the upgrade", func() (bool, error) {
 			var snaps flinkv1beta1.FlinkStateSnapshotList
-			require.NoError(t, c.List(context.Background(), &snaps, client.InNamespace(ns),
-				client.MatchingLabels{jobs.LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)}))
-			return len(snaps.Items) == 1
+			err := c.List(context.Background(), &snaps, client.InNamespace(ns),
+				client.MatchingLabels{jobs.LabelSnapshotTrigger: string(flinkv1beta1.SnapshotTriggerManual)})
+			return err == nil && len(snaps.Items) == 1, err
 		})
 		// The snapshot resource is created before the status that records the nonce is written
 		// (its name, derived from the request, keeps a repeated reconcile from asking twice).

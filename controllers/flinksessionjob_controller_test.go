@@ -271,16 +271,19 @@ func TestDeletedSessionJobWaitsForAnUnreachableSession(t *testing.T) {
 	t.Parallel()
 	e := newSessionJobs(t, "delete-unreachable", false, "session")
 	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
-	wait.For(t, 10*time.Second, "the session's rest.port broken", func() bool {
+	wait.Until(t, context.Background(), 10*time.Second, "the session's rest.port broken", func() (bool, error) {
 		s := get(t, e.c, e.ns, "session")
 		conf, err := s.Spec.FlinkConfiguration.Flatten()
-		require.NoError(t, err)
+		if err != nil {
+			return false, err
+		}
 		if conf == nil {
 			conf = map[string]string{}
 		}
 		conf["rest.port"] = "not-a-port"
 		s.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
-		return e.c.Update(context.Background(), s) == nil
+		err = e.c.Update(context.Background(), s) // a conflict with the operator's write: again
+		return err == nil, err
 	})
 	require.NoError(t, e.c.Delete(context.Background(), e.get(key)))
 	wait.Never(t, 1500*time.Millisecond, "the finalizer stays while the session cannot be asked", func() bool { return e.get(key) == nil })

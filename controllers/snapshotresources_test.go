@@ -177,9 +177,9 @@ func requestSavepoint(t *testing.T, c client.Client, ns, name string, nonce int6
 	d.Spec.Job.SavepointTriggerNonce = &nonce
 	require.NoError(t, c.Update(context.Background(), d))
 	var list flinkv1beta1.FlinkStateSnapshotList
-	wait.For(t, 10*time.Second, "one snapshot resource", func() bool {
-		require.NoError(t, c.List(context.Background(), &list, client.InNamespace(ns)))
-		return len(list.Items) == 1
+	wait.Until(t, context.Background(), 10*time.Second, "one snapshot resource", func() (bool, error) {
+		err := c.List(context.Background(), &list, client.InNamespace(ns))
+		return err == nil && len(list.Items) == 1, err
 	})
 	return list.Items[0]
 }

@@ -3,6 +3,7 @@ package flink_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestRealFlink runs the client against real Flink session clusters of every version in
@@ -63,11 +65,10 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 		assert.Equal(t, 2, tms[0].SlotsNumber)
 
 		// Metrics appear once the JobManager's metric fetcher has run.
-		require.Eventually(t, func() bool {
+		wait.Until(t, ctx, 30*time.Second, "JobManager metric taskSlotsTotal", func() (bool, error) {
 			metrics, err := c.JobManagerMetrics(ctx, "taskSlotsTotal")
-			require.NoError(t, err)
-			return metrics["taskSlotsTotal"] == "2"
-		}, 30*time.Second, 250*time.Millisecond, "JobManager metric taskSlotsTotal")
+			return err == nil && metrics["taskSlotsTotal"] == "2", err
+		})
 	})
 
 	topSpeed := uploadJar(t, c, dist.Example("TopSpeedWindowing"))
@@ -100,10 +101,10 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 		details, err := c.JobDetails(ctx, jobID)
 		require.NoError(t, err)
 		vertex := details.Vertices[0].ID
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, "vertex metric ids", func() bool {
 			ids, err := c.JobVertexMetrics(ctx, jobID, vertex)
 			return err == nil && len(ids) > 0
-		}, 30*time.Second, 500*time.Millisecond, "vertex metric ids")
+		})
 		// The health check's inputs.
 		jobMetrics, err := c.JobMetrics(ctx, jobID, "numRestarts", "numberOfCompletedCheckpoints")
 		require.NoError(t, err)
@@ -142,25 +143,27 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 		trigger := flink.NewTriggerID()
 		require.NoError(t, c.TriggerCheckpoint(ctx, jobID, flink.CheckpointRequest{TriggerID: trigger, Type: flink.CheckpointFull}))
 		var res *flink.CheckpointResult
-		require.Eventually(t, func() bool {
+		wait.Until(t, ctx, 60*time.Second, "the checkpoint completed", func() (bool, error) {
 			var err error
 			res, err = c.CheckpointStatus(ctx, jobID, trigger)
-			require.NoError(t, err)
-			return res.State == flink.OperationCompleted
-		}, 60*time.Second, 250*time.Millisecond)
+			return err == nil && res.State == flink.OperationCompleted, err
+		})
 		require.Nil(t, res.Failure, res.Failure.Message())
 		assert.Positive(t, res.CheckpointID)
 
 		// Periodic checkpoints (every 2 s) subsume older ones and delete their directories, so
 		// the latest completed one is read again if it vanished between the two calls.
-		require.Eventually(t, func() bool {
+		var latest *flink.CheckpointRef
+		wait.Until(t, ctx, 20*time.Second, "the latest completed checkpoint's directory exists", func() (bool, error) {
 			stats, err := c.CheckpointStatistics(ctx, jobID)
-			require.NoError(t, err)
-			require.NotNil(t, stats.Latest.Completed)
-			assert.GreaterOrEqual(t, stats.Latest.Completed.ID, res.CheckpointID)
-			_, err = os.Stat(stripScheme(stats.Latest.Completed.ExternalPath))
-			return err == nil
-		}, 20*time.Second, 100*time.Millisecond, "the latest completed checkpoint's directory exists")
+			if err != nil || stats.Latest.Completed == nil {
+				return false, err
+			}
+			latest = stats.Latest.Completed
+			_, err = os.Stat(stripScheme(latest.ExternalPath))
+			return err == nil, err
+		})
+		assert.GreaterOrEqual(t, latest.ID, res.CheckpointID)
 	})
 
 	var stopSavepoint string
@@ -181,11 +184,10 @@ func testRealFlink(t *testing.T, dist flinkcluster.Dist, cluster *flinkcluster.C
 			ClaimMode: flink.ClaimModeNoClaim, FlinkConfiguration: map[string]string{"parallelism.default": "2"}})
 		require.NoError(t, err)
 		waitForRunningTasks(t, c, restoredID)
-		require.Eventually(t, func() bool {
+		wait.Until(t, ctx, 30*time.Second, "the job reports a restore", func() (bool, error) {
 			stats, err := c.CheckpointStatistics(ctx, restoredID)
-			require.NoError(t, err)
-			return stats.Latest.Restored != nil
-		}, 30*time.Second, 250*time.Millisecond, "the job reports a restore")
+			return err == nil && stats.Latest.Restored != nil, err
+		})
 		stats, err := c.CheckpointStatistics(ctx, restoredID)
 		require.NoError(t, err)
 		assert.True(t, stats.Latest.Restored.IsSavepoint)
@@ -309,35 +311,34 @@ func uploadJar(t *testing.T, c *flink.Client, path string) string {
 func waitForState(t *testing.T, c *flink.Client, jobID string, want flink.JobState) {
 	t.Helper()
 	var last flink.JobState
-	require.Eventually(t, func() bool {
+	wait.For(t, 90*time.Second, fmt.Sprintf("job %s never reached %s (last %s)", jobID, want, last), func() bool {
 		s, err := c.JobStatus(context.Background(), jobID)
 		if err != nil {
 			return false
 		}
 		last = s
 		return s == want
-	}, 90*time.Second, 250*time.Millisecond, "job %s never reached %s (last %s)", jobID, want, last)
+	})
 }
 
 // waitForRunningTasks waits until every vertex runs: a job is RUNNING before its tasks are,
 // and a savepoint triggered in between fails ("Not all required tasks are currently running").
 func waitForRunningTasks(t *testing.T, c *flink.Client, jobID string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	wait.For(t, 90*time.Second, fmt.Sprintf("job %s never had all tasks running", jobID), func() bool {
 		d, err := c.JobDetails(context.Background(), jobID)
 		return err == nil && d.State == flink.JobRunning && d.AllTasksRunning()
-	}, 90*time.Second, 250*time.Millisecond, "job %s never had all tasks running", jobID)
+	})
 }
 
 func waitForSavepoint(t *testing.T, c *flink.Client, jobID, trigger string) *flink.SavepointResult {
 	t.Helper()
 	var res *flink.SavepointResult
-	require.Eventually(t, func() bool {
+	wait.Until(t, context.Background(), 90*time.Second, "the savepoint completed", func() (bool, error) {
 		var err error
 		res, err = c.SavepointStatus(context.Background(), jobID, trigger)
-		require.NoError(t, err)
-		return res.State == flink.OperationCompleted
-	}, 90*time.Second, 250*time.Millisecond)
+		return err == nil && res.State == flink.OperationCompleted, err
+	})
 	return res
 }
 

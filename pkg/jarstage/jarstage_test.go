@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -82,10 +84,10 @@ func (j *jobManager) held() int {
 func await(t *testing.T, s *Stage, req Request) Result {
 	t.Helper()
 	var res Result
-	require.Eventually(t, func() bool {
+	wait.For(t, 5*time.Second, "the awaited condition", func() bool {
 		res = s.Get(req)
 		return res.State != Running
-	}, 5*time.Second, 5*time.Millisecond)
+	})
 	return res
 }
 
@@ -146,7 +148,7 @@ func TestCaps(t *testing.T) {
 	require.Equal(t, []State{Running, Running, Busy}, states(a1, a2, a3), "two of one namespace at once")
 	require.Equal(t, []State{Running, Busy, Busy}, states(b1, b2, c1), "three at once in all")
 	require.Equal(t, []State{Running, Running, Running}, states(a1, a2, b1), "asked again: still running, not refused")
-	require.Eventually(t, func() bool { return jm.active.Load() == 3 }, 5*time.Second, 5*time.Millisecond)
+	wait.For(t, 5*time.Second, "the awaited condition", func() bool { return jm.active.Load() == 3 })
 	close(jm.gate)
 	require.Equal(t, Ready, await(t, s, a1).State)
 	require.Equal(t, Ready, await(t, s, a2).State)
@@ -181,9 +183,8 @@ func TestJarsNobodyPicksUpAreDeleted(t *testing.T) {
 	s := New(Options{TTL: 200 * time.Millisecond, Settle: -1})
 	defer s.Stop()
 	s.Get(jm.request("a", "ns"))
-	require.Eventually(t, func() bool { return jm.held() == 1 }, 5*time.Second, 5*time.Millisecond, "uploaded")
-	require.Eventually(t, func() bool { return jm.held() == 0 && s.Len() == 0 }, 5*time.Second, 10*time.Millisecond,
-		"deleted from the JobManager after the TTL")
+	wait.For(t, 5*time.Second, "uploaded", func() bool { return jm.held() == 1 })
+	wait.For(t, 5*time.Second, "deleted from the JobManager after the TTL", func() bool { return jm.held() == 0 && s.Len() == 0 })
 	require.Equal(t, []string{"a.jar"}, jm.deleted)
 
 	// A jar picked up within the TTL is the caller's: never deleted by the stage.
@@ -198,12 +199,12 @@ func TestStopCancelsTransfersAndDeletesUnclaimedJars(t *testing.T) {
 	s := New(Options{Settle: -1})
 	ready := jm.request("ready", "ns")
 	s.Get(ready)
-	require.Eventually(t, func() bool { return jm.held() == 1 }, 5*time.Second, 5*time.Millisecond)
+	wait.For(t, 5*time.Second, "the awaited condition", func() bool { return jm.held() == 1 })
 
 	slow := newJobManager()
 	slow.gate = make(chan struct{}) // never opened
 	s.Get(slow.request("slow", "ns"))
-	require.Eventually(t, func() bool { return slow.active.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+	wait.For(t, 5*time.Second, "the awaited condition", func() bool { return slow.active.Load() == 1 })
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"sigs.k8s.io/yaml"
@@ -66,10 +68,10 @@ func TestGeneratedConfigRunsRealFlink(t *testing.T) {
 			jobID := flink.NewTriggerID()
 			_, err = c.RunJar(ctx, jarID, flink.RunJarRequest{JobID: jobID})
 			require.NoError(t, err)
-			require.Eventually(t, func() bool {
+			wait.For(t, 90*time.Second, "the job never ran", func() bool {
 				d, err := c.JobDetails(ctx, jobID)
 				return err == nil && d.State == flink.JobRunning && d.AllTasksRunning()
-			}, 90*time.Second, 250*time.Millisecond, "the job never ran")
+			})
 
 			logs, err := filepath.Glob(filepath.Join(running.Dir, "log", "jobmanager-1.log"))
 			require.NoError(t, err)

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -125,11 +127,11 @@ func TestReconcilerKeepsOneNamespaceToItsShare(t *testing.T) {
 		res, _ := r.Reconcile(context.Background(), req("b", "x"))
 		other <- res
 	}()
-	require.Eventually(t, func() bool {
+	wait.For(t, 5*time.Second, "namespace b's reconcile runs beside a's", func() bool {
 		next.mu.Lock()
 		defer next.mu.Unlock()
 		return next.running["b"] == 1
-	}, 5*time.Second, time.Millisecond, "namespace b's reconcile runs beside a's")
+	})
 
 	close(next.release)
 	wg.Wait()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -99,7 +101,7 @@ func TestDeletedConfigMapKeepsTheLastGoodConfiguration(t *testing.T) {
 		return false, nil, nil
 	})
 	go w.Run(ctx)
-	require.Eventually(t, func() bool { return applied.Load() == 2 }, 10*time.Second, 10*time.Millisecond, "the watch has seen the ConfigMap")
+	wait.For(t, 10*time.Second, "the watch has seen the ConfigMap", func() bool { return applied.Load() == 2 })
 	select {
 	case <-watching:
 	case <-time.After(time.Minute):
@@ -108,7 +110,7 @@ func TestDeletedConfigMapKeepsTheLastGoodConfiguration(t *testing.T) {
 
 	require.NoError(t, kc.CoreV1().ConfigMaps("ops").Delete(ctx, "flink-operator-config", metav1.DeleteOptions{}))
 	level := func() string { return store.Get().Defaults.Operator["kubernetes.operator.pod-security.level"] }
-	require.Eventually(t, func() bool { m, _ := rec.last(); return m || level() != "baseline" }, 10*time.Second, 10*time.Millisecond, "deletion seen")
+	wait.For(t, 10*time.Second, "deletion seen", func() bool { m, _ := rec.last(); return m || level() != "baseline" })
 	assert.Equal(t, "baseline", level(), "the last good configuration stays")
 	assert.NotEmpty(t, v.ValidateDeployment(privileged(), nil), "the policy is still enforced")
 	missing, _ = rec.last()
@@ -117,9 +119,9 @@ func TestDeletedConfigMapKeepsTheLastGoodConfiguration(t *testing.T) {
 
 	_, err := kc.CoreV1().ConfigMaps("ops").Create(ctx, policyConfigMap("restricted"), metav1.CreateOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "a ConfigMap created again applies", func() bool {
 		return level() == "restricted"
-	}, 10*time.Second, 10*time.Millisecond, "a ConfigMap created again applies")
+	})
 	missing, _ = rec.last()
 	assert.False(t, missing)
 

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -69,14 +71,14 @@ func startWebhooks(t *testing.T) (*kubeenv.Env, string) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	addr := net.JoinHostPort(wio.LocalServingHost, fmt.Sprint(wio.LocalServingPort))
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "webhook server never started", func() bool {
 		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // test probe
 		if err != nil {
 			return false
 		}
 		conn.Close()
 		return true
-	}, 30*time.Second, 100*time.Millisecond, "webhook server never started")
+	})
 	return env, addr
 }
 
@@ -283,9 +285,9 @@ spec:
 		// Write the key first and the certificate last, as a rotation would.
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.key"), keyPEM, 0o600))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "tls.crt"), certPEM, 0o600))
-		require.Eventually(t, func() bool {
+		wait.For(t, 30*time.Second, fmt.Sprintf("the new certificate was never served (was %s)", before.Subject.CommonName), func() bool {
 			return servedCertificate(t, addr).Subject.CommonName == "rotated.webhook.test"
-		}, 30*time.Second, 200*time.Millisecond, "the new certificate was never served (was %s)", before.Subject.CommonName)
+		})
 	})
 }
 

@@ -475,10 +475,12 @@ func killedJobManagerRecovers(t *testing.T, key client.ObjectKey, jobID string) 
 // waitContainerRestarted waits until the pod's container restarted and is ready again.
 func waitContainerRestarted(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	wait.For(t, 3*time.Minute, "the container of "+pod.Name+" restarted and ready", func() bool {
+	wait.Until(t, context.Background(), 3*time.Minute, "the container of "+pod.Name+" restarted and ready", func() (bool, error) {
 		p := &corev1.Pod{}
-		require.NoError(t, env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p))
-		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(pod), p); err != nil {
+			return false, err
+		}
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1 && p.Status.ContainerStatuses[0].Ready, nil
 	})
 }
 
@@ -486,10 +488,10 @@ func waitContainerRestarted(t *testing.T, pod *corev1.Pod) {
 func requireNoPods(t *testing.T, key client.ObjectKey) {
 	t.Helper()
 	var pods corev1.PodList
-	wait.For(t, 2*time.Minute, "no pods of "+key.Name+" left", func() bool {
-		require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
-			client.MatchingLabels{native.LabelApp: key.Name}))
-		return len(pods.Items) == 0
+	wait.Until(t, context.Background(), 2*time.Minute, "no pods of "+key.Name+" left", func() (bool, error) {
+		err := env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+			client.MatchingLabels{native.LabelApp: key.Name})
+		return err == nil && len(pods.Items) == 0, err
 	}, func() string { return fmt.Sprintf("%d pods left", len(pods.Items)) })
 }
 

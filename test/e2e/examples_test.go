@@ -106,17 +106,19 @@ func TestExamples(t *testing.T) {
 func podOf(t *testing.T, key client.ObjectKey, component string) *corev1.Pod {
 	t.Helper()
 	var running *corev1.Pod
-	wait.For(t, time.Minute, fmt.Sprintf("a running %s pod of %s", component, key.Name), func() bool {
+	wait.Until(t, context.Background(), time.Minute, fmt.Sprintf("a running %s pod of %s", component, key.Name), func() (bool, error) {
 		var pods corev1.PodList
-		require.NoError(t, env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
-			client.MatchingLabels{native.LabelApp: key.Name, native.LabelComponent: component}))
+		if err := env.Client.List(context.Background(), &pods, client.InNamespace(key.Namespace),
+			client.MatchingLabels{native.LabelApp: key.Name, native.LabelComponent: component}); err != nil {
+			return false, err
+		}
 		for i := range pods.Items {
 			if pods.Items[i].Status.Phase == corev1.PodRunning {
 				running = &pods.Items[i]
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	return running
 }
@@ -140,9 +142,11 @@ func TestNodeAgentReportsFailures(t *testing.T) {
 	}
 	status := func(name string, cond func(corev1.ContainerStatus) bool) (corev1.ContainerStatus, bool) {
 		p := &corev1.Pod{}
-		wait.For(t, 2*time.Minute, name+": the container status awaited", func() bool {
-			require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p))
-			return len(p.Status.ContainerStatuses) == 1 && cond(p.Status.ContainerStatuses[0])
+		wait.Until(t, ctx, 2*time.Minute, name+": the container status awaited", func() (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+				return false, err
+			}
+			return len(p.Status.ContainerStatuses) == 1 && cond(p.Status.ContainerStatuses[0]), nil
 		}, func() string { return fmt.Sprintf("status %+v", p.Status.ContainerStatuses) })
 		return p.Status.ContainerStatuses[0], podIsReady(p)
 	}

@@ -190,14 +190,16 @@ func TestFinishedJobIsNotRunAgain(t *testing.T) {
 	// For a while after the JobManager is back, Flink must not run the job again: no job is
 	// running, and none started after the one that finished.
 	answered := 0
-	// The checks fail the test themselves (naming the job); the condition never holds.
 	wait.Never(t, 30*time.Second, "a job ran again after the JobManager restart", func() bool {
 		jobs, err := flinkREST(t, key).JobsOverview(ctx)
-		if err == nil {
-			answered++
-			for _, j := range jobs {
-				require.NotEqual(t, "RUNNING", string(j.State), "job %s runs again after the JobManager restart", j.ID)
-				require.LessOrEqual(t, j.StartTime, finished.StartTime, "job %s started again after the JobManager restart", j.ID)
+		if err != nil {
+			return false
+		}
+		answered++
+		for _, j := range jobs {
+			if string(j.State) == "RUNNING" || j.StartTime > finished.StartTime {
+				t.Logf("job %s is %s, started at %d; the finished job started at %d", j.ID, j.State, j.StartTime, finished.StartTime)
+				return true
 			}
 		}
 		return false

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -160,10 +162,10 @@ func testLoadGen(t *testing.T, cluster *flinkcluster.Cluster, jar string, record
 	jobID := flink.NewTriggerID()
 	_, err = c.RunJar(ctx, jarID, flink.RunJarRequest{JobID: jobID, Parallelism: 1, Args: args})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	wait.For(t, 60*time.Second, "the load generator's tasks never all ran", func() bool {
 		d, err := c.JobDetails(ctx, jobID)
 		return err == nil && d.State == flink.JobRunning && d.AllTasksRunning()
-	}, 60*time.Second, 250*time.Millisecond, "the load generator's tasks never all ran")
+	})
 	// The schedule starts when the source's reader starts; this is close enough to tell the
 	// phases apart, as samples near a phase change are not judged.
 	started := time.Now()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -115,19 +117,19 @@ func TestListenerQueueBoundedByBytes(t *testing.T) {
 	flap(t, d, "team-big", big, 0, flaps, eventSize)
 	sl.open()
 
-	require.Eventually(t, func() bool {
+	wait.For(t, 30*time.Second, "the newest status of the flapping tenant is delivered", func() bool {
 		_, _, seqs := sl.received("team-big")
 		return len(seqs) > 0 && seqs[len(seqs)-1] == flaps-1
-	}, 30*time.Second, 10*time.Millisecond, "the newest status of the flapping tenant is delivered")
+	})
 	count, bytes, _ := sl.received("team-big")
 	t.Logf("team-big: %d of %d events delivered, %d bytes", count, flaps, bytes)
 	assert.LessOrEqual(t, bytes, defaultLaneBytesForTest+eventSize+eventSize/8,
 		"more than the lane's byte budget was kept for one slow listener")
 	assert.Positive(t, testutilDropped(m, "slow"))
-	require.Eventually(t, func() bool {
+	wait.For(t, 10*time.Second, "the other namespace's events were dropped", func() bool {
 		n, _, _ := sl.received("team-small")
 		return n == 3
-	}, 10*time.Second, 10*time.Millisecond, "the other namespace's events were dropped")
+	})
 }
 
 // TestListenerQueueFairAcrossNamespaces: a full lane drops the oldest event of the namespace
@@ -142,14 +144,14 @@ func TestListenerQueueFairAcrossNamespaces(t *testing.T) {
 	flap(t, d, "team-big", big, 0, 100, 100)
 	sl.open()
 
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the awaited condition", func() bool {
 		_, _, seqs := sl.received("team-big")
 		return len(seqs) > 0 && seqs[len(seqs)-1] == 99
-	}, 20*time.Second, 10*time.Millisecond)
-	require.Eventually(t, func() bool {
+	})
+	wait.For(t, 10*time.Second, "the awaited condition", func() bool {
 		n, _, _ := sl.received("team-small")
 		return n == 4
-	}, 10*time.Second, 10*time.Millisecond)
+	})
 	_, _, seqs := sl.received("team-small")
 	assert.Equal(t, []int{0, 1, 2, 3}, seqs, "team-small's events survive the flood, in order")
 }
@@ -164,7 +166,7 @@ func TestStatusEventLeavesOutRecordedSpecs(t *testing.T) {
 	status := json.RawMessage(`{"lifecycleState":"STABLE","reconciliationStatus":{"state":"DEPLOYED","reconciliationTimestamp":5,` +
 		`"lastReconciledSpec":"{\"spec\":{}}","lastStableSpec":"{\"spec\":{}}"}}`)
 	d.OnStatusChange(context.Background(), StatusChange{Resource: res, OldStatus: status, Status: status})
-	require.Eventually(t, func() bool { return len(rc.received()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	wait.For(t, 10*time.Second, "the awaited condition", func() bool { return len(rc.received()) == 1 })
 	var sd map[string]any
 	require.NoError(t, rc.received()[0].DataAs(&sd))
 	want := map[string]any{"lifecycleState": "STABLE", "reconciliationStatus": map[string]any{"state": "DEPLOYED", "reconciliationTimestamp": 5.0}}

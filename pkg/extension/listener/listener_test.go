@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flink-operator/flink-operator/test/wait"
+
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/go-logr/logr"
@@ -100,7 +102,7 @@ func TestListenerReceivesCloudEvents(t *testing.T) {
 	rec := Recorder(record.NewFakeRecorder(10), d)
 	rec.Eventf(dep, "Normal", "JobStatusChanged", "Job status changed from %s to %s", "CREATED", "RUNNING")
 
-	require.Eventually(t, func() bool { return len(rc.received()) == 2 }, 10*time.Second, 10*time.Millisecond)
+	wait.For(t, 10*time.Second, "the awaited condition", func() bool { return len(rc.received()) == 2 })
 	got := rc.received()
 
 	status := got[0]
@@ -137,7 +139,7 @@ func TestListenerRetriesWithBackoff(t *testing.T) {
 	res, _ := ResourceOf(flinkDeployment())
 	d.OnEvent(context.Background(), Event{Resource: res, Type: "Warning", Reason: "Error", Message: "boom"})
 
-	require.Eventually(t, func() bool { return len(rc.received()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	wait.For(t, 10*time.Second, "the awaited condition", func() bool { return len(rc.received()) == 1 })
 	assert.EqualValues(t, 4, rc.attempts.Load())
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}, *waits)
 	assert.InDelta(t, 1, testutil.ToFloat64(m.Deliveries.WithLabelValues("flaky", "delivered")), 0)
@@ -149,7 +151,7 @@ func TestListenerClientErrorIsNotRetried(t *testing.T) {
 	d, m, waits := dispatcher(t, `[{"name": "picky", "url": "`+srv.URL+`"}]`)
 	res, _ := ResourceOf(flinkDeployment())
 	d.OnEvent(context.Background(), Event{Resource: res, Type: "Normal", Reason: "Submit", Message: "x"})
-	require.Eventually(t, func() bool { return testutil.ToFloat64(m.Deliveries.WithLabelValues("picky", "failed")) == 1 }, 10*time.Second, 10*time.Millisecond)
+	wait.For(t, 10*time.Second, "the awaited condition", func() bool { return testutil.ToFloat64(m.Deliveries.WithLabelValues("picky", "failed")) == 1 })
 	assert.EqualValues(t, 1, rc.attempts.Load())
 	assert.Empty(t, *waits)
 }
@@ -186,9 +188,9 @@ func TestListenerTimeoutNeverBlocksAndDropsOldest(t *testing.T) {
 	// with an earlier one: most are dropped, the newest is kept.
 	dropped := testutil.ToFloat64(m.Dropped.WithLabelValues("stuck"))
 	assert.GreaterOrEqual(t, dropped, 1.0)
-	require.Eventually(t, func() bool {
+	wait.For(t, 20*time.Second, "the awaited condition", func() bool {
 		return testutil.ToFloat64(m.Deliveries.WithLabelValues("stuck", "failed")) == sent-dropped
-	}, 20*time.Second, 10*time.Millisecond)
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Len(t, attempted, int(sent-dropped))
@@ -213,7 +215,7 @@ func TestListenerOrderPerResource(t *testing.T) {
 	for i := range sent {
 		d.OnEvent(context.Background(), Event{Resource: res, Type: "Normal", Reason: "Step", Message: string(rune('A' + i))})
 	}
-	require.Eventually(t, func() bool { return len(rc.received()) == sent }, 20*time.Second, 10*time.Millisecond)
+	wait.For(t, 20*time.Second, "the awaited condition", func() bool { return len(rc.received()) == sent })
 	for i, ev := range rc.received() {
 		var ed EventData
 		require.NoError(t, ev.DataAs(&ed))
