@@ -5,7 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -29,4 +31,11 @@ func TestJobManagerAndTaskManagerMapTheSharedArchives(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A JVM writing its class-data archive is given minutes to exit, not the 30 s of a plain stop:
+// SIGKILL mid-dump leaves no archive.
+func TestStopWaitsLongerForAnArchiveBeingDumped(t *testing.T) {
+	assert.Equal(t, 30*time.Second, stopGrace(false))
+	assert.GreaterOrEqual(t, stopGrace(true), 5*time.Minute)
 }

@@ -498,11 +498,22 @@ func (c *Cluster) stop() {
 	c.Stop()
 }
 
-// Stop stops the TaskManager, then the JobManager, each with SIGTERM and up to 30 s to exit
-// (a JVM dumping its class-data archive at exit needs a few seconds), then SIGKILL.
+// Stop stops the TaskManager, then the JobManager, each with SIGTERM and up to stopGrace to
+// exit, then SIGKILL.
 func (c *Cluster) Stop() {
-	c.tm.kill(syscall.SIGTERM, 30*time.Second)
-	c.jm.kill(syscall.SIGTERM, 30*time.Second)
+	c.tm.kill(syscall.SIGTERM, stopGrace(c.dumpArchives))
+	c.jm.kill(syscall.SIGTERM, stopGrace(c.dumpArchives))
+}
+
+// stopGrace is how long a stopped JVM may take to exit. One dumping its class-data archive at
+// exit writes tens of megabytes after loading every class again: a few seconds on a quiet
+// machine, more than 30 s while make test-deps builds Go tools on both cores of an empty one
+// (a cold run's JobManagers were killed mid-dump and wrote no archive), so it gets 5 minutes.
+func stopGrace(dumping bool) time.Duration {
+	if dumping {
+		return 5 * time.Minute
+	}
+	return 30 * time.Second
 }
 
 // logTail returns the last lines of every log of the cluster, for failure messages.
