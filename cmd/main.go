@@ -416,7 +416,9 @@ func (o *options) extensions(mgr ctrl.Manager) (*extvalidator.Chain, *extlistene
 	if err != nil {
 		return nil, nil, err
 	}
-	listeners := &extlistener.Dispatcher{OperatorConfig: conf, Metrics: m, Log: log}
+	// Every event and lifecycle change is also written to the operator's log (AuditLog).
+	listeners := &extlistener.Dispatcher{OperatorConfig: conf, Metrics: m, Log: log,
+		Embedded: []extlistener.Listener{extlistener.AuditLog{Log: ctrl.Log.WithName("audit")}}}
 	if err := mgr.Add(listeners); err != nil { // stops the deliveries with the manager
 		return nil, nil, fmt.Errorf("add resource listeners: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/extension/endpoint"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/ratelimit"
 	"github.com/flink-operator/flink-operator/pkg/shard"
@@ -305,6 +307,9 @@ func (w *Watcher) apply(data map[string]string) error {
 	}
 	w.Store.Set(s)
 	if w.Log != nil {
+		// The options as the ConfigMap sets them, in the words the Apache operator logs them
+		// with: runbooks and scripts written for it wait for this line after a change.
+		w.Log("Setting default configuration to "+describe(conf), "configMap", w.Namespace+"/"+w.Name)
 		w.Log("applied operator configuration", "configMap", w.Namespace+"/"+w.Name,
 			"reconcileInterval", s.ReconcileInterval.String(), "progressCheckInterval", s.ProgressCheckInterval.String(),
 			"restTimeout", s.RESTTimeout.String(), "watchNamespaces", s.WatchNamespaces, "labelSelector", s.LabelSelector,
@@ -316,6 +321,29 @@ func (w *Watcher) apply(data map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// describe writes conf as {key=value, ...} in key order, secret values masked.
+func describe(conf map[string]string) string {
+	keys := make([]string, 0, len(conf))
+	for k := range conf {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := conf[k]
+		if redact.IsSecretKey(k, nil) {
+			v = redact.Mask
+		}
+		b.WriteString(k + "=" + v)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // Run watches the ConfigMap until ctx ends. A configuration that does not parse is reported

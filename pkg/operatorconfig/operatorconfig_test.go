@@ -184,8 +184,28 @@ func TestUnhonouredOperatorOptionsAreLogged(t *testing.T) {
 		Log: func(msg string, _ ...any) { logged = append(logged, msg) }}
 	require.NoError(t, w.apply(map[string]string{"config.yaml": "kubernetes.operator.health.probe.port: 8085\n" +
 		"kubernetes.operator.reconcile.interval: 30 s\nkubernetes.operator.leader-election.enabled: true\n"}))
-	assert.Equal(t, []string{"applied operator configuration",
+	assert.Equal(t, []string{
+		"Setting default configuration to {kubernetes.operator.health.probe.port=8085, kubernetes.operator.leader-election.enabled=true, kubernetes.operator.reconcile.interval=30 s}",
+		"applied operator configuration",
 		"ignored operator configuration option kubernetes.operator.health.probe.port (an Apache operator option) does not apply to this operator and is ignored: set with the operator's command-line flag --health-probe-bind-address (default :8081, upstream's 8085)",
 		"ignored operator configuration option kubernetes.operator.leader-election.enabled (an Apache operator option) does not apply to this operator and is ignored: set with the operator's command-line flag --leader-elect (the Deployment of `make deploy` and the bundle turn it on)",
 	}, logged)
+}
+
+// TestAppliedConfigurationIsLoggedAsSet: each configuration applied is logged as the ConfigMap
+// sets it, in the line the Apache operator writes (its e2e suite waits for it after patching
+// the ConfigMap), secret values masked.
+func TestAppliedConfigurationIsLoggedAsSet(t *testing.T) {
+	base := Settings{ReconcileInterval: time.Minute, ProgressCheckInterval: 10 * time.Second, RESTTimeout: 10 * time.Second, ReconcileParallelism: 25}
+	var logged []string
+	w := &Watcher{Namespace: "ops", Name: "flink-operator-config", Base: base, Store: NewStore(base),
+		Log: func(msg string, _ ...any) { logged = append(logged, msg) }}
+	require.NoError(t, w.apply(map[string]string{"config.yaml": "kubernetes.operator.watched.namespaces: default,flink,dynamic\n"}))
+	require.NoError(t, w.apply(map[string]string{"flink-conf.yaml": "kubernetes.operator.watched.namespaces: default\n" +
+		"kubernetes.operator.metrics.reporter.x.password: hunter2\n"}))
+	assert.Contains(t, logged, "Setting default configuration to {kubernetes.operator.watched.namespaces=default,flink,dynamic}")
+	assert.Contains(t, logged, "Setting default configuration to {kubernetes.operator.metrics.reporter.x.password=******, kubernetes.operator.watched.namespaces=default}")
+	for _, l := range logged {
+		assert.NotContains(t, l, "hunter2")
+	}
 }
