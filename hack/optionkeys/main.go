@@ -17,11 +17,10 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/flink-operator/flink-operator/hack/internal/golint"
 )
 
 // prefixes are the option key prefixes only pkg/options spells.
@@ -32,51 +31,13 @@ var prefixes = []string{"kubernetes.operator.", "job.autoscaler."}
 var exempt = []string{"pkg/options", "test", "hack", "bin", "vendor"}
 
 func main() {
-	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
-	}
-	findings, err := check(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "optionkeys:", err)
-		os.Exit(2)
-	}
-	for _, f := range findings {
-		fmt.Println(f)
-	}
-	if len(findings) > 0 {
-		fmt.Fprintf(os.Stderr, "optionkeys: %d option key literal(s) outside pkg/options: refer to the registry's option (options.X.Key) or its prefix constants\n", len(findings))
-		os.Exit(1)
-	}
+	golint.Main("optionkeys", "option key literals outside pkg/options: refer to the registry's option (options.X.Key) or its prefix constants", check)
 }
 
 // check lists the literals under root that spell an option key outside the exempt places, as
 // file:line:column: text.
 func check(root string) ([]string, error) {
-	var findings []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || isExempt(rel)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
-		found, err := checkFile(path, rel)
-		findings = append(findings, found...)
-		return err
-	})
-	return findings, err
+	return golint.Files(root, isExempt, func(rel string) bool { return !strings.HasSuffix(rel, "_test.go") }, checkFile)
 }
 
 func isExempt(rel string) bool {

@@ -14,10 +14,8 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
+
+	"github.com/flink-operator/flink-operator/hack/internal/golint"
 )
 
 // polls are test/wait's functions whose function-literal arguments are polled.
@@ -27,50 +25,13 @@ var polls = map[string]bool{"For": true, "Until": true, "Never": true}
 var eventually = map[string]bool{"Eventually": true, "EventuallyWithT": true, "Eventuallyf": true, "EventuallyWithTf": true, "Never": true, "Neverf": true}
 
 func main() {
-	root := "."
-	if len(os.Args) > 1 {
-		root = os.Args[1]
-	}
-	findings, err := check(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "waitidiom:", err)
-		os.Exit(2)
-	}
-	for _, f := range findings {
-		fmt.Println(f)
-	}
-	if len(findings) > 0 {
-		fmt.Fprintf(os.Stderr, "waitidiom: %d finding(s): wait with test/wait, and return a condition's error to wait.Until instead of requiring inside it\n", len(findings))
-		os.Exit(1)
-	}
+	golint.Main("waitidiom", "wait with test/wait, and return a condition's error to wait.Until instead of requiring inside it", check)
 }
 
 // check lists the findings of the Go files under root as file:line:column: text.
 func check(root string) ([]string, error) {
-	var findings []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bin" || rel == "vendor" || rel == "hack/waitidiom") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") {
-			return nil
-		}
-		found, err := checkFile(path, rel)
-		findings = append(findings, found...)
-		return err
-	})
-	return findings, err
+	return golint.Files(root, func(rel string) bool { return rel == "bin" || rel == "vendor" || rel == "hack/waitidiom" },
+		func(string) bool { return true }, checkFile)
 }
 
 // checkFile reports one Go file's findings.
