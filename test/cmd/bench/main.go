@@ -19,10 +19,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/flink-operator/flink-operator/test/envflag"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -38,25 +39,25 @@ func main() {
 }
 
 func run() error {
-	n, err := intEnv("BENCH_N", 1000)
+	n, err := envflag.PositiveInt("BENCH_N", 1000)
 	if err != nil {
 		return err
 	}
-	conc, err := intEnv("BENCH_CONCURRENCY", 50)
+	conc, err := envflag.PositiveInt("BENCH_CONCURRENCY", 50)
 	if err != nil {
 		return err
 	}
-	steady, err := durationEnv("BENCH_STEADY", 60*time.Second)
+	steady, err := envflag.Duration("BENCH_STEADY", 60*time.Second)
 	if err != nil {
 		return err
 	}
 	unrelated := 0
 	if os.Getenv("BENCH_UNRELATED") != "" {
-		if unrelated, err = intEnv("BENCH_UNRELATED", 0); err != nil {
+		if unrelated, err = envflag.PositiveInt("BENCH_UNRELATED", 0); err != nil {
 			return err
 		}
 	}
-	out := flag.String("out", envOr("BENCH_OUT", "bin/bench/result.json"), "where the JSON result is written (env BENCH_OUT)")
+	out := flag.String("out", envflag.String("BENCH_OUT", "bin/bench/result.json"), "where the JSON result is written (env BENCH_OUT)")
 	dir := flag.String("dir", "bin/bench/run", "working directory: operator binary, kubeconfig, log")
 	operatorArgs := flag.String("operator-args", os.Getenv("BENCH_OPERATOR_ARGS"), "operator flags added to the bench's, space-separated (env BENCH_OPERATOR_ARGS)")
 	runningMode := flag.Bool("running", os.Getenv("BENCH_RUNNING") == "1",
@@ -64,15 +65,15 @@ func run() error {
 	flag.Parse()
 	var runningOpts *bench.RunningOptions
 	if *runningMode {
-		upgrades, err := intEnv("BENCH_UPGRADES", 100)
+		upgrades, err := envflag.PositiveInt("BENCH_UPGRADES", 100)
 		if err != nil {
 			return err
 		}
-		observe, err := durationEnv("BENCH_OBSERVE_INTERVAL", 0)
+		observe, err := envflag.Duration("BENCH_OBSERVE_INTERVAL", 0)
 		if err != nil {
 			return err
 		}
-		progress, err := durationEnv("BENCH_PROGRESS_CHECK", 0)
+		progress, err := envflag.Duration("BENCH_PROGRESS_CHECK", 0)
 		if err != nil {
 			return err
 		}
@@ -101,35 +102,4 @@ func run() error {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
 	return nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func intEnv(key string, def int) (int, error) {
-	v := os.Getenv(key)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive integer", key, v)
-	}
-	return n, nil
-}
-
-func durationEnv(key string, def time.Duration) (time.Duration, error) {
-	v := os.Getenv(key)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%s=%q: want a duration such as 60s", key, v)
-	}
-	return d, nil
 }

@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
+
+	"github.com/flink-operator/flink-operator/test/envflag"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,21 +33,21 @@ func main() {
 }
 
 func run() error {
-	jobs, err := intEnv("BENCHFLINK_JOBS", 3)
+	jobs, err := envflag.PositiveInt("BENCHFLINK_JOBS", 3)
 	if err != nil {
 		return err
 	}
-	runs, err := intEnv("BENCHFLINK_RUNS", 3)
+	runs, err := envflag.PositiveInt("BENCHFLINK_RUNS", 3)
 	if err != nil {
 		return err
 	}
-	out := envOr("BENCHFLINK_OUT", "bin/bench/flink-result.json")
+	out := envflag.String("BENCHFLINK_OUT", "bin/bench/flink-result.json")
 	// The API clients print server warnings through controller-runtime's logger.
 	ctrllog.SetLogger(logr.Discard())
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	res, err := benchflink.Run(ctx, benchflink.Options{Jobs: jobs, Runs: runs,
-		Dir: envOr("BENCHFLINK_DIR", "bin/bench/flink-run"), Log: os.Stderr})
+		Dir: envflag.String("BENCHFLINK_DIR", "bin/bench/flink-run"), Log: os.Stderr})
 	if err != nil {
 		return err
 	}
@@ -56,23 +57,4 @@ func run() error {
 	}
 	fmt.Printf("\nJSON: %s\n", out)
 	return nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func intEnv(key string, def int) (int, error) {
-	v := os.Getenv(key)
-	if v == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%s=%q: want a positive integer", key, v)
-	}
-	return n, nil
 }
