@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
@@ -88,6 +89,8 @@ func (r *FlinkDeploymentReconciler) unchangedPhases() []phase {
 		// Manual (nonce) and periodic savepoints and checkpoints of a running job; look again
 		// when one may be done, or at the interval the cluster's state asks for.
 		{Name: "snapshots", Run: r.takeSnapshots},
+		// None of the above acted: the resource is settled, which the log says.
+		jobs.SettledPhase(func(p *pass) client.ObjectKey { return client.ObjectKeyFromObject(p.dep) }),
 	}
 }
 

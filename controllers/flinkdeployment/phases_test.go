@@ -3,9 +3,11 @@ package flinkdeployment
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
@@ -776,6 +779,44 @@ func TestSpecPhasesOrder(t *testing.T) {
 			require.NoError(t, w.r.finish(context.Background(), p.scope, nil))
 			assert.Equal(t, tt.phase, acted)
 			assert.Equal(t, tt.state, w.stored().Status.ReconciliationStatus.State)
+		})
+	}
+}
+
+// TestSettledIsLogged: a reconcile in which no phase acted says so in the operator's log, in the
+// line the Apache operator writes ("[namespace/name] Resource fully reconciled, nothing to do");
+// one that acted does not.
+func TestSettledIsLogged(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		change  func(spec *flinkv1beta1.FlinkDeploymentSpec)
+		settled bool
+	}{
+		{name: "running, unchanged", settled: true},
+		{name: "changed: upgraded", change: func(spec *flinkv1beta1.FlinkDeploymentSpec) { spec.Job.Parallelism = 4 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newPhaseWorld(t, deployedResource(t, flinkv1beta1.UpgradeModeStateless, nil), true, false)
+			desired := w.stored().Spec.DeepCopy()
+			if tt.change != nil {
+				tt.change(desired)
+			}
+			var lines []string
+			ctx := log.IntoContext(context.Background(), funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{}))
+			_, err := jobs.RunPhases(ctx, w.pass(desired), w.r.specPhases())
+			require.NoError(t, err)
+			line := `"msg"="[` + w.dep.Namespace + `/` + w.dep.Name + `] Resource fully reconciled, nothing to do"`
+			found := 0
+			for _, l := range lines {
+				if strings.Contains(l, line) {
+					found++
+				}
+			}
+			if tt.settled {
+				assert.Equal(t, 1, found, "logged: %v", lines)
+			} else {
+				assert.Zero(t, found, "logged: %v", lines)
+			}
 		})
 	}
 }

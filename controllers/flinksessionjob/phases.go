@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -96,6 +97,8 @@ func (r *FlinkSessionJobReconciler) unchangedJobPhases() []jobPhase {
 		{Name: "restartFailed", Run: r.restartFailedJob},
 		// Manual (nonce) and periodic savepoints and checkpoints of a running job.
 		{Name: "snapshots", Run: r.takeJobSnapshots},
+		// None of the above acted: the resource is settled, which the log says.
+		jobs.SettledPhase(func(p *jobPass) client.ObjectKey { return client.ObjectKeyFromObject(p.job) }),
 	}
 }
 

@@ -2,9 +2,11 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
@@ -64,4 +66,16 @@ func RequeueSooner(res ctrl.Result, d time.Duration) ctrl.Result {
 		res.RequeueAfter = d
 	}
 	return res
+}
+
+// SettledPhase is the last phase of a job resource's reconcile: reached only when no phase
+// before it acted, it says so in the operator's log, as "[namespace/name] Resource fully
+// reconciled, nothing to do", the line the Apache operator writes (its e2e suite and the
+// runbooks written for it look for it, e.g. to see a new leader take a resource over).
+func SettledPhase[P any](key func(P) client.ObjectKey) PhaseOf[P] {
+	return PhaseOf[P]{Name: "settled", Run: func(ctx context.Context, p P) (PhaseResult, error) {
+		k := key(p)
+		log.FromContext(ctx).Info(fmt.Sprintf("[%s/%s] Resource fully reconciled, nothing to do", k.Namespace, k.Name))
+		return Next(), nil
+	}}
 }
