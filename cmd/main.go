@@ -301,7 +301,7 @@ func (o *options) leaderFence(cfg *rest.Config) (*leaderfence.Fence, *leaderfenc
 		return nil, nil, fmt.Errorf("--leader-election-lease-duration (%s) must be longer than --leader-election-renew-deadline (%s): %w", lease, renew, err)
 	}
 	election, err := leaderfence.NewElection(fence, cfg, leaderelection.Options{LeaderElection: true,
-		LeaderElectionID: o.leaderElectionID, LeaderElectionNamespace: o.leaderElectionNS, RenewDeadline: renew})
+		LeaderElectionID: o.leaderElectionID, LeaderElectionNamespace: o.leaderElectionNS, RenewDeadline: renew}, os.Getenv("POD_NAME"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("leader election lock: %w", err)
 	}

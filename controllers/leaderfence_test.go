@@ -194,7 +194,7 @@ func startReplica(t *testing.T, name, ns string, flink *fakeflink.Server) *repli
 	fence, err := leaderfence.New(testLease - testRenew)
 	require.NoError(t, err)
 	election, err := leaderfence.NewElection(fence, env.Config, leaderelection.Options{LeaderElection: true,
-		LeaderElectionID: testLeaseID, LeaderElectionNamespace: ns, RenewDeadline: testRenew})
+		LeaderElectionID: testLeaseID, LeaderElectionNamespace: ns, RenewDeadline: testRenew}, "")
 	require.NoError(t, err)
 	r.lock = &pausableLock{Interface: election.Lock}
 

@@ -3,12 +3,16 @@ package leaderfence
 import (
 	"context"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 )
 
 func TestHeld(t *testing.T) {
@@ -134,4 +138,24 @@ func TestLockMeasuresFromSend(t *testing.T) {
 	require.NoError(t, l.Update(context.Background(), resourcelock.LeaderElectionRecord{HolderIdentity: "a", LeaseDurationSeconds: 4}))
 	assert.True(t, f.Held(sent.Add(2999*time.Millisecond)))
 	assert.False(t, f.Held(sent.Add(3*time.Second)))
+}
+
+// TestElectionHoldsTheLeaseAsThePod: given the operator's pod name, the Lease's holder is the
+// pod (kubectl get lease names the replica that leads); without one, controller-runtime's
+// unique hostname_uuid.
+func TestElectionHoldsTheLeaseAsThePod(t *testing.T) {
+	fence, err := New(5 * time.Second)
+	require.NoError(t, err)
+	opts := leaderelection.Options{LeaderElection: true, LeaderElectionID: "flink-operator-lease", LeaderElectionNamespace: "ops", RenewDeadline: 10 * time.Second}
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+
+	named, err := NewElection(fence, cfg, opts, "flink-operator-7d9f-abcde")
+	require.NoError(t, err)
+	assert.Equal(t, "flink-operator-7d9f-abcde", named.Lock.Identity())
+
+	unnamed, err := NewElection(fence, cfg, opts, "")
+	require.NoError(t, err)
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(unnamed.Lock.Identity(), host+"_"), unnamed.Lock.Identity())
 }

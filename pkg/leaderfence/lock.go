@@ -1,6 +1,7 @@
 package leaderfence
 
 import (
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,14 +23,23 @@ type Election struct {
 }
 
 // NewElection builds the lock controller-runtime would build for options (a Lease, its
-// namespace defaulted in-cluster, a unique identity, API timeouts under the renew deadline)
-// and wraps it for f.
-func NewElection(f *Fence, cfg *rest.Config, options leaderelection.Options) (*Election, error) {
+// namespace defaulted in-cluster, API timeouts under the renew deadline) and wraps it for f.
+// The holder identity is identity when given (the operator's pod name, so that the Lease
+// names the pod that leads, as the Apache operator's does), else controller-runtime's unique
+// hostname_uuid.
+func NewElection(f *Fence, cfg *rest.Config, options leaderelection.Options, identity string) (*Election, error) {
 	events := &lateProvider{}
 	// NewResourceLock sets the user agent and timeout of the configuration it is given.
 	inner, err := leaderelection.NewResourceLock(rest.CopyConfig(cfg), events, options)
 	if err != nil {
 		return nil, err
+	}
+	if identity != "" {
+		lease, ok := inner.(*resourcelock.LeaseLock)
+		if !ok {
+			return nil, fmt.Errorf("leader election lock %T: only a Lease takes an identity of its own", inner)
+		}
+		lease.LockConfig.Identity = identity
 	}
 	return &Election{Lock: f.Lock(inner), events: events}, nil
 }
