@@ -19,7 +19,7 @@ type AuditLog struct {
 
 // OnEvent implements Listener.
 func (a AuditLog) OnEvent(_ context.Context, e Event) {
-	a.Log.Info(e.Message, "resource", e.Resource.Kind, "namespace", e.Namespace, "name", e.Name,
+	a.Log.Info(e.Message, "resource", e.Kind, "namespace", e.Namespace, "name", e.Name,
 		"eventType", e.Type, "reason", e.Reason)
 }
 
@@ -31,7 +31,7 @@ func (a AuditLog) OnStatusChange(_ context.Context, c StatusChange) {
 	if after.State == "" || after.State == before.State {
 		return
 	}
-	kv := []any{"resource", c.Resource.Kind, "namespace", c.Namespace, "name", c.Name, "from", before.State, "to", after.State}
+	kv := []any{"resource", c.Kind, "namespace", c.Namespace, "name", c.Name, "from", before.State, "to", after.State}
 	if after.Error != "" {
 		kv = append(kv, "statusError", after.Error)
 	}
