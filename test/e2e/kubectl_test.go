@@ -59,23 +59,8 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	require.NoError(t, env.Client.Create(ctx, pod))
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pod) })
 
-	root, err := kubeenv.RepoRoot()
-	require.NoError(t, err)
-	kubectlBin := filepath.Join(localenv.KubeBinDir(root), "kubectl")
-	kubectl := func(args ...string) *exec.Cmd {
-		return exec.CommandContext(ctx, kubectlBin, append([]string{"--kubeconfig", env.Cluster.Kubeconfig, "-n", ns}, args...)...)
-	}
-	// run returns kubectl's stdout; a failure is an error naming its stderr.
-	run := func(args ...string) (string, error) {
-		var stderr strings.Builder
-		cmd := kubectl(args...)
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			return string(out), errors.New(err.Error() + ": " + stderr.String())
-		}
-		return string(out), nil
-	}
+	kubectl := kubectlCommand(ctx, t, ns)
+	run := kubectlIn(ctx, t, ns)
 
 	// The first run has crashed and the second prints its lines.
 	const second = "main run 2 line 1\nmain run 2 line 2\n"
@@ -106,7 +91,7 @@ func TestKubectlLogsAndExec(t *testing.T) {
 		assert.Equal(t, tt.want, out, tt.name)
 	}
 
-	err = kubectl("exec", "shell", "-c", "side", "--", "sh", "-c", "exit 7").Run()
+	err := kubectl("exec", "shell", "-c", "side", "--", "sh", "-c", "exit 7").Run()
 	var exitErr *exec.ExitError
 	require.True(t, errors.As(err, &exitErr), "kubectl exec of a failing command: %v", err)
 	assert.Equal(t, 7, exitErr.ExitCode(), "kubectl exec exits with the command's code")
@@ -139,4 +124,33 @@ func TestKubectlLogsAndExec(t *testing.T) {
 	_, err = run("exec", "shell", "-c", "main", "--", "sh", "-c", "echo hello > /tmp/state/fifo")
 	require.NoError(t, err)
 	assert.Equal(t, "main got: hello", next(), "kubectl logs -f shows a line printed after it started")
+}
+
+// kubectlCommand returns how to run the real kubectl (built with the cluster) against the
+// local cluster in namespace ns.
+func kubectlCommand(ctx context.Context, t *testing.T, ns string) func(args ...string) *exec.Cmd {
+	t.Helper()
+	root, err := kubeenv.RepoRoot()
+	require.NoError(t, err)
+	kubectl := filepath.Join(localenv.KubeBinDir(root), "kubectl")
+	return func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", env.Cluster.Kubeconfig, "-n", ns}, args...)...)
+	}
+}
+
+// kubectlIn returns how to run kubectl in namespace ns for its stdout; a failure is an error
+// naming its stderr.
+func kubectlIn(ctx context.Context, t *testing.T, ns string) func(args ...string) (string, error) {
+	t.Helper()
+	kubectl := kubectlCommand(ctx, t, ns)
+	return func(args ...string) (string, error) {
+		var stderr strings.Builder
+		cmd := kubectl(args...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return string(out), errors.New(err.Error() + ": " + stderr.String())
+		}
+		return string(out), nil
+	}
 }

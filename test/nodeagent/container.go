@@ -386,6 +386,10 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	javaArgs = append(javaArgs, jvmMem...)
 	// Serial GC and C1 only: fewer threads and less compilation on a 2-core machine.
 	javaArgs = append(javaArgs, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+	// Every container's JVM is PID 1 and they share the machine's /tmp: performance data files
+	// (/tmp/hsperfdata_<user>/<pid>) would collide, and a JVM would delete those of JVMs whose
+	// pids its namespace cannot see.
+	javaArgs = append(javaArgs, "-XX:+PerfDisableSharedMem")
 	// The distribution's classes already parsed (package flinkcluster, cds.go): a third less
 	// CPU per start.
 	javaArgs = append(javaArgs, dist.SharedArchiveFlags(flinkcluster.Role(ep.role))...)
@@ -402,13 +406,56 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	cmd := exec.Command("java", javaArgs...)
+	cmd, ownPIDs, err := containerInit("java", javaArgs...)
+	if err != nil {
+		out.Close()
+		return nil, "", err
+	}
+	c.nextExec.ownPIDs = ownPIDs
+	if !ownPIDs {
+		r.logf("container %s: runs in the machine's PID namespace: %v", c.spec.Name, pidNamespaces())
+	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, procEnv, out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = nil
 	go func() { <-ctx.Done(); out.Close() }()
 	return cmd, filepath.Join(r.dir, "logs", c.spec.Name+".out"), nil
 }
+
+// containerInit is the command of a container's program that runs, as in a container, as PID 1
+// of a PID namespace of its own (ownPIDs): `kill 1` in `kubectl exec` (which enters the
+// namespace) signals the program, not the machine's init, and when the program exits the kernel
+// kills whatever it left running there. Being PID 1, it gets only the signals it handles,
+// SIGKILL aside (Java handles SIGTERM: shutdown hooks, then exit 143). Its pid in the agent's
+// namespace, the one the agent and tests signal and the ContainerID names, leads a process
+// group of its own. Where no PID namespace can be made (not root), it runs as a plain process.
+//
+// setpriv sets the parent-death signal and then executes the program, which stays PID 1. Go's
+// own Pdeathsig cannot be combined with CLONE_NEWPID: the child compares getppid(), which is 0
+// across the namespace boundary, with the agent's pid and kills itself.
+func containerInit(program string, args ...string) (cmd *exec.Cmd, ownPIDs bool, err error) {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return nil, false, fmt.Errorf("container program: %w", err)
+	}
+	if pidNamespaces() != nil {
+		cmd = exec.Command(path, args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		return cmd, false, nil
+	}
+	cmd = exec.Command("setpriv", append([]string{"--pdeathsig", "KILL", "--", path}, args...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWPID}
+	return cmd, true, nil
+}
+
+// pidNamespaces tells, once, why containers cannot have PID namespaces of their own here (nil:
+// they can): making one takes CAP_SYS_ADMIN, and setpriv of util-linux.
+var pidNamespaces = sync.OnceValue(func() error {
+	cmd := exec.Command("setpriv", "--pdeathsig", "KILL", "--", "true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("no PID namespace for containers: %w: %s", err, out)
+	}
+	return nil
+})
 
 // probe runs the startup probe, then liveness and readiness, as kubelet does.
 func (c *containerRunner) probe(ctx context.Context) {

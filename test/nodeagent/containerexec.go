@@ -20,13 +20,16 @@ import (
 // execTarget is how `kubectl exec` runs a command in a running container. Containers here are
 // processes, not images with a root file system of their own, so "in the container" means:
 //
-//   - Flink containers: a process on the machine with the container's environment (FLINK_HOME,
-//     FLINK_CONF_DIR, JAVA_HOME, the pod's env) in the container's working directory
-//     (<pod dir>/containers/<name>), its command words' container paths rewritten as the
-//     container's own arguments are: /opt/flink to the distribution, the volume mount paths to
-//     their directories, and two where a user looks for what the image keeps there,
-//     /opt/flink/log to the pod's log directory and /opt/flink/conf to the configuration the
-//     container actually read. So `kubectl exec <jm> -- ls /opt/flink/log` lists the pod's logs.
+//   - Flink containers: a process in the container's PID namespace (nsenter --pid; the agent
+//     makes one where it can, as root: containerInit), where the JobManager or TaskManager is
+//     PID 1, so `kill 1` stops it as in a real container; with the
+//     container's environment (FLINK_HOME, FLINK_CONF_DIR, JAVA_HOME, the pod's env) in the
+//     container's working directory (<pod dir>/containers/<name>), its command words' container
+//     paths rewritten as the container's own arguments are: /opt/flink to the distribution, the
+//     volume mount paths to their directories, and two where a user looks for what the image
+//     keeps there, /opt/flink/log to the pod's log directory and /opt/flink/conf to the
+//     configuration the container actually read. So `kubectl exec <jm> -- ls /opt/flink/log`
+//     lists the pod's logs. The rest (files, /proc, the network) is the machine's.
 //   - Process containers (ProcessImage): the command enters the container process's mount
 //     namespace, root and working directory (nsenter), so it sees the mounts and, for image
 //     layouts, the image's file system, as the program does; as the image's user for those.
@@ -36,6 +39,9 @@ type execTarget struct {
 	paths *strings.Replacer // Flink containers; nil otherwise
 	enter bool              // process containers
 	user  *[2]int64         // uid, gid to run as after entering; nil: the agent's
+	// ownPIDs: the container's process is PID 1 of a PID namespace of its own (containerInit),
+	// which the command enters.
+	ownPIDs bool
 }
 
 // containerExecutor runs exec requests in one container (remotecommand.Executor, whose name
@@ -61,22 +67,34 @@ func (e containerExecutor) ExecInContainer(ctx context.Context, _, _, _ string, 
 			words[i] = t.paths.Replace(words[i])
 		}
 	}
-	var prog string
+	if !t.enter {
+		// Found in the container's PATH before entering anything: the program of a Flink
+		// container is a file of the machine.
+		if words[0], err = lookPathIn(words[0], t.env); err != nil {
+			return err
+		}
+	}
+	var namespaces []string
 	if t.enter {
-		prefix := []string{"--target", strconv.Itoa(pid), "--mount", "--root", "--wd"}
+		namespaces = append(namespaces, "--mount", "--root", "--wd")
+	}
+	if t.ownPIDs {
+		// A process joins a PID namespace only through its children: nsenter forks the
+		// command, which runs there beside the container's PID 1.
+		namespaces = append(namespaces, "--pid")
+	}
+	if len(namespaces) > 0 {
+		nsenter, lookErr := exec.LookPath("nsenter")
+		if lookErr != nil {
+			return lookErr
+		}
+		prefix := append([]string{nsenter, "--target", strconv.Itoa(pid)}, namespaces...)
 		if t.user != nil {
 			prefix = append(prefix, "--setgid", strconv.FormatInt(t.user[1], 10), "--setuid", strconv.FormatInt(t.user[0], 10))
 		}
-		prog, words = "nsenter", append(append(prefix, "--"), words...)
-		if prog, err = exec.LookPath(prog); err != nil {
-			return err
-		}
-	} else if prog, err = lookPathIn(words[0], t.env); err != nil {
-		return err
-	} else {
-		words = words[1:]
+		words = append(append(prefix, "--"), words...)
 	}
-	cmd := exec.CommandContext(ctx, prog, words...)
+	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
 	cmd.Dir, cmd.Env = t.dir, t.env
 	// A group of its own, killed whole when the client goes away; the agent's death kills it too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
