@@ -14,6 +14,14 @@ SKIP_RANGE ?= >=0.0.0 <$(VERSION)
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
 
+# One build configuration for everything make compiles, tools and tests alike: static and with
+# trimmed paths, as the operator image must be built. Go's build cache then compiles each package
+# once per machine, shared by the image, the control plane, the other tools and the test
+# binaries (a cold CI run compiled the operator's dependency tree twice, once for the image).
+export CGO_ENABLED = 0
+GOFLAGS := $(strip $(GOFLAGS) -trimpath)
+export GOFLAGS
+
 GOOS   ?= $(shell go env GOOS)
 GOARCH ?= $(shell go env GOARCH)
 
@@ -30,6 +38,9 @@ K8S_VERSION ?= 1.37.2
 ENVTEST_K8S_VERSION ?= 1.37
 
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# mikefarah's yq, which upstream's e2e scripts read statuses with (yq v4 syntax); the yq a
+# distribution packages may be another program.
+YQ_VERSION ?= v4.54.3
 # promtool checks and unit-tests config/prometheus (test/monitoring); not a dependency of the operator.
 PROMTOOL_VERSION ?= v0.316.0
 
@@ -46,6 +57,7 @@ KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 ENVTEST ?= $(LOCALBIN)/setup-envtest-$(ENVTEST_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+YQ ?= $(LOCALBIN)/yq-$(YQ_VERSION)
 
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.
@@ -67,6 +79,10 @@ KUBE_OLDEST_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S
 # become ReplicaSets and Pods, and EndpointSlices follow pod readiness, as in a real cluster.
 KUBE_CONTROLLER_MANAGER = $(ENVTEST_ASSETS_DIR)/kube-controller-manager
 KUBE_SCHEDULER = $(ENVTEST_ASSETS_DIR)/kube-scheduler
+# Its storage: Rancher's local-path-provisioner binds PersistentVolumeClaims of the default
+# StorageClass. Keep in step with LocalPathProvisionerVersion in test/localcluster/storage.go.
+LOCAL_PATH_PROVISIONER_VERSION ?= v0.0.30
+LOCAL_PATH_PROVISIONER = $(ENVTEST_ASSETS_DIR)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
 # Without these, /version reports v0.0.0-master and kubectl and OLM's minKubeVersion check fail.
 KUBE_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S_VERSION) \
 	-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(K8S_VERSION))) \
@@ -171,13 +187,13 @@ DEPS_JOBS ?= 4
 test-deps: ## Build and install everything the tests run, once, before the lanes start: sources are generated first, then the Go builds and the downloads run side by side.
 	$(if $(GENERATE),$(MAKE) --no-print-directory $(GENERATE))
 	$(MAKE) --no-print-directory -j$(DEPS_JOBS) --output-sync=target GENERATE= test-deps-jvm test-deps-go
-test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter verify runs).
+test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint yq ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter verify runs).
 test-deps-jvm: ## The downloads and Maven builds test-deps runs: the Flink distributions first, then their class-data archives beside the Maven builds, which run one at a time (Maven's local repository is not safe for concurrent writers).
 	$(MAKE) --no-print-directory flink-dist
 	$(MAKE) --no-print-directory -j2 --output-sync=target flink-cds test-deps-maven
 .PHONY: test-deps-maven
 test-deps-maven:
-	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples
+	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples upstream-e2e-jars
 
 .PHONY: test-lane-unit test-lane-e2e test-lane-clusters
 # The e2e suite runs in one process: the operator-fault tests first, alone, then the others four
@@ -306,6 +322,21 @@ image: ## Operator image: the static manager, the pinned CA bundle (hack/imagebu
 	go run ./hack/imagebuild operator -binary $(IMAGES_DIR)/manager \
 		-image $(IMG) -out $(IMAGES_DIR)/flink-operator $(IMAGE_FLAGS)
 
+# busybox for the local cluster (test/localenv): init containers that fetch a job's jar with wget
+# and the storage provisioner's helper pods run it. Debian's statically linked busybox, from the
+# package archive as apt-get downloads it, with a link per applet.
+BUSYBOX_IMAGE ?= $(IMAGES_DIR)/busybox
+
+.PHONY: busybox-image
+busybox-image: $(BUSYBOX_IMAGE)/index.json ## busybox image for the local cluster's node: Debian's busybox-static with its applet links (bin/images/busybox).
+
+$(BUSYBOX_IMAGE)/index.json: hack/imagebuild/main.go hack/imagebuild/images/busybox.go hack/imagebuild/images/layer.go
+	d=$$(mktemp -d) && trap 'rm -rf "$$d"' EXIT && \
+	(cd "$$d" && apt-get download busybox-static) && deb=$$(echo "$$d"/busybox-static_*.deb) && dpkg-deb -x "$$deb" "$$d/root" && \
+	version=$$(dpkg-deb -f "$$deb" Version | sed -E 's/^[0-9]+://; s/-.*//') && \
+	go run ./hack/imagebuild busybox -binary "$$d/root/bin/busybox" -image docker.io/library/busybox:$$version -out $(BUSYBOX_IMAGE) \
+		-version $$version -source https://packages.debian.org/source/stable/busybox -licenses GPL-2.0-only
+
 .PHONY: bundle-image
 bundle-image: image ## Bundle image from bundle.Dockerfile, its CSV naming the operator image by digest (bin/images/flink-operator-bundle).
 	go run ./hack/imagebuild bundle -dockerfile bundle.Dockerfile -context . -operator $(IMAGES_DIR)/flink-operator \
@@ -408,12 +439,17 @@ golangci-lint: $(GOLANGCI_LINT)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+.PHONY: yq
+yq: $(YQ) ## Build mikefarah's yq for upstream's e2e scripts (bin/yq-$(YQ_VERSION)).
+$(YQ): | $(LOCALBIN)
+	$(call go-install-tool,$(YQ),github.com/mikefarah/yq/v4,$(YQ_VERSION))
+
 .PHONY: promtool
 promtool: $(PROMTOOL)
 # Without Prometheus's service discoveries (remove_all_sd; file, HTTP and Kubernetes stay), which
 # the rule checks and tests do not use: the cloud providers' SDKs made promtool the longest build
 # of a cold make test-deps (about 17 minutes on 2 cores, 3.7 with the tag and an empty build cache).
-$(PROMTOOL): export GOFLAGS = -tags=remove_all_sd
+$(PROMTOOL): export GOFLAGS += -tags=remove_all_sd
 $(PROMTOOL): | $(LOCALBIN)
 	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
@@ -462,7 +498,11 @@ $(KUBECTL): hack/tools/kube/go.mod
 	$(call cached-go-build,hack/tools/kube,k8s.io/kubernetes/cmd/kubectl,$(KUBE_VERSION_LDFLAGS))
 
 .PHONY: cluster-assets
-cluster-assets: envtest-assets $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) ## Build the local cluster's control plane (envtest's plus controller manager and scheduler).
+cluster-assets: envtest-assets $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(LOCAL_PATH_PROVISIONER) busybox-image ## Build the local cluster's control plane (envtest's plus controller manager and scheduler), its storage provisioner and the busybox image its node runs busybox containers from.
+
+$(LOCAL_PATH_PROVISIONER):
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	$(call go-install-tool,$@,github.com/rancher/local-path-provisioner,$(LOCAL_PATH_PROVISIONER_VERSION))
 
 $(KUBE_CONTROLLER_MANAGER): hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
@@ -514,6 +554,21 @@ $(ZOOKEEPER_DIR)/.installed: hack/zookeeper/pom.xml
 	rm -rf $(ZOOKEEPER_DIR)
 	hack/cached.sh $(ZOOKEEPER_DIR) hack/zookeeper/pom.xml -- mvn -q -B -f hack/zookeeper/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory={}
 	touch $@
+
+# The example job jars upstream's e2e manifests download (STREAMING_EXAMPLES_JAR_URL, which
+# upstream's CI replaces with a Maven Central URL): the Flink 1.x one, the batch test's and the
+# Flink 2.x one, named as in those URLs. From Maven, which reaches Central where plain HTTP may not.
+UPSTREAM_E2E_JARS_DIR ?= $(LOCALBIN)/upstream-e2e/jars
+UPSTREAM_E2E_JARS = $(addprefix $(UPSTREAM_E2E_JARS_DIR)/,flink-examples-streaming_2.12-1.14.4.jar \
+	flink-examples-streaming-1.20.4.jar flink-examples-streaming-2.0.0.jar)
+
+.PHONY: upstream-e2e-jars
+upstream-e2e-jars: $(UPSTREAM_E2E_JARS) ## Download the example jobs upstream's e2e scripts run (org.apache.flink:flink-examples-streaming, Maven Central) into bin/upstream-e2e/jars.
+
+# The file name is the artifact and its version (artifact-version.jar).
+$(UPSTREAM_E2E_JARS_DIR)/%.jar:
+	mkdir -p $(@D)
+	hack/cached.sh $@ -- sh -c 'd=$$(mktemp -d) && mvn -B -q dependency:copy -Dartifact=org.apache.flink:$${1%-*}:$${1##*-}:jar -DoutputDirectory="$$d" && mv "$$d/$$1.jar" "$$2"; rc=$$?; rm -rf "$$d"; exit $$rc' upstream-e2e-jar $* {}
 
 # The SQL runner job (Maven; Flink's table API is provided by the image) and the PyFlink
 # environment the SQL and Python examples run with in the e2e suite (TestSQLAndPythonJobs).

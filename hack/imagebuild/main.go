@@ -1,9 +1,11 @@
 // Command imagebuild builds the operator, bundle and catalog images as OCI image layout
-// directories without a container runtime, and pushes them (package images does the work).
+// directories without a container runtime, and pushes them (package images does the work). It
+// also builds the busybox image the local cluster's node agent runs busybox containers from.
 //
 //	imagebuild operator -binary bin/manager -image IMG -out bin/images/flink-operator
 //	imagebuild bundle -operator bin/images/flink-operator -image BUNDLE_IMG -out bin/images/flink-operator-bundle
 //	imagebuild catalog -opm OPM -operator … -bundle … -bundle-name flink-operator.v0.2.0 -image CATALOG_IMG -out …
+//	imagebuild busybox -binary DIR/bin/busybox -image busybox:1.35.0 -out bin/images/busybox
 //	imagebuild push bin/images/flink-operator bin/images/flink-operator-bundle …
 package main
 
@@ -29,7 +31,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: imagebuild operator|bundle|catalog|push [flags]")
+		return fmt.Errorf("usage: imagebuild operator|bundle|catalog|busybox|push [flags]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	var meta images.Meta
@@ -89,6 +91,20 @@ func run(args []string) error {
 			return err
 		}
 		return write(*out, img, *image)
+	case "busybox":
+		binary := fs.String("binary", "", "static busybox binary (bin/busybox of Debian's busybox-static package)")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		applets, err := images.BusyboxApplets(*binary)
+		if err != nil {
+			return err
+		}
+		img, err := images.Busybox(images.BusyboxOptions{Binary: *binary, Applets: applets, Meta: meta})
+		if err != nil {
+			return err
+		}
+		return write(*out, img, *image)
 	case "push":
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -100,7 +116,7 @@ func run(args []string) error {
 		}
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q: operator, bundle, catalog or push", args[0])
+		return fmt.Errorf("unknown command %q: operator, bundle, catalog, busybox or push", args[0])
 	}
 }
 

@@ -101,7 +101,7 @@ func TestBlueGreen(t *testing.T) {
 	require.NoError(t, err)
 	updateBlueGreen(t, key, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
 		bg.Spec.Configuration["kubernetes.operator.bluegreen.abort.grace-period"] = "20s"
-		bg.Spec.Template.Spec.Image = "busybox:1.36" // not a Flink image: ImageNotRunnable
+		bg.Spec.Template.Spec.Image = notRunnableImage // not a Flink image: ImageNotRunnable
 	})
 	aborted := waitFor(t, key, "aborted back to ACTIVE_GREEN", 2*time.Minute, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
 		return bg.Status.BlueGreenState == flinkv1beta1.BlueGreenActiveGreen && bg.Status.Error != ""

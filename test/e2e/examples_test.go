@@ -123,6 +123,10 @@ func podOf(t *testing.T, key client.ObjectKey, component string) *corev1.Pod {
 	return running
 }
 
+// notRunnableImage is an image the local node cannot run: neither Flink's nor busybox, nor an
+// image the suite runs as a process. Its containers stay Waiting with reason ImageNotRunnable.
+const notRunnableImage = "registry.invalid/not-runnable:1"
+
 // TestNodeAgentReportsFailures: what the local node cannot run, or what crashes, shows in
 // pod status as a kubelet would report it, never as a fake success.
 func TestNodeAgentReportsFailures(t *testing.T) {
@@ -132,7 +136,7 @@ func TestNodeAgentReportsFailures(t *testing.T) {
 	require.NoError(t, env.Namespace(ctx, ns))
 	pods := []*corev1.Pod{
 		{ObjectMeta: metav1.ObjectMeta{Name: "not-flink", Namespace: ns}, Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "main", Image: "busybox:1.36", Command: []string{"sleep", "3600"}}}}},
+			Containers: []corev1.Container{{Name: "main", Image: notRunnableImage, Command: []string{"sleep", "3600"}}}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "crashing", Namespace: ns}, Spec: corev1.PodSpec{
 			Containers: []corev1.Container{{Name: "flink-main-container", Image: "flink:2.2",
 				Args: []string{"standalone-job", "--job-classname", "does.not.Exist"}}}}},
@@ -153,7 +157,7 @@ func TestNodeAgentReportsFailures(t *testing.T) {
 	s, ready := status("not-flink", func(s corev1.ContainerStatus) bool {
 		return s.State.Waiting != nil && s.State.Waiting.Reason == "ImageNotRunnable"
 	})
-	require.Contains(t, s.State.Waiting.Message, "busybox:1.36")
+	require.Contains(t, s.State.Waiting.Message, notRunnableImage)
 	require.False(t, ready, "a pod the node cannot run is never Ready")
 	// A crashing container without probes is Ready while it runs between crashes, as with a
 	// kubelet; what matters is the restart record.

@@ -24,6 +24,7 @@ func TestStartGivesUpOnAnAPIServerThatExitedAndSaysWhy(t *testing.T) {
 	script("kube-apiserver", `echo "failed to listen on 127.0.0.1: bind: address already in use"; exit 1`)
 	script("kube-controller-manager", "exec sleep 60")
 	script("kube-scheduler", "exec sleep 60")
+	script(localPathProvisioner, "exec sleep 60")
 
 	var log bytes.Buffer
 	start := time.Now()

@@ -1,8 +1,10 @@
 // Package localcluster runs a Kubernetes control plane as local processes: etcd,
 // kube-apiserver, kube-controller-manager and kube-scheduler, all built from the Go module
-// proxy by `make cluster-assets`. With a node agent (package nodeagent) it behaves like a real
+// proxy by `make cluster-assets`, with a dynamic storage provisioner and a default
+// StorageClass (storage.go). With a node agent (package nodeagent) it behaves like a real
 // one-node cluster: Deployments become ReplicaSets and Pods, pods are scheduled, garbage is
-// collected and EndpointSlices follow pod readiness. Test and development tool only.
+// collected, EndpointSlices follow pod readiness and PersistentVolumeClaims are bound to
+// volumes made for them. Test and development tool only.
 package localcluster
 
 import (
@@ -36,7 +38,8 @@ import (
 
 // Options say where the binaries are and where the cluster keeps its state.
 type Options struct {
-	// BinDir holds etcd, kube-apiserver, kube-controller-manager and kube-scheduler.
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
+	// storage provisioner (local-path-provisioner-<LocalPathProvisionerVersion>).
 	BinDir string
 	// Dir holds the cluster's data, certificates, kubeconfig and process logs.
 	Dir string
@@ -129,7 +132,7 @@ func (c *Cluster) logf(format string, args ...any) {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", localPathProvisioner} {
 		if _, err := os.Stat(filepath.Join(c.opts.BinDir, b)); err != nil {
 			return fmt.Errorf("%s is missing in %s (run `make cluster-assets`): %w", b, c.opts.BinDir, err)
 		}
@@ -230,7 +233,11 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--leader-elect=false"); err != nil {
 		return err
 	}
-	c.logf("controller manager and scheduler started; kubeconfig %s", c.Kubeconfig)
+	if err := c.startStorage(ctx); err != nil {
+		return fmt.Errorf("storage: %w", err)
+	}
+	c.logf("controller manager, scheduler and storage provisioner started (default StorageClass %s); kubeconfig %s",
+		StorageClassName, c.Kubeconfig)
 	return nil
 }
 

@@ -1,7 +1,8 @@
 // Package localenv assembles the local cluster with real Flink: the control plane of
 // package localcluster with the project's CRDs, a node agent that runs pods as Flink
-// processes, and (optionally) the operator binary, run outside the cluster the way a
-// developer runs it. `make run-local` and the e2e suite use it. Test and development only.
+// processes (and busybox containers from the busybox image, BusyboxLayout), and (optionally)
+// the operator binary, run outside the cluster the way a developer runs it. `make run-local`
+// and the e2e suite use it. Test and development only.
 package localenv
 
 import (
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/flink-operator/flink-operator/test/flinkcluster"
+	"github.com/flink-operator/flink-operator/test/ingressproxy"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localcluster"
 	"github.com/flink-operator/flink-operator/test/nodeagent"
@@ -62,6 +64,9 @@ type Options struct {
 	// FlinkImages are passed to the node agent: job images built on the Flink image and what
 	// they add to it (nodeagent.Options.FlinkImages).
 	FlinkImages map[string]nodeagent.FlinkImage
+	// Ingress, host:port, starts an Ingress controller serving HTTP there as ingress-nginx
+	// does (package ingressproxy); empty starts none.
+	Ingress string
 }
 
 // Env is a running local environment.
@@ -104,6 +109,10 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	dists, err := flinkcluster.Installed(root)
 	if err != nil {
 		return nil, err
+	}
+	busybox := BusyboxLayout(root)
+	if _, err := os.Stat(filepath.Join(busybox, "index.json")); err != nil {
+		return nil, fmt.Errorf("busybox image (run `make busybox-image`): %w", err)
 	}
 	e := &Env{Dir: dir}
 	clusterOpts := localcluster.Options{
@@ -149,7 +158,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	agentOpts := nodeagent.Options{Client: e.Kube, Kubeconfig: e.Cluster.Kubeconfig,
 		Dir: filepath.Join(dir, "node"), Dists: dists, Log: agentLog, StandInImages: opts.StandInImages,
-		ProcessImages: opts.ProcessImages, MachineHostsFile: opts.MachineHostsFile, FlinkImages: opts.FlinkImages,
+		ProcessImages: opts.ProcessImages, Busybox: busybox, MachineHostsFile: opts.MachineHostsFile, FlinkImages: opts.FlinkImages,
 		KubeletAPI: &nodeagent.KubeletAPI{CertFile: e.Cluster.Kubelet.ServingCertFile, KeyFile: e.Cluster.Kubelet.ServingKeyFile,
 			ClientCAFile: e.Cluster.Kubelet.CAFile}}
 	if opts.Pods == podnet.Namespace {
@@ -158,6 +167,11 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	e.Agent, err = nodeagent.Start(agentCtx, agentOpts)
 	if err != nil {
 		return fail(err)
+	}
+	if opts.Ingress != "" {
+		if _, err := ingressproxy.Start(agentCtx, ingressproxy.Options{Client: e.Kube, Address: opts.Ingress, Log: agentLog}); err != nil {
+			return fail(err)
+		}
 	}
 	if opts.Operator {
 		if err := e.startOperator(ctx, root, opts.Pods == podnet.Namespace, opts.OperatorArgs); err != nil {
@@ -338,6 +352,13 @@ func (e *Env) Stop() {
 	if e.agentLog != nil {
 		e.agentLog.Close()
 	}
+}
+
+// BusyboxLayout is the busybox image `make busybox-image` writes (an OCI image layout): the
+// node agent runs every busybox container from it (nodeagent.Options.Busybox), such as init
+// containers that fetch a job's jar and the storage provisioner's helper pods.
+func BusyboxLayout(root string) string {
+	return filepath.Join(root, "bin", "images", "busybox")
 }
 
 // KubeBinDir is where make cluster-assets puts the control plane's binaries and kubectl

@@ -202,7 +202,7 @@ func TestMigrationFromApacheOperator(t *testing.T) {
 		require.NotEmpty(t, haBefore, "the application has no HA ConfigMaps before the change")
 		before := s.completedCheckpoint(appKey, appJob.ID)
 		s.patchDeployment(appKey, func(d *flinkv1beta1.FlinkDeployment) {
-			d.Spec.Image = "busybox:1.36" // not a Flink image: the JobManager never runs (ImageNotRunnable)
+			d.Spec.Image = "registry.invalid/not-runnable:1" // no Flink image: the JobManager never runs (ImageNotRunnable)
 			s.changeFlinkConfiguration(d, func(conf map[string]string) {
 				conf["kubernetes.operator.deployment.rollback.enabled"] = "true"
 				conf["kubernetes.operator.deployment.readiness.timeout"] = "15 s"

@@ -8,11 +8,13 @@
 // kubernetes-taskmanager.sh) as java processes of the distribution whose major version matches
 // the image tag; job images built on the Flink image (Options.FlinkImages) add their files and
 // a PyFlink environment (see FlinkImage). Images of Options.ProcessImages run a locally built binary, or the image
-// itself from an OCI image layout, instead (see ProcessImage). Other containers cannot run here and are reported as Waiting with reason
+// itself from an OCI image layout, instead (see ProcessImage); busybox images run from the
+// layout of Options.Busybox so. Other containers cannot run here and are reported as Waiting with reason
 // ImageNotRunnable, so their pods never look healthy.
 //
 // How a pod sees the world: volumes become directories (configMap and secret files written
-// out, emptyDir per pod, hostPath shared under the agent's directory) and container paths
+// out, emptyDir per pod, hostPath shared under the agent's directory, a claim's bound
+// PersistentVolume by its hostPath or local path there too) and container paths
 // in the Flink configuration and arguments (mount paths, /opt/flink) are rewritten to them.
 // Each pod gets a hosts file (given to Java as jdk.net.hosts.file) that resolves Service names
 // to the pod addresses of their EndpointSlices, so Flink components find each other by
@@ -67,6 +69,12 @@ type Options struct {
 	// ProcessImages are image name prefixes whose containers run a local binary as a process
 	// (ProcessImage), such as the operator's own image in the OLM test; the longest prefix wins.
 	ProcessImages map[string]ProcessImage
+	// Busybox, when set, is the OCI image layout (`make busybox-image`) that containers of
+	// Docker Hub's busybox run from, at any tag or digest (busybox, busybox:1.35.0,
+	// docker.io/library/busybox:...), as a ProcessImage with it as Archive: init containers
+	// that fetch a job's jar with wget, the storage provisioner's helper pods. ProcessImages
+	// win over it.
+	Busybox string
 	// PodAddressPrefix is the first two octets of pod addresses, with the dot ("10.244."); the
 	// range must be routed to this machine's loopback (package podnet). Default "127.1.".
 	PodAddressPrefix string

@@ -68,7 +68,7 @@ func (k *kubelet) pod(t *testing.T, ns, name string, containers ...string) *podR
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(name + "-0123456789")}}
 	for _, c := range containers {
-		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: "busybox"})
+		pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c, Image: "registry.invalid/not-runnable:1"})
 	}
 	r := &podRunner{a: k.a, pod: pod, dir: k.a.podDir(pod), startTime: metav1.Now()}
 	require.NoError(t, os.MkdirAll(filepath.Join(r.dir, "logs"), 0o755))

@@ -67,7 +67,7 @@ func TestDistForImage(t *testing.T) {
 		{image: "registry.example.com:5000/team/flink:2.2", version: "2.3.0"},
 		{image: "flink", version: "2.3.0"},
 		{image: "flink:latest", version: "2.3.0"},
-		{image: "busybox:1.36", err: "not a Flink image"},
+		{image: "registry.invalid/not-runnable:1", err: "not a Flink image"},
 		{image: "flink:3.0", err: "no Flink 3.x distribution"},
 	}
 	for _, tt := range tests {

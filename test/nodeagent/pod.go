@@ -169,7 +169,8 @@ func (r *podRunner) stop(grace time.Duration) {
 	<-r.done
 }
 
-// prepareVolumes turns the pod's volumes into directories.
+// prepareVolumes turns the pod's volumes into directories; it fails, and the pod waits, while a
+// volume's source is missing (a ConfigMap, a Secret, a claim not bound yet).
 func (r *podRunner) prepareVolumes() error {
 	mounts := map[string]string{}
 	ctx := r.ctx
@@ -182,10 +183,11 @@ func (r *podRunner) prepareVolumes() error {
 				return err
 			}
 		case v.PersistentVolumeClaim != nil:
-			dir = filepath.Join(r.a.opts.Dir, "claims", r.pod.Namespace, v.PersistentVolumeClaim.ClaimName)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
+			claimDir, err := r.a.claimDir(ctx, r.pod.Namespace, v.PersistentVolumeClaim.ClaimName)
+			if err != nil {
+				return fmt.Errorf("volume %s: %w", v.Name, err)
 			}
+			dir = claimDir
 		case v.ConfigMap != nil:
 			cm, err := r.a.client.CoreV1().ConfigMaps(r.pod.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) && v.ConfigMap.Optional != nil && *v.ConfigMap.Optional {

@@ -62,7 +62,8 @@ type ProcessImage struct {
 	Args []string
 }
 
-// processImage returns how a container image runs as a process, if it does.
+// processImage returns how a container image runs as a process, if it does: as the longest
+// prefix of Options.ProcessImages says, else busybox from Options.Busybox.
 func (a *Agent) processImage(image string) (ProcessImage, bool) {
 	best := ""
 	for prefix := range a.opts.ProcessImages {
@@ -70,10 +71,13 @@ func (a *Agent) processImage(image string) (ProcessImage, bool) {
 			best = prefix
 		}
 	}
-	if best == "" {
-		return ProcessImage{}, false
+	if best != "" {
+		return a.opts.ProcessImages[best], true
 	}
-	return a.opts.ProcessImages[best], true
+	if a.opts.Busybox != "" && isBusybox(image) {
+		return ProcessImage{Archive: a.opts.Busybox}, true
+	}
+	return ProcessImage{}, false
 }
 
 // runsProcesses reports whether any container of the pod runs as a process.

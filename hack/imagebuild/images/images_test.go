@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -51,10 +50,13 @@ func files(t *testing.T, img v1.Image) map[string]entry {
 	}
 }
 
+// repoRoot is three levels above the package directory, where go test runs the test (not the
+// source file's path: builds trim it).
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	_, self, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(self), "..", "..", "..")
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return filepath.Join(wd, "..", "..", "..")
 }
 
 // buildManager builds the operator as `make image` does: static, trimmed paths.

@@ -23,11 +23,13 @@ import (
 // Epoch is the time every file and image carries: builds depend on their inputs only.
 var Epoch = time.Unix(0, 0).UTC()
 
-// file is one entry of a layer: a directory (Data nil, Dir true) or a regular file.
+// file is one entry of a layer: a directory (Data nil, Dir true), a symbolic link (Link set)
+// or a regular file.
 type file struct {
 	Path string // absolute path in the image
 	Mode int64
 	Dir  bool
+	Link string // target of a symbolic link
 	Data []byte
 	UID  int // owner; root (0) unless set
 }
@@ -93,9 +95,12 @@ func (l layer) image() (v1.Layer, error) {
 	tw := tar.NewWriter(&buf)
 	for _, f := range sorted {
 		h := &tar.Header{Name: f.Path[1:], Mode: f.Mode, ModTime: Epoch, Format: tar.FormatPAX, Uid: f.UID, Gid: f.UID}
-		if f.Dir {
+		switch {
+		case f.Dir:
 			h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
-		} else {
+		case f.Link != "":
+			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, f.Link, 0o777
+		default:
 			h.Typeflag, h.Size = tar.TypeReg, int64(len(f.Data))
 		}
 		if err := tw.WriteHeader(h); err != nil {
