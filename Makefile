@@ -557,10 +557,14 @@ $(ZOOKEEPER_DIR)/.installed: hack/zookeeper/pom.xml
 
 # The example job jars upstream's e2e manifests download (STREAMING_EXAMPLES_JAR_URL, which
 # upstream's CI replaces with a Maven Central URL): the Flink 1.x one, the batch test's and the
-# Flink 2.x one, named as in those URLs. From Maven, which reaches Central where plain HTTP may not.
+# Flink 2.x one, named as Maven names them. From Maven, which reaches Central where plain HTTP may
+# not. Upstream's versions are not all served by the registry here, so each is the nearest one
+# served: flink-examples-streaming_2.12 1.15.3 for 1.14.4 (served: 1.7.1, 1.9.1, 1.15.3 to
+# 1.17.1), flink-examples-streaming 1.20.0 for 1.20.4 and 2.3.0 for 2.0.0 (served: 1.18.1 to
+# 1.20.0, 2.3.0).
 UPSTREAM_E2E_JARS_DIR ?= $(LOCALBIN)/upstream-e2e/jars
-UPSTREAM_E2E_JARS = $(addprefix $(UPSTREAM_E2E_JARS_DIR)/,flink-examples-streaming_2.12-1.14.4.jar \
-	flink-examples-streaming-1.20.4.jar flink-examples-streaming-2.0.0.jar)
+UPSTREAM_E2E_JARS = $(addprefix $(UPSTREAM_E2E_JARS_DIR)/,flink-examples-streaming_2.12-1.15.3.jar \
+	flink-examples-streaming-1.20.0.jar flink-examples-streaming-2.3.0.jar)
 
 .PHONY: upstream-e2e-jars
 upstream-e2e-jars: $(UPSTREAM_E2E_JARS) ## Download the example jobs upstream's e2e scripts run (org.apache.flink:flink-examples-streaming, Maven Central) into bin/upstream-e2e/jars.
