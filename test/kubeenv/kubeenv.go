@@ -61,8 +61,11 @@ func BuildOperator(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd")
+	// As make image builds it (static, trimmed paths): the binary the tests run is the one the
+	// image ships, and it shares make's compiled packages.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd")
 	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if output, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build operator: %w: %s", err, output)
 	}
