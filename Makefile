@@ -159,15 +159,15 @@ lint: golangci-lint ## golangci-lint with gosec and staticcheck (.golangci.yml),
 	go run ./hack/waitidiom .
 
 .PHONY: test
-test: ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator. Everything they run is built first (test-deps), then three lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
+test: ## Run all tests: unit, envtest (real kube-apiserver + etcd), real-Flink suites, the e2e suite, the make deploy test, the OLM install/upgrade test, the migration test from the Apache operator, the Apache operator's own e2e scripts. Everything they run is built first (test-deps), then four lanes run at once (TEST_LANES=1 runs them one after the other); each lane's output is printed when it ends.
 	@mkdir -p $(LOCALBIN) && date +%s > $(LOCALBIN)/.test-deps
 	$(MAKE) --no-print-directory test-deps
 	@echo "test-deps: took $$(( $$(date +%s) - $$(cat $(LOCALBIN)/.test-deps) ))s"
-	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters
+	$(MAKE) --no-print-directory -j$(TEST_LANES) --output-sync=recurse GENERATE= test-lane-unit test-lane-e2e test-lane-clusters test-lane-upstream
 
 # The lanes share nothing but the machine: envtest API servers on loopback ports of their own, and
 # local clusters in network namespaces of their own. Everything they build is built first, once.
-TEST_LANES ?= 3
+TEST_LANES ?= 4
 # GENERATE is what every test target regenerates first; the lanes run after test-deps did it once,
 # with GENERATE empty, so that no lane rewrites sources another lane is compiling.
 GENERATE ?= manifests generate
@@ -195,7 +195,7 @@ test-deps-jvm: ## The downloads and Maven builds test-deps runs: the Flink distr
 test-deps-maven:
 	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples upstream-e2e-jars
 
-.PHONY: test-lane-unit test-lane-e2e test-lane-clusters
+.PHONY: test-lane-unit test-lane-e2e test-lane-clusters test-lane-upstream
 # The e2e suite runs in one process: the operator-fault tests first, alone, then the others four
 # at a time. Measured on 2 cores, moving the fault tests to a lane of their own (make e2e-faults
 # beside make e2e-main) slowed JobManager starts past the chaos test's settle bound, and after the
@@ -211,6 +211,10 @@ test-lane-e2e: ## Lane 2: the e2e suite on the local cluster.
 	$(call LANE_START,e2e)
 	$(MAKE) --no-print-directory e2e
 	$(call LANE_END,e2e)
+test-lane-upstream: ## Lane 4: the Apache operator's own e2e scripts (test/upstream-e2e) on a local cluster of their own.
+	$(call LANE_START,upstream)
+	$(MAKE) --no-print-directory upstream-e2e
+	$(call LANE_END,upstream)
 test-lane-clusters: ## Lane 3: the controllers' suite on the oldest API server, then the install, OLM and migration tests, each on a local cluster of its own.
 	$(call LANE_START,clusters)
 	$(MAKE) --no-print-directory unit-oldest deploy-test olm-test migration-test
@@ -242,6 +246,10 @@ e2e-main: $(GENERATE) cluster-assets flink-dist flink-cds loadgen zookeeper exam
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -skip '$(E2E_FAULT_TESTS)' -v
 e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pause or restart the operator (chaos, webhook outage), on a local cluster of their own.
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_FAULT_TESTS)' -v
+
+.PHONY: upstream-e2e
+upstream-e2e: $(GENERATE) cluster-assets flink-dist yq upstream-e2e-jars ## The Apache operator's own e2e scripts, unchanged, against this operator installed as make deploy installs it, on the local cluster (test/upstream-e2e, its README lists what stands in for minikube and Helm).
+	FLINK_VERSIONS="$(FLINK1_VERSION)" go test -tags e2e ./test/upstream-e2e -count=1 -timeout 60m -v
 
 .PHONY: deploy-test
 deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy); make run-local's operator refuses a bad spec through its webhooks (test/cmd/runlocal).
