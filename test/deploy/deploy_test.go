@@ -3,10 +3,8 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -28,7 +25,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/webhookcert"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
-	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/operatorinstall"
 	"github.com/flink-operator/flink-operator/test/podnet"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -51,8 +48,9 @@ const jobsNS = "flink-jobs"
 // its CA, the webhooks refuse a bad FlinkDeployment naming the field, and the shipped sample
 // FlinkDeployment runs on real Flink.
 //
-// The one addition is the node agent's: processes cannot resolve Service names (no cluster
-// DNS on this machine), so the operator addresses JobManagers by pod IP.
+// The one addition is the node agent's (operatorinstall.Install.ProcessImages): processes cannot
+// resolve Service names (no cluster DNS on this machine), so the operator addresses JobManagers
+// by pod IP.
 func TestMakeDeploy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -65,51 +63,32 @@ func TestMakeDeploy(t *testing.T) {
 	manager := filepath.Join(dir, "manager")
 	require.NoError(t, kubeenv.BuildOperator(ctx, manager))
 	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true, Pods: podnet.Current(),
-		ProcessImages: map[string]nodeagent.ProcessImage{in.manager().Image: {Binary: manager,
-			// Both replicas' webhook servers would bind :9443 on all addresses of the machine.
-			PortFlags: map[int32]string{9443: "--webhook-port=%d"},
-			Args:      []string{"--flink-rest-address=pod-ip"}}}})
+		ProcessImages: in.ProcessImages(manager)})
 	require.NoError(t, err)
 	t.Cleanup(env.Stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			printOperatorLogs(t, dir, in.namespace())
+			printOperatorLogs(t, dir, in.Namespace())
 		}
 	})
 	logf(t, "local cluster up after %s", time.Since(start).Round(time.Second))
 
 	// make deploy: kustomize build config/default | kubectl apply --server-side -f -
-	var stream bytes.Buffer
-	for _, o := range in.objects {
-		data, err := yaml.Marshal(o.Object)
-		require.NoError(t, err)
-		stream.WriteString("---\n")
-		stream.Write(data)
-	}
-	kubectl := exec.CommandContext(ctx, filepath.Join(localenv.KubeBinDir(root), "kubectl"),
-		"--kubeconfig", env.Cluster.Kubeconfig, "apply", "--server-side", "-f", "-")
-	kubectl.Stdin = &stream
-	out, err := kubectl.CombinedOutput()
-	require.NoError(t, err, "kubectl apply --server-side: %s", out)
+	require.NoError(t, operatorinstall.Apply(ctx, filepath.Join(localenv.KubeBinDir(root), "kubectl"), env.Cluster.Kubeconfig, in.Objects))
 
 	c := env.Client
-	deployment := client.ObjectKeyFromObject(in.deployment)
 	wait.Until(t, ctx, 3*time.Minute, "both operator replicas ready (certificate issued, webhooks served)", func() (bool, error) {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, deployment, &d); err != nil {
-			return false, err
-		}
-		return d.Status.ReadyReplicas == *in.deployment.Spec.Replicas && d.Status.ObservedGeneration == d.Generation, nil
+		return in.Ready(ctx, c)
 	})
 	logf(t, "operator ready after %s", time.Since(start).Round(time.Second))
 
 	t.Run("certificate issued and its CA injected", func(t *testing.T) {
 		var secret corev1.Secret
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: in.namespace(), Name: in.flags["webhook-cert-secret"]}, &secret))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: in.Namespace(), Name: in.Flags["webhook-cert-secret"]}, &secret))
 		bundle := secret.Data[webhookcert.KeyCABundle]
 		require.NotEmpty(t, bundle)
 		require.NotEmpty(t, secret.Data[webhookcert.KeyServingCert])
-		targets, err := webhookcert.ParseTargets(in.flags["webhook-ca-targets"])
+		targets, err := webhookcert.ParseTargets(in.Flags["webhook-ca-targets"])
 		require.NoError(t, err)
 		for _, tg := range targets {
 			switch tg.Kind {
@@ -161,8 +140,8 @@ func TestMakeDeploy(t *testing.T) {
 	})
 
 	t.Run("no request of the operator was refused", func(t *testing.T) {
-		logs := operatorLogs(t, dir, in.namespace())
-		require.Len(t, logs, int(*in.deployment.Spec.Replicas), "a log per replica")
+		logs := operatorLogs(t, dir, in.Namespace())
+		require.Len(t, logs, int(*in.Deployment.Spec.Replicas), "a log per replica")
 		for path, content := range logs {
 			assert.Contains(t, content, "webhook serving certificate in place", path)
 			for _, line := range strings.Split(content, "\n") {

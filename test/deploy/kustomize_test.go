@@ -17,106 +17,45 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/flink-operator/flink-operator/pkg/webhookcert"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/operatorinstall"
 )
 
 // defaultCertDir is where the webhook server reads its certificate unless --webhook-cert-dir
 // says otherwise (controller-runtime's default; OLM mounts there).
 const defaultCertDir = "/tmp/k8s-webhook-server/serving-certs"
 
-// install is one kustomize build.
-type install struct {
-	objects    []*unstructured.Unstructured
-	deployment *appsv1.Deployment
-	// flags are the manager container's --name=value arguments.
-	flags map[string]string
-}
+// install is one kustomize build of config/<dir>.
+type install = operatorinstall.Install
 
 // build builds the kustomization in config/<dir> as `kustomize build` does, in its order.
 func build(t *testing.T, dir string) install {
 	t.Helper()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	opts := krusty.MakeDefaultOptions()
-	opts.Reorder = krusty.ReorderOptionLegacy // the kustomize command's order: namespaces and CRDs first
-	res, err := krusty.MakeKustomizer(opts).Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", dir))
-	require.NoError(t, err, "kustomize build config/%s", dir)
-	in := install{flags: map[string]string{}}
-	for _, r := range res.Resources() {
-		// Through JSON: kustomize's maps hold Go ints, which unstructured cannot deep-copy.
-		data, err := r.MarshalJSON()
-		require.NoError(t, err)
-		o := &unstructured.Unstructured{}
-		require.NoError(t, json.Unmarshal(data, &o.Object), r.CurId().String())
-		in.objects = append(in.objects, o)
-		if o.GetKind() == "Deployment" {
-			require.Nil(t, in.deployment, "one Deployment")
-			in.deployment = &appsv1.Deployment{}
-			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, in.deployment))
-		}
-	}
-	require.NotNil(t, in.deployment, "config/%s has the operator's Deployment", dir)
-	for _, a := range in.manager().Args {
-		if name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "="); ok {
-			in.flags[name] = value
-		}
-	}
+	in, err := operatorinstall.Build(filepath.Join(root, "config", dir))
+	require.NoError(t, err)
 	return in
 }
 
-func (in install) manager() corev1.Container {
-	for _, c := range in.deployment.Spec.Template.Spec.Containers {
-		if c.Name == "manager" {
-			return c
-		}
-	}
-	panic("no manager container")
-}
-
-func (in install) namespace() string { return in.deployment.Namespace }
-
-// get returns the object of kind and name, or nil.
-func (in install) get(kind, name string) *unstructured.Unstructured {
-	for _, o := range in.objects {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
-		}
-	}
-	return nil
-}
-
-func (in install) all(kind string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range in.objects {
-		if o.GetKind() == kind {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
 // certVolume returns the volume mounted where the webhook server reads its certificate.
-func (in install) certVolume() (*corev1.Volume, *corev1.VolumeMount) {
+func certVolume(in install) (*corev1.Volume, *corev1.VolumeMount) {
 	dir := defaultCertDir
-	if d := in.flags["webhook-cert-dir"]; d != "" {
+	if d := in.Flags["webhook-cert-dir"]; d != "" {
 		dir = d
 	}
-	for _, m := range in.manager().VolumeMounts {
+	for _, m := range in.Manager().VolumeMounts {
 		if strings.TrimSuffix(m.MountPath, "/") == dir {
-			for _, v := range in.deployment.Spec.Template.Spec.Volumes {
+			for _, v := range in.Deployment.Spec.Template.Spec.Volumes {
 				if v.Name == m.Name {
 					return &v, &m
 				}
@@ -127,10 +66,10 @@ func (in install) certVolume() (*corev1.Volume, *corev1.VolumeMount) {
 }
 
 // webhookServices returns, per webhook configuration, the Services its webhooks call.
-func (in install) webhookServices(t *testing.T) map[string][]string {
+func webhookServices(t *testing.T, in install) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	for _, o := range append(in.all("ValidatingWebhookConfiguration"), in.all("MutatingWebhookConfiguration")...) {
+	for _, o := range append(in.All("ValidatingWebhookConfiguration"), in.All("MutatingWebhookConfiguration")...) {
 		hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
 		require.NoError(t, err)
 		for _, h := range hooks {
@@ -148,41 +87,41 @@ func (in install) webhookServices(t *testing.T) map[string][]string {
 // in-memory volume where the webhook server reads it.
 func TestDefaultInstallIssuesItsOwnCertificate(t *testing.T) {
 	in := build(t, "default")
-	require.Equal(t, "self", in.flags["webhook-cert-management"], "config/default: the operator issues its webhook certificate")
+	require.Equal(t, "self", in.Flags["webhook-cert-management"], "config/default: the operator issues its webhook certificate")
 
-	secret := in.get("Secret", in.flags["webhook-cert-secret"])
-	require.NotNil(t, secret, "the Secret of --webhook-cert-secret=%s is part of the install", in.flags["webhook-cert-secret"])
-	assert.Equal(t, in.namespace(), secret.GetNamespace())
+	secret := in.Get("Secret", in.Flags["webhook-cert-secret"])
+	require.NotNil(t, secret, "the Secret of --webhook-cert-secret=%s is part of the install", in.Flags["webhook-cert-secret"])
+	assert.Equal(t, in.Namespace(), secret.GetNamespace())
 	_, hasData := secret.Object["data"]
 	assert.False(t, hasData, "shipped without data, so re-applying the install keeps the operator's certificates")
 
-	svc := in.get("Service", in.flags["webhook-service"])
-	require.NotNil(t, svc, "the Service of --webhook-service=%s is part of the install", in.flags["webhook-service"])
-	assert.Equal(t, in.namespace(), svc.GetNamespace())
+	svc := in.Get("Service", in.Flags["webhook-service"])
+	require.NotNil(t, svc, "the Service of --webhook-service=%s is part of the install", in.Flags["webhook-service"])
+	assert.Equal(t, in.Namespace(), svc.GetNamespace())
 
-	targets, err := webhookcert.ParseTargets(in.flags["webhook-ca-targets"])
+	targets, err := webhookcert.ParseTargets(in.Flags["webhook-ca-targets"])
 	require.NoError(t, err)
 	var targetNames []string
 	for _, tg := range targets {
 		targetNames = append(targetNames, tg.String())
-		require.NotNil(t, in.get(string(tg.Kind), tg.Name), "--webhook-ca-targets: %s is part of the install", tg)
+		require.NotNil(t, in.Get(string(tg.Kind), tg.Name), "--webhook-ca-targets: %s is part of the install", tg)
 	}
-	services := in.webhookServices(t)
+	services := webhookServices(t, in)
 	require.NotEmpty(t, services)
 	for cfg, called := range services {
 		assert.Contains(t, targetNames, cfg, "every webhook configuration of the install gets the CA")
 		for _, s := range called {
-			assert.Equal(t, in.namespace()+"/"+svc.GetName(), s, "%s calls the Service the certificate is issued for", cfg)
+			assert.Equal(t, in.Namespace()+"/"+svc.GetName(), s, "%s calls the Service the certificate is issued for", cfg)
 		}
 	}
-	for _, crd := range in.all("CustomResourceDefinition") {
+	for _, crd := range in.All("CustomResourceDefinition") {
 		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 		if strategy == "Webhook" {
 			assert.Contains(t, targetNames, "CustomResourceDefinition/"+crd.GetName(), "a conversion webhook gets the CA too")
 		}
 	}
 
-	vol, mount := in.certVolume()
+	vol, mount := certVolume(in)
 	require.NotNil(t, vol, "a volume where the webhook server reads its certificate")
 	require.NotNil(t, vol.EmptyDir, "the operator writes the certificate: an emptyDir")
 	assert.Equal(t, corev1.StorageMediumMemory, vol.EmptyDir.Medium, "the key stays off the node's disk")
@@ -197,23 +136,23 @@ func TestDefaultInstallRBACIsLeastPrivilege(t *testing.T) {
 	in := build(t, "default")
 	env := kubeenv.Start(t)
 	ctx := context.Background()
-	for _, o := range in.objects {
+	for _, o := range in.Objects {
 		obj := o.DeepCopy()
 		require.NoError(t, env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("kubectl"), client.ForceOwnership), "apply %s %s", o.GetKind(), o.GetName())
 	}
 
-	sa := in.deployment.Spec.Template.Spec.ServiceAccountName
+	sa := in.Deployment.Spec.Template.Spec.ServiceAccountName
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + in.namespace() + ":" + sa,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + in.namespace(), "system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + in.Namespace() + ":" + sa,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + in.Namespace(), "system:authenticated"}}
 	asOperator, err := client.New(cfg, client.Options{Scheme: env.Scheme})
 	require.NoError(t, err)
 
-	targets, err := webhookcert.ParseTargets(in.flags["webhook-ca-targets"])
+	targets, err := webhookcert.ParseTargets(in.Flags["webhook-ca-targets"])
 	require.NoError(t, err)
 	r := &webhookcert.Rotator{Client: asOperator, CertDir: t.TempDir(), Targets: targets, Log: logr.Discard(),
-		Secret:  types.NamespacedName{Namespace: in.namespace(), Name: in.flags["webhook-cert-secret"]},
-		Service: webhookcert.Service{Namespace: in.namespace(), Name: in.flags["webhook-service"]}}
+		Secret:  types.NamespacedName{Namespace: in.Namespace(), Name: in.Flags["webhook-cert-secret"]},
+		Service: webhookcert.Service{Namespace: in.Namespace(), Name: in.Flags["webhook-service"]}}
 	require.NoError(t, r.Sync(ctx), "the rotator works with the install's RBAC")
 
 	var secret corev1.Secret
@@ -226,13 +165,13 @@ func TestDefaultInstallRBACIsLeastPrivilege(t *testing.T) {
 	}
 
 	// Nothing more: other Secrets of its namespace, listing Secrets, other webhook configurations.
-	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: in.namespace()}}
+	other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses", Namespace: in.Namespace()}}
 	require.NoError(t, env.Client.Create(ctx, other))
 	err = asOperator.Get(ctx, client.ObjectKeyFromObject(other), &corev1.Secret{})
 	assert.True(t, apierrors.IsForbidden(err), "get another Secret: %v", err)
-	err = asOperator.List(ctx, &corev1.SecretList{}, client.InNamespace(in.namespace()))
+	err = asOperator.List(ctx, &corev1.SecretList{}, client.InNamespace(in.Namespace()))
 	assert.True(t, apierrors.IsForbidden(err), "list Secrets: %v", err)
-	err = asOperator.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: in.namespace()}})
+	err = asOperator.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "new", Namespace: in.Namespace()}})
 	assert.True(t, apierrors.IsForbidden(err), "create a Secret: %v", err)
 	foreign := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses"}}
 	require.NoError(t, env.Client.Create(ctx, foreign))
@@ -264,10 +203,10 @@ type certificate struct {
 // injector fills every webhook configuration, and the operator manages no certificate.
 func TestCertManagerInstall(t *testing.T) {
 	in := build(t, "certmanager")
-	assert.NotContains(t, []string{"self"}, in.flags["webhook-cert-management"], "the operator leaves the certificate to cert-manager")
-	assert.Nil(t, in.get("Role", "flink-operator-webhook-cert"), "no certificate RBAC")
+	assert.NotContains(t, []string{"self"}, in.Flags["webhook-cert-management"], "the operator leaves the certificate to cert-manager")
+	assert.Nil(t, in.Get("Role", "flink-operator-webhook-cert"), "no certificate RBAC")
 
-	certs := in.all("Certificate")
+	certs := in.All("Certificate")
 	require.Len(t, certs, 1)
 	require.Equal(t, "cert-manager.io/v1", certs[0].GetAPIVersion())
 	specJSON, err := json.Marshal(certs[0].Object["spec"])
@@ -277,7 +216,7 @@ func TestCertManagerInstall(t *testing.T) {
 	var spec certificate
 	require.NoError(t, dec.Decode(&spec), "Certificate spec")
 
-	issuer := in.get("Issuer", spec.IssuerRef.Name)
+	issuer := in.Get("Issuer", spec.IssuerRef.Name)
 	require.NotNil(t, issuer, "issuerRef names the Issuer of the install")
 	assert.Equal(t, "Issuer", spec.IssuerRef.Kind)
 	assert.Equal(t, "cert-manager.io/v1", issuer.GetAPIVersion())
@@ -285,23 +224,23 @@ func TestCertManagerInstall(t *testing.T) {
 	_, selfSigned, _ := unstructured.NestedMap(issuer.Object, "spec", "selfSigned")
 	assert.True(t, selfSigned)
 
-	vol, mount := in.certVolume()
+	vol, mount := certVolume(in)
 	require.NotNil(t, vol, "a volume where the webhook server reads its certificate")
 	require.NotNil(t, vol.Secret, "cert-manager's Secret")
 	assert.Equal(t, spec.SecretName, vol.Secret.SecretName)
 	assert.True(t, mount.ReadOnly)
-	assert.Nil(t, in.get("Secret", spec.SecretName), "cert-manager creates the Secret")
+	assert.Nil(t, in.Get("Secret", spec.SecretName), "cert-manager creates the Secret")
 
-	services := in.webhookServices(t)
+	services := webhookServices(t, in)
 	require.NotEmpty(t, services)
 	for cfg, called := range services {
 		kind, name, _ := strings.Cut(cfg, "/")
-		assert.Equal(t, certs[0].GetNamespace()+"/"+certs[0].GetName(), in.get(kind, name).GetAnnotations()["cert-manager.io/inject-ca-from"],
+		assert.Equal(t, certs[0].GetNamespace()+"/"+certs[0].GetName(), in.Get(kind, name).GetAnnotations()["cert-manager.io/inject-ca-from"],
 			"%s: cert-manager injects the Certificate's CA", cfg)
 		for _, s := range called {
 			ns, svc, _ := strings.Cut(s, "/")
 			assert.Contains(t, spec.DNSNames, svc+"."+ns+".svc", "%s calls a name the certificate carries", cfg)
-			assert.NotNil(t, in.get("Service", svc), s)
+			assert.NotNil(t, in.Get("Service", svc), s)
 		}
 	}
 }
@@ -311,12 +250,12 @@ func TestCertManagerInstall(t *testing.T) {
 // default directory and injects its CA.
 func TestOLMBundleKeepsOLMCertificate(t *testing.T) {
 	in := build(t, "manifests")
-	assert.NotContains(t, []string{"self"}, in.flags["webhook-cert-management"])
-	vol, _ := in.certVolume()
+	assert.NotContains(t, []string{"self"}, in.Flags["webhook-cert-management"])
+	vol, _ := certVolume(in)
 	assert.Nil(t, vol, "nothing mounted where OLM mounts its certificate")
-	assert.Nil(t, in.get("Secret", "flink-operator-webhook-server-cert"))
+	assert.Nil(t, in.Get("Secret", "flink-operator-webhook-server-cert"))
 	for _, kind := range []string{"Role", "ClusterRole"} {
-		for _, o := range in.all(kind) {
+		for _, o := range in.All(kind) {
 			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
 			for _, r := range rules {
 				resources, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")

@@ -3,9 +3,7 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,16 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
-	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/operatorinstall"
 	"github.com/flink-operator/flink-operator/test/podnet"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -49,48 +45,33 @@ func TestMultiTenantProfileOnCluster(t *testing.T) {
 	manager := filepath.Join(dir, "manager")
 	require.NoError(t, kubeenv.BuildOperator(ctx, manager))
 	env, err := localenv.Start(ctx, localenv.Options{Dir: dir, SkipCRDs: true, Pods: podnet.Current(),
-		ProcessImages: map[string]nodeagent.ProcessImage{in.manager().Image: {Binary: manager,
-			PortFlags: map[int32]string{9443: "--webhook-port=%d"},
-			Args:      []string{"--flink-rest-address=pod-ip"}}}})
+		ProcessImages: in.ProcessImages(manager)})
 	require.NoError(t, err)
 	t.Cleanup(env.Stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			printOperatorLogs(t, dir, in.namespace())
+			printOperatorLogs(t, dir, in.Namespace())
 		}
 	})
+	kubectl := filepath.Join(localenv.KubeBinDir(root), "kubectl")
 	kubectlApply := func(namespace string, objs []*unstructured.Unstructured) {
 		t.Helper()
-		var stream bytes.Buffer
-		for _, o := range objs {
-			data, err := yaml.Marshal(o.Object)
-			require.NoError(t, err)
-			stream.WriteString("---\n")
-			stream.Write(data)
-		}
-		args := []string{"--kubeconfig", env.Cluster.Kubeconfig, "apply", "--server-side", "-f", "-"}
+		var args []string
 		if namespace != "" {
 			args = append(args, "-n", namespace)
 		}
-		kubectl := exec.CommandContext(ctx, filepath.Join(localenv.KubeBinDir(root), "kubectl"), args...)
-		kubectl.Stdin = &stream
-		out, err := kubectl.CombinedOutput()
-		require.NoError(t, err, "kubectl apply --server-side: %s", out)
+		require.NoError(t, operatorinstall.Apply(ctx, kubectl, env.Cluster.Kubeconfig, objs, args...))
 	}
 
 	// make deploy-multi-tenant: kustomize build config/profiles/multi-tenant | kubectl apply --server-side -f -
-	kubectlApply("", in.objects)
+	kubectlApply("", in.Objects)
 	c := env.Client
 	wait.Until(t, ctx, 3*time.Minute, "both operator replicas ready (certificate issued, webhooks served)", func() (bool, error) {
-		var d appsv1.Deployment
-		if err := c.Get(ctx, client.ObjectKeyFromObject(in.deployment), &d); err != nil {
-			return false, err
-		}
-		return d.Status.ReadyReplicas == *in.deployment.Spec.Replicas && d.Status.ObservedGeneration == d.Generation, nil
+		return in.Ready(ctx, c)
 	})
 	logf(t, "operator ready after %s", time.Since(start).Round(time.Second))
 	var np networkingv1.NetworkPolicy
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: in.namespace(), Name: "flink-operator-controller-manager-egress"}, &np),
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: in.Namespace(), Name: "flink-operator-controller-manager-egress"}, &np),
 		"the egress NetworkPolicy is installed")
 
 	// The tenant's namespace and quota: kustomize build config/profiles/multi-tenant/tenant |
@@ -136,8 +117,8 @@ func TestMultiTenantProfileOnCluster(t *testing.T) {
 	})
 
 	t.Run("no request of the operator was refused", func(t *testing.T) {
-		logs := operatorLogs(t, dir, in.namespace())
-		require.Len(t, logs, int(*in.deployment.Spec.Replicas), "a log per replica")
+		logs := operatorLogs(t, dir, in.Namespace())
+		require.Len(t, logs, int(*in.Deployment.Spec.Replicas), "a log per replica")
 		for path, content := range logs {
 			for _, line := range strings.Split(content, "\n") {
 				assert.NotContains(t, strings.ToLower(line), "forbidden", path)

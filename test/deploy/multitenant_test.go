@@ -60,8 +60,8 @@ func renderObjects(t *testing.T, dir string) []*unstructured.Unstructured {
 // --config-map flag names).
 func operatorConfig(t *testing.T, in install) map[string]string {
 	t.Helper()
-	cm := in.get("ConfigMap", in.flags["config-map"])
-	require.NotNil(t, cm, "the ConfigMap of --config-map=%s is part of the install", in.flags["config-map"])
+	cm := in.Get("ConfigMap", in.Flags["config-map"])
+	require.NotNil(t, cm, "the ConfigMap of --config-map=%s is part of the install", in.Flags["config-map"])
 	data, _, err := unstructured.NestedStringMap(cm.Object, "data")
 	require.NoError(t, err)
 	conf, err := operatorconfig.Parse(data)
@@ -89,14 +89,14 @@ func TestMultiTenantProfile(t *testing.T) {
 
 	t.Run("config/default's install, the egress policy added", func(t *testing.T) {
 		byKey := map[string]*unstructured.Unstructured{}
-		for _, o := range in.objects {
+		for _, o := range in.Objects {
 			byKey[key(o)] = o
 		}
-		for _, o := range def.objects {
+		for _, o := range def.Objects {
 			got := byKey[key(o)]
 			require.NotNil(t, got, "%s of config/default is part of the profile", key(o))
 			delete(byKey, key(o))
-			if o.GetKind() == "ConfigMap" && o.GetName() == in.flags["config-map"] {
+			if o.GetKind() == "ConfigMap" && o.GetName() == in.Flags["config-map"] {
 				continue
 			}
 			assert.True(t, equality.Semantic.DeepEqual(o.Object, got.Object), "%s as in config/default", key(o))
@@ -148,15 +148,15 @@ func TestMultiTenantProfile(t *testing.T) {
 	})
 
 	t.Run("egress NetworkPolicy", func(t *testing.T) {
-		o := in.get("NetworkPolicy", "flink-operator-controller-manager-egress")
+		o := in.Get("NetworkPolicy", "flink-operator-controller-manager-egress")
 		require.NotNil(t, o)
 		var np networkingv1.NetworkPolicy
 		typed(t, o, &np)
-		assert.Equal(t, in.namespace(), np.Namespace)
+		assert.Equal(t, in.Namespace(), np.Namespace)
 		assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeEgress}, np.Spec.PolicyTypes, "egress only: ingress stays config/manager's policy")
 		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
 		require.NoError(t, err)
-		assert.True(t, sel.Matches(labels.Set(in.deployment.Spec.Template.Labels)), "selects the operator's pods")
+		assert.True(t, sel.Matches(labels.Set(in.Deployment.Spec.Template.Labels)), "selects the operator's pods")
 		require.Len(t, np.Spec.Egress, 3, "DNS, the API server, JobManagers")
 		for i, r := range np.Spec.Egress {
 			assert.NotEmpty(t, r.To, "rule %d names its destinations", i)
@@ -222,7 +222,7 @@ func TestMultiTenantProfile(t *testing.T) {
 		// enforced: every count/<plural>.<group> must name a resource of the install or a
 		// built-in one.
 		crds := map[string]bool{"ingresses.networking.k8s.io": true}
-		for _, crd := range in.all("CustomResourceDefinition") {
+		for _, crd := range in.All("CustomResourceDefinition") {
 			crds[crd.GetName()] = true
 		}
 		for r := range q.Spec.Hard {
@@ -239,12 +239,12 @@ func TestMultiTenantProfileAppliesToAPIServer(t *testing.T) {
 	in := build(t, multiTenant)
 	env := kubeenv.Start(t)
 	ctx := context.Background()
-	for _, o := range in.objects {
+	for _, o := range in.Objects {
 		require.NoError(t, env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o.DeepCopy()), client.FieldOwner("kubectl"), client.ForceOwnership),
 			"apply %s %s", o.GetKind(), o.GetName())
 	}
 	var np networkingv1.NetworkPolicy
-	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: in.namespace(), Name: "flink-operator-controller-manager-egress"}, &np))
+	require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: in.Namespace(), Name: "flink-operator-controller-manager-egress"}, &np))
 	assert.Equal(t, intstr.FromString("rest"), *np.Spec.Egress[2].Ports[0].Port, "stored as written")
 
 	require.NoError(t, env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}}))
