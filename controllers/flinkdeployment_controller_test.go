@@ -505,6 +505,68 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, get(t, base, ns, name).Status.ReconciliationStatus.State)
 }
 
+// TestSpecChangedOverAPartlyAppliedClusterIsNotRecordedAsDeployed: the operator stopped after
+// it applied the JobManager of an attempt and before it recorded the attempt deployed, and the
+// user changed the configuration meanwhile. The JobManager running already read the recorded
+// attempt's configuration; the new one reaches Flink only through a new JobManager. Applying
+// the new spec's objects over the running one (its ConfigMap changes, its pod does not) and
+// recording the new spec as deployed would leave the job on the old configuration, with a
+// status saying otherwise. The attempt is finished as recorded, and the new spec is an upgrade
+// of it.
+func TestSpecChangedOverAPartlyAppliedClusterIsNotRecordedAsDeployed(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	flink := fakeflink.New(t)
+	ctx := context.Background()
+	ns, name := env.NewNamespace(t, "partly-applied-changed"), "orders"
+	require.NoError(t, env.Client.Create(ctx, fixtures.NewDeployment(t, ns, name)))
+
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	var refuseServices atomic.Bool
+	refuseServices.Store(true)
+	quota := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, isService := obj.(*corev1.Service); isService && refuseServices.Load() {
+				return apierrors.NewForbidden(corev1.Resource("services"), obj.GetName(), errors.New("exceeded quota: services=0"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := &flinkdeployment.FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
+	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
+	_, err = r.Reconcile(ctx, req)
+	require.Error(t, err, "the quota refuses the Services")
+	partial := &appsv1.Deployment{}
+	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, partial), "the JobManager Deployment was applied")
+	require.Equal(t, flinkv1beta1.ReconciliationUpgrading, get(t, base, ns, name).Status.ReconciliationStatus.State)
+
+	d := get(t, base, ns, name)
+	conf, err := d.Spec.FlinkConfiguration.Flatten()
+	require.NoError(t, err)
+	conf["execution.checkpointing.interval"] = "5s"
+	d.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+	require.NoError(t, base.Update(ctx, d))
+	refuseServices.Store(false)
+
+	for i := 0; i < 2; i++ {
+		_, err = r.Reconcile(ctx, req)
+		require.NoError(t, err)
+		d = get(t, base, ns, name)
+		if d.Status.ReconciliationStatus.State != flinkv1beta1.ReconciliationDeployed ||
+			!strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"execution.checkpointing.interval":"5s"`) {
+			continue
+		}
+		jm := &appsv1.Deployment{}
+		require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm))
+		require.NotEqual(t, partial.UID, jm.UID,
+			"reconcile %d recorded the new configuration as deployed, but the JobManager running is the one started with the old configuration", i+1)
+	}
+	assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, d.Status.ReconciliationStatus.State, "the new configuration is an upgrade of the finished attempt")
+	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, `"execution.checkpointing.interval":"5s"`)
+}
+
 // TestStableJobObserveAsksFlinkOnce: once a JobManager answered, observing its running job is
 // one REST call for the job's state (with the job's exceptions, reported as events): the
 // version recorded in the status stands in for GET /config, which was asked every observe.

@@ -181,8 +181,9 @@ func inMotion(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 //   - ROLLING_BACK: the user changed the spec (typically fixed it); the rollback is abandoned
 //     and the new spec is applied from wherever the rollback got to (upstream's
 //     prepareCrForRollback).
-//   - UPGRADING: when the spec or upgradeMode changed again and no upgrade savepoint is in
-//     flight, nothing irreversible is under way: the newest spec replaces the recorded target
+//   - UPGRADING: a cluster of the recorded attempt applied in part is finished first. When the
+//     spec or upgradeMode changed again and no upgrade savepoint is in flight, nothing
+//     irreversible is under way: the newest spec replaces the recorded target
 //     and the decision table is evaluated again for it (so a stop that cannot succeed never
 //     wedges the resource: switching upgradeMode helps). Otherwise the recorded upgrade goes on.
 //   - otherwise: a savepoint still pending is waited for, a change of parallelism alone may be
@@ -191,6 +192,14 @@ func (r *FlinkDeploymentReconciler) recordChange(ctx context.Context, p *pass) (
 	st := p.status()
 	switch st.ReconciliationStatus.State {
 	case flinkv1beta1.ReconciliationUpgrading:
+		if p.partlyDeployed {
+			// The recorded attempt's JobManager runs already, with the recorded target's
+			// configuration (it is read once, at start). The attempt is finished as recorded
+			// (its remaining objects applied), and a newer spec is then an upgrade of it:
+			// applying the newer spec over that JobManager would change its ConfigMap but not
+			// the running process, and record as deployed a spec no JobManager runs.
+			return jobs.Next(), nil
+		}
 		if upgradeTargetChanged(p.Deployed, p.desired) && !jobs.UpgradeSavepointInFlight(&st.CommonStatus) {
 			st.Error = ""
 			return jobs.Next(), r.startUpgrade(ctx, p.scope, p.desired)
