@@ -211,8 +211,8 @@ func restorePath(t *testing.T, c client.Client, ns, name string) string {
 	cm := &corev1.ConfigMap{}
 	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
 	for _, line := range strings.Split(cm.Data["config.yaml"], "\n") {
-		if strings.HasPrefix(line, "execution.state-recovery.path:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "execution.state-recovery.path:"))
+		if strings.HasPrefix(line, "execution.savepoint.path:") {
+			return strings.TrimSpace(strings.TrimPrefix(line, "execution.savepoint.path:"))
 		}
 	}
 	return ""

@@ -418,7 +418,7 @@ func TestRestartFailedPhase(t *testing.T) {
 			require.NotNil(t, jm)
 			assert.Equal(t, 1, w.jmDeletions, "the failed job's JobManager was deleted")
 			assert.Equal(t, lastSavepoint, st.JobStatus.UpgradeSavepointPath)
-			assert.Contains(t, w.flinkConfig(), "execution.state-recovery.path: "+lastSavepoint, "the job restores its last savepoint")
+			assert.Contains(t, w.flinkConfig(), "execution.savepoint.path: "+lastSavepoint, "the job restores its last savepoint")
 			assert.Equal(t, flinkv1beta1.ReconciliationDeployed, st.ReconciliationStatus.State)
 			assert.Equal(t, flinkv1beta1.JobStatusReconciling, st.JobStatus.State)
 			assert.True(t, fixtures.EventWithReason(w.recorded(), jobs.ReasonRestartFailed))
@@ -481,14 +481,14 @@ func TestUpgradeStopPhases(t *testing.T) {
 				require.Len(t, stops, 1)
 				path := w.flink.SavepointLocation(fixtures.PhaseJobID, stops[0])
 				assert.Equal(t, path, st.JobStatus.UpgradeSavepointPath)
-				assert.Contains(t, w.flinkConfig(), "execution.state-recovery.path: "+path)
+				assert.Contains(t, w.flinkConfig(), "execution.savepoint.path: "+path)
 				assert.NotEqual(t, fixtures.PhaseJobID, st.JobStatus.JobID, "a savepoint restore runs under a new job id")
 			case "last-state":
 				assert.Equal(t, fixtures.PhaseJobID, st.JobStatus.JobID, "HA metadata is found by the job id")
 				assert.Contains(t, w.haConfigMaps(), dep.Name+"-"+fixtures.PhaseJobID+"-config-map")
-				assert.Contains(t, w.flinkConfig(), "execution.state-recovery.path: "+flinkv1beta1.LastStateSentinelPath)
+				assert.Contains(t, w.flinkConfig(), "execution.savepoint.path: "+flinkv1beta1.LastStateSentinelPath)
 			default:
-				assert.NotContains(t, w.flinkConfig(), "execution.state-recovery.path")
+				assert.NotContains(t, w.flinkConfig(), "execution.savepoint.path")
 				assert.Empty(t, w.haConfigMaps())
 			}
 		})

@@ -408,7 +408,10 @@ func deriveJob(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, name string,
 
 const jobIDKey = "$internal.pipeline.job-id"
 
-// Flink's restore settings: 1.20 renamed them and still reads the old names.
+// Flink's restore settings. 1.20 renamed them (execution.state-recovery.*) and every version
+// since, 2.x included, still reads the old names, which are what upstream writes: a
+// JobManager's log then shows the restore path under the name upstream's users and tools look
+// for ("execution.savepoint.path, <path>").
 const (
 	savepointPathKey       = "execution.savepoint.path"
 	stateRecoveryPathKey   = "execution.state-recovery.path"
@@ -422,19 +425,15 @@ const (
 // removes it. Whether unclaimed state may be ignored stays the user's setting unless the spec
 // (spec.job.allowNonRestoredState) or the operator decides, as upstream.
 func deriveRestore(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, opts BuildOptions) {
+	// Both names of each setting go before one is written: the newer name wins in Flink, so
+	// a user's value under it would shadow the operator's.
 	delete(conf, savepointPathKey)
 	delete(conf, stateRecoveryPathKey)
-	// Write the names of the cluster's version, so an older name in the user's configuration
-	// cannot shadow what is written here.
-	pathKey, ignoreKey := savepointPathKey, savepointIgnoreKey
-	if spec.FlinkVersion == "" || AtLeast(spec.FlinkVersion, 1, 20) {
-		pathKey, ignoreKey = stateRecoveryPathKey, stateRecoveryIgnoreKey
-	}
 	switch {
 	case opts.RestorePath != "":
-		conf[pathKey] = opts.RestorePath
+		conf[savepointPathKey] = opts.RestorePath
 	case opts.LastStateRestore:
-		conf[pathKey] = flinkv1beta1.LastStateSentinelPath
+		conf[savepointPathKey] = flinkv1beta1.LastStateSentinelPath
 	}
 	allow, decided := opts.AllowNonRestoredState, opts.AllowNonRestoredState
 	if spec.Job != nil && spec.Job.AllowNonRestoredState != nil {
@@ -443,7 +442,7 @@ func deriveRestore(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, opts Bui
 	if decided {
 		delete(conf, savepointIgnoreKey)
 		delete(conf, stateRecoveryIgnoreKey)
-		conf[ignoreKey] = strconv.FormatBool(allow)
+		conf[savepointIgnoreKey] = strconv.FormatBool(allow)
 	}
 }
 

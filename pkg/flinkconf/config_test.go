@@ -132,10 +132,10 @@ spec:
 				"execution.target": "remote", "pipeline.classpaths": "file:///opt/flink/usrlib/job.jar",
 				"high-availability.cluster-id": "ha", "parallelism.default": "6",
 				"execution.checkpointing.interval": "5min", "execution.submit-failed-job-on-application-error": "true",
-				"execution.state-recovery.path": "s3://cp/chk-7",
+				"execution.savepoint.path": "s3://cp/chk-7",
 			},
 			// Nobody chose whether unclaimed state may be dropped: Flink's default (it may not).
-			absent: []string{"jobmanager.rpc.address", "pipeline.jars", "execution.savepoint.path", "kubernetes.pod-template-file.taskmanager",
+			absent: []string{"jobmanager.rpc.address", "pipeline.jars", "execution.state-recovery.path", "kubernetes.pod-template-file.taskmanager",
 				"execution.state-recovery.ignore-unclaimed-state", "execution.savepoint.ignore-unclaimed-state"},
 		},
 		{
@@ -298,8 +298,8 @@ spec:
 	assert.NotContains(t, conf, "execution.state-recovery.path")
 	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/chosen"})
 	require.NoError(t, err)
-	assert.Equal(t, "s3://sp/chosen", conf["execution.state-recovery.path"], "only the operator's restore path")
-	assert.NotContains(t, conf, "execution.savepoint.path")
+	assert.Equal(t, "s3://sp/chosen", conf["execution.savepoint.path"], "only the operator's restore path, under upstream's name")
+	assert.NotContains(t, conf, "execution.state-recovery.path")
 	assert.Equal(t, "0000000000000000000000000000cafe", UserJobID(&dep.Spec), "the user's job id is read for the status")
 }
 
@@ -333,8 +333,8 @@ func TestLastStateRestoreRendersTheSentinel(t *testing.T) {
 		key     string
 	}{
 		{flinkv1beta1.FlinkVersion1_18, "execution.savepoint.path"},
-		{flinkv1beta1.FlinkVersion1_20, "execution.state-recovery.path"},
-		{flinkv1beta1.FlinkVersion2_3, "execution.state-recovery.path"},
+		{flinkv1beta1.FlinkVersion1_20, "execution.savepoint.path"},
+		{flinkv1beta1.FlinkVersion2_3, "execution.savepoint.path"},
 	} {
 		t.Run(string(tc.version), func(t *testing.T) {
 			dep := deployment(t, `
@@ -383,14 +383,14 @@ spec:
 	dep.Spec.Job.AllowNonRestoredState = ptr(false)
 	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/1"})
 	require.NoError(t, err)
-	assert.Equal(t, "false", conf["execution.state-recovery.ignore-unclaimed-state"], "the spec decides")
-	assert.NotContains(t, conf, "execution.savepoint.ignore-unclaimed-state", "the older name cannot contradict it")
+	assert.Equal(t, "false", conf["execution.savepoint.ignore-unclaimed-state"], "the spec decides, under upstream's name")
+	assert.NotContains(t, conf, "execution.state-recovery.ignore-unclaimed-state", "the newer name cannot contradict it")
 
 	dep.Spec.Job.AllowNonRestoredState = nil
 	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{})
 	conf, err = EffectiveConfig(dep, Defaults{}, BuildOptions{RestorePath: "s3://sp/1", AllowNonRestoredState: true})
 	require.NoError(t, err)
-	assert.Equal(t, "true", conf["execution.state-recovery.ignore-unclaimed-state"])
+	assert.Equal(t, "true", conf["execution.savepoint.ignore-unclaimed-state"])
 }
 
 // A job id the user fixed wins over the operator's, in the configuration Flink
