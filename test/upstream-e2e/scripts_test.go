@@ -1,6 +1,7 @@
 package upstreame2e
 
 import (
+	"archive/zip"
 	"bufio"
 	"crypto/sha1" //nolint:gosec // git's blob ids are SHA-1
 	"fmt"
@@ -150,4 +151,48 @@ func TestMinikubeStandIn(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, target, got)
 	}
+}
+
+// TestImageExamplesHasTheStateMachineJob: the examples directory holds the distribution's jobs
+// and StateMachineExample.jar, the module jar's classes with the job's Main-Class.
+func TestImageExamplesHasTheStateMachineJob(t *testing.T) {
+	dir := t.TempDir()
+	dist := filepath.Join(dir, "dist")
+	require.NoError(t, os.MkdirAll(dist, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dist, "WordCount.jar"), []byte("wc"), 0o644))
+	module := filepath.Join(dir, "module.jar")
+	f, err := os.Create(module)
+	require.NoError(t, err)
+	w := zip.NewWriter(f)
+	// A directory entry written as jar tools write them: deflated, an empty stream.
+	_, err = w.CreateHeader(&zip.FileHeader{Name: "META-INF/", Method: zip.Deflate})
+	require.NoError(t, err)
+	for name, content := range map[string]string{
+		"META-INF/MANIFEST.MF": "Manifest-Version: 1.0\r\nMain-Class: some.Other\r\n\r\n",
+		"org/apache/flink/streaming/examples/statemachine/StateMachineExample.class": "class",
+	} {
+		fw, err := w.Create(name)
+		require.NoError(t, err)
+		_, err = fw.Write([]byte(content))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, f.Close())
+
+	out := filepath.Join(dir, "examples")
+	require.NoError(t, ImageExamples(dist, module, out))
+	wc, err := os.ReadFile(filepath.Join(out, "WordCount.jar"))
+	require.NoError(t, err)
+	assert.Equal(t, "wc", string(wc))
+	r, err := zip.OpenReader(filepath.Join(out, "StateMachineExample.jar"))
+	require.NoError(t, err)
+	defer r.Close()
+	files := map[string]string{}
+	for _, f := range r.File {
+		data, err := readEntry(f)
+		require.NoError(t, err)
+		files[f.Name] = string(data)
+	}
+	assert.Equal(t, "class", files["org/apache/flink/streaming/examples/statemachine/StateMachineExample.class"])
+	assert.Equal(t, "Manifest-Version: 1.0\r\nMain-Class: "+StateMachineClass+"\r\n\r\n", files["META-INF/MANIFEST.MF"])
 }

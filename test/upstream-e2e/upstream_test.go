@@ -31,6 +31,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/localenv"
+	"github.com/flink-operator/flink-operator/test/nodeagent"
 	"github.com/flink-operator/flink-operator/test/operatorinstall"
 	"github.com/flink-operator/flink-operator/test/podnet"
 	upstreame2e "github.com/flink-operator/flink-operator/test/upstream-e2e"
@@ -92,16 +93,25 @@ func TestUpstreamScripts(t *testing.T) {
 
 	in, err := operatorinstall.Build(filepath.Join(root, "test", "upstream-e2e", "install"))
 	require.NoError(t, err)
+	// The Flink image's examples/streaming, which the local distribution lacks StateMachineExample
+	// of: the manifests that run it name local:///opt/flink/examples/streaming/StateMachineExample.jar.
+	jars := filepath.Join(root, "bin", "upstream-e2e", "jars")
+	distExamples, err := filepath.Glob(filepath.Join(root, "bin", "flink", "1.20.*", "examples", "streaming"))
+	require.NoError(t, err)
+	require.NotEmpty(t, distExamples, "a Flink 1.20 distribution (make flink-dist)")
+	examples := filepath.Join(dir, "image-examples")
+	require.NoError(t, upstreame2e.ImageExamples(distExamples[len(distExamples)-1], filepath.Join(jars, upstreame2e.StreamingJar), examples))
+
 	manager := filepath.Join(dir, "manager")
 	require.NoError(t, kubeenv.BuildOperator(ctx, manager))
 	start := time.Now()
 	env, err := localenv.Start(ctx, localenv.Options{Dir: filepath.Join(dir, "env"), SkipCRDs: true, Pods: podnet.Current(),
-		ProcessImages: in.ProcessImages(manager), Ingress: ingressIP + ":80"})
+		ProcessImages: in.ProcessImages(manager), Ingress: ingressIP + ":80",
+		FlinkImages: map[string]nodeagent.FlinkImage{upstreame2e.FlinkImage: {Dirs: map[string]string{"/opt/flink/examples/streaming": examples}}}})
 	require.NoError(t, err)
 	t.Cleanup(env.Stop)
 	t.Logf("local cluster up after %s (%s)", time.Since(start).Round(time.Second), env.Dir)
 
-	jars := filepath.Join(root, "bin", "upstream-e2e", "jars")
 	jarURL := serveJars(t, jars)
 	tools := filepath.Join(dir, "tools")
 	kubectl := filepath.Join(localenv.KubeBinDir(root), "kubectl")
@@ -261,7 +271,9 @@ func (r *runner) run(ctx context.Context, s upstreame2e.Script) (string, error) 
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(work, "kubeconfig"), "PATH="+r.tools+":"+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A group of its own, so a timeout reaches what it runs too; killed with the test binary,
+	// so a script outliving a killed run does not write into the next run's log.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) }
 	cmd.WaitDelay = 7 * time.Minute
 	err = cmd.Run()
@@ -316,7 +328,7 @@ func (r *runner) leftovers(ctx context.Context) ([]string, error) {
 func (r *runner) sweep(t *testing.T, ctx context.Context) []string {
 	t.Helper()
 	var left []string
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var err error
 		if left, err = r.leftovers(ctx); err == nil && len(left) == 0 {
