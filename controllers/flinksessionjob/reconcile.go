@@ -358,6 +358,10 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot ask session %s about job %s: %v", s.session.Name, st.JobStatus.JobID, err)
 		return true, nil
 	case reconciler.IsTerminal(flinkv1beta1.JobStatusState(state)):
+		if st.JobStatus.State == flinkv1beta1.JobStatusCancelling {
+			// The cancel this deletion sent (a step of its own) is done.
+			r.Recorder.Event(s.job, corev1.EventTypeNormal, reconciler.ReasonCleanup, "Job stopped")
+		}
 		return false, nil
 	}
 	mode := flinkv1beta1.UpgradeModeStateless

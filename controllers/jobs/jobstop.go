@@ -192,18 +192,32 @@ func (x *JobStop) cancelKeepingCheckpoint(ctx context.Context) (StopProgress, er
 
 // Cancel cancels the job and reports it stopped once Flink says it is terminal (or no longer
 // knows it). keepCheckpoint reads its latest checkpoint again then.
+//
+// As upstream (AbstractFlinkService.cancelJobOrError), a cancel Flink accepted is recorded as
+// CANCELLING and is a step of its own: the job is looked at again on the next step (soon:
+// PendingRecheck), never asked to cancel twice, so status.jobStatus.state always shows the
+// cancellation, however fast Flink is, and users and upstream's scripts waiting for CANCELLING
+// see it.
 func (x *JobStop) Cancel(ctx context.Context, keepCheckpoint bool) (StopProgress, error) {
 	cl, err := x.Flink(ctx)
 	if err != nil {
 		return StopPending, err
 	}
 	js := &x.Status.JobStatus
-	canceller := cl
-	if x.CancelTimeout > 0 {
-		canceller = cl.WithTimeout(x.CancelTimeout)
-	}
-	if err := canceller.CancelJob(ctx, js.JobID); err != nil && !flink.IsConflict(err) && !flink.IsNotFound(err) {
-		return StopPending, fmt.Errorf("cancel job %s: %w", js.JobID, err)
+	if js.State != flinkv1beta1.JobStatusCancelling {
+		canceller := cl
+		if x.CancelTimeout > 0 {
+			canceller = cl.WithTimeout(x.CancelTimeout)
+		}
+		err := canceller.CancelJob(ctx, js.JobID)
+		switch {
+		case err == nil:
+			SetJobState(js, flinkv1beta1.JobStatusCancelling)
+			return StopPending, x.Persist(ctx)
+		case !flink.IsConflict(err) && !flink.IsNotFound(err):
+			return StopPending, fmt.Errorf("cancel job %s: %w", js.JobID, err)
+		}
+		// Already terminal, or unknown to Flink: what it says of the job now decides.
 	}
 	state, err := cl.JobStatus(ctx, js.JobID)
 	switch {

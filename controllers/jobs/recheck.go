@@ -1,6 +1,11 @@
 package jobs
 
-import "time"
+import (
+	"strconv"
+	"time"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+)
 
 // MinRecheck is the first look at an operation Flink was just asked for.
 const MinRecheck = 250 * time.Millisecond
@@ -24,8 +29,16 @@ func Recheck(since, now time.Time, ceiling time.Duration) time.Duration {
 }
 
 // PendingRecheck is when to look again at a stop that is pending: by Recheck from the upgrade
-// savepoint's trigger time while one is in flight, else at ceiling.
+// savepoint's trigger time while one is in flight, from the cancel's while the job is
+// CANCELLING, else at ceiling.
 func (x *JobStop) PendingRecheck(now time.Time, ceiling time.Duration) time.Duration {
+	js := &x.Status.JobStatus
+	if js.State == flinkv1beta1.JobStatusCancelling {
+		if since, err := strconv.ParseInt(js.UpdateTime, 10, 64); err == nil {
+			return Recheck(time.UnixMilli(since), now, ceiling)
+		}
+		return MinRecheck
+	}
 	info := x.Status.JobStatus.SavepointInfo
 	if !UpgradeSavepointInFlight(x.Status) || info == nil || info.TriggerTimestamp == nil {
 		return ceiling

@@ -1,0 +1,50 @@
+package jobs
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+)
+
+// A cancel Flink accepts is recorded as CANCELLING before the job is looked at again, however
+// fast Flink cancels it (the fake cancels at once), as upstream records it: users and
+// upstream's e2e scripts wait for that state. The next step finds the job CANCELED without
+// cancelling it again, and comes soon, not at the progress-check interval.
+func TestCancelIsRecordedAsCancellingThenFollowed(t *testing.T) {
+	const jobID = "00000000000000000000000000000abc"
+	fake := fakeflink.New(t)
+	fake.SetJob(jobID, "RUNNING")
+	cancels := 0
+	fake.OnCancel(func(string) { cancels++ })
+	st := &flinkv1beta1.CommonStatus{JobStatus: flinkv1beta1.JobStatus{JobID: jobID, State: flinkv1beta1.JobStatusRunning}}
+	var persisted []flinkv1beta1.JobStatusState
+	stop := &JobStop{
+		Flink:      func(context.Context) (*flink.Client, error) { return flink.New(flink.Options{URL: fake.URL}) },
+		JobManager: flinkv1beta1.JobManagerReady,
+		Status:     st,
+		Persist: func(context.Context) error {
+			persisted = append(persisted, st.JobStatus.State)
+			return nil
+		},
+	}
+	ctx := context.Background()
+
+	progress, err := stop.Run(ctx, UpgradePlan{Stop: StopStateless, Restore: RestoreNothing})
+	require.NoError(t, err)
+	assert.Equal(t, StopPending, progress, "the cancel is a step of its own")
+	assert.Equal(t, []flinkv1beta1.JobStatusState{flinkv1beta1.JobStatusCancelling}, persisted, "CANCELLING is written before the job is looked at again")
+	assert.Equal(t, MinRecheck, stop.PendingRecheck(time.Now(), 10*time.Second), "a cancel in progress is followed closely")
+
+	progress, err = stop.Run(ctx, UpgradePlan{Stop: StopStateless, Restore: RestoreNothing})
+	require.NoError(t, err)
+	assert.Equal(t, StopDone, progress)
+	assert.Equal(t, flinkv1beta1.JobStatusCanceled, st.JobStatus.State)
+	assert.Equal(t, 1, cancels, "a job being cancelled is not asked to cancel again")
+}
