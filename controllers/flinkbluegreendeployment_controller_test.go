@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,10 +146,10 @@ func TestBlueGreenDeployment(t *testing.T) {
 		require.NotEmpty(t, snap.Status.Path)
 
 		green := waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
-		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "green starts from blue's savepoint")
+		assert.Equal(t, strings.TrimPrefix(snap.Status.Path, "file:"), green.Spec.Job.InitialSavepointPath, "green starts from blue's savepoint")
 		assert.Equal(t, "flink:1.20.3", green.Spec.Image)
 		runChild(t, c, k, ns, name+"-green")
-		assert.Equal(t, snap.Status.Path, restorePath(t, c, ns, name+"-green"), "green's JobManager restores the savepoint")
+		assert.Equal(t, strings.TrimPrefix(snap.Status.Path, "file:"), restorePath(t, c, ns, name+"-green"), "green's JobManager restores the savepoint (a local path without its scheme, as upstream)")
 		assert.Equal(t, "RUNNING", flink.Job(blueJob), "blue runs until green is ready")
 
 		bg = waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
@@ -461,7 +462,7 @@ func TestBlueGreenDeployment(t *testing.T) {
 		green := waitFor(t, c, ns, name+"-green", "green recreated", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		snap := &flinkv1beta1.FlinkStateSnapshot{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
-		assert.Equal(t, snap.Status.Path, green.Spec.Job.InitialSavepointPath, "from the recorded savepoint, not a new one")
+		assert.Equal(t, strings.TrimPrefix(snap.Status.Path, "file:"), green.Spec.Job.InitialSavepointPath, "from the recorded savepoint, not a new one")
 		assert.Equal(t, abortAt, fixtures.GetBlueGreen(t, c, ns, name).Status.AbortTimestamp, "the switch keeps its grace period")
 		assert.Len(t, flink.Triggered(), triggered, "no second savepoint")
 		runChild(t, c, k, ns, name+"-green")

@@ -442,7 +442,7 @@ func TestBlueGreenActionDeploy(t *testing.T) {
 			created: []string{"FlinkDeployment/app-green"},
 			check: func(t *testing.T, f *bgFake, out outcome) {
 				green := f.child(t, bluegreen.Green)
-				assert.Equal(t, "file:///sp/savepoint-1", green.Spec.Job.InitialSavepointPath)
+				assert.Equal(t, "///sp/savepoint-1", green.Spec.Job.InitialSavepointPath, "as upstream: the local savepoint without its file: scheme")
 				assert.Equal(t, "flink:1.20.1", green.Spec.Image)
 				assert.Equal(t, "app-blue-4", out.bg.Status.SavepointTriggerID, "kept: a redeploy of the switch starts from it again")
 				assert.Equal(t, bgNow.Add(bgGrace).Format(time.RFC3339Nano), out.bg.Status.AbortTimestamp, "a new grace period for the new child")

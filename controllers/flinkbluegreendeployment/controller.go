@@ -403,12 +403,26 @@ func (r *FlinkBlueGreenDeploymentReconciler) restorePath(bg *flinkv1beta1.FlinkB
 		if obs.savepoint == nil || obs.savepoint.Status.Path == "" {
 			return "", fmt.Errorf("savepoint %s of the switch has no path", bg.Status.SavepointTriggerID)
 		}
-		return obs.savepoint.Status.Path, nil
+		return switchRestorePath(obs.savepoint.Status.Path, &spec.Template.Spec.FlinkConfiguration), nil
 	}
 	if job := spec.Template.Spec.Job; job != nil {
 		return job.InitialSavepointPath, nil
 	}
 	return "", nil
+}
+
+// switchRestorePath is the new child's initialSavepointPath for the switch's savepoint at
+// location. As upstream (BlueGreenUtils), a local savepoint is written without its file:
+// scheme, the form users and upstream's scripts compare with the mount path
+// (/opt/flink/volume/...); Flink reads a path without a scheme from the default file system,
+// which is the local one unless fs.default-scheme names another, and then the scheme stays.
+func switchRestorePath(location string, conf *flinkv1beta1.FlinkConfiguration) string {
+	if flat, err := conf.Flatten(); err == nil {
+		if scheme := flat["fs.default-scheme"]; scheme != "" && !strings.HasPrefix(scheme, "file:") {
+			return location
+		}
+	}
+	return strings.TrimPrefix(location, "file:")
 }
 
 // desiredChild is child c built from tmpl: upstream's name and label, owned by bg,
