@@ -257,6 +257,8 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	wait.For(t, 30*time.Second, "scaled up", func() bool { return fl.Vertices(jobID)[string(fixtures.VertexMap)] > 1 })
 	up := fl.Vertices(jobID)[string(fixtures.VertexMap)]
 	events.seen(t, jobs.ReasonScalingReport)
+	// As upstream: the overrides are a spec change, announced before the job is rescaled.
+	events.seen(t, "SpecChanged SCALE change(s) detected (Diff: FlinkDeploymentSpec[flinkConfiguration.pipeline.jobvertex-parallelism-overrides : null -> ")
 	events.seen(t, "Scaled the running job in place")
 	state, ok := autoscalerState(t, c, ns, name)
 	require.True(t, ok, "the autoscaler ConfigMap exists")

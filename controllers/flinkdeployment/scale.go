@@ -13,6 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/native"
@@ -118,6 +119,7 @@ func (r *FlinkDeploymentReconciler) scaleReactive(ctx context.Context, s *scope,
 		log.FromContext(ctx).Info("reactive scaling failed; upgrading instead", "error", err.Error())
 		return false
 	}
+	r.scaleChanged(s, desired)
 	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 		return false
 	}
@@ -163,10 +165,18 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 		logger.Info("in-place scaling failed; upgrading instead", "error", err.Error())
 		return false
 	}
+	r.scaleChanged(s, desired)
 	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 		return false
 	}
 	overrides, _ := desired.FlinkConfiguration.Flatten()
 	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the running job in place: %s", overrides[jobs.KeyParallelismOverrides])
 	return true
+}
+
+// scaleChanged is upstream's SpecChanged event for a change applied without a restart (a SCALE
+// change), the autoscaler's overrides included: upstream emits it for every spec change it
+// acts on, before the Scaling event, and tools (upstream's test_autoscaler.sh) wait for it.
+func (r *FlinkDeploymentReconciler) scaleChanged(s *scope, desired *flinkv1beta1.FlinkDeploymentSpec) {
+	r.Recorder.Event(s.dep, corev1.EventTypeNormal, reconciler.ReasonSpecChanged, jobs.SpecChangeMessage(jobs.ChangeScale, "FlinkDeploymentSpec", s.Deployed, desired))
 }

@@ -21,7 +21,23 @@ const (
 // reconciliation." Each changed field is named by its path in the spec, with its old and new
 // value (null when unset), sorted by path.
 func SpecChangedMessage(specKind string, before, after any) string {
-	return fmt.Sprintf("UPGRADE change(s) detected (Diff: %s[%s]), starting reconciliation.", specKind, strings.Join(specDiff(before, after), ", "))
+	return SpecChangeMessage(ChangeUpgrade, specKind, before, after)
+}
+
+// ChangeKind is upstream's name for a kind of spec change (its DiffType), the first word of
+// the SpecChanged message.
+type ChangeKind string
+
+const (
+	// ChangeUpgrade: the job is restarted with the new spec.
+	ChangeUpgrade ChangeKind = "UPGRADE"
+	// ChangeScale: applied to the running job without a restart (in place, or reactive).
+	ChangeScale ChangeKind = "SCALE"
+)
+
+// SpecChangeMessage is upstream's SpecChanged message for a change of the given kind.
+func SpecChangeMessage(kind ChangeKind, specKind string, before, after any) string {
+	return fmt.Sprintf("%s change(s) detected (Diff: %s[%s]), starting reconciliation.", kind, specKind, strings.Join(specDiff(before, after), ", "))
 }
 
 // specDiff lists "path : old -> new" for every leaf that differs between two specs.
