@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // exec and OIDC auth for kubeconfigs
@@ -727,6 +728,13 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 			return err
 		}
 		go w.Run(ctx)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("discovery client: %w", err)
+	}
+	if err := waitForKinds(ctx, dc, flinkv1beta1.GroupVersion, servedKinds, 2*time.Second, 30*time.Second, log); err != nil {
+		return err
 	}
 	o.live = store
 	for {
