@@ -272,6 +272,10 @@ func TestJobUpgradeStopPhases(t *testing.T) {
 			assert.Equal(t, flinkv1beta1.ReconciliationDeployed, st.ReconciliationStatus.State)
 			runs := w.flink.Runs()
 			require.Len(t, runs, 1, "the new spec is submitted once")
+			// As upstream's applyJobConfig: a cancelled job's checkpoints are kept for the run
+			// that restores them, unless the job or its session says otherwise.
+			assert.Equal(t, "RETAIN_ON_CANCELLATION", runs[0].FlinkConfiguration["execution.checkpointing.externalized-checkpoint-retention"])
+			assert.Equal(t, job.Name, runs[0].FlinkConfiguration["pipeline.name"])
 			assert.Equal(t, 4, runs[0].Parallelism, "the new spec")
 			assert.NotEqual(t, fixtures.PhaseJobID, runs[0].JobID, "a new job id")
 			assert.Equal(t, st.JobStatus.JobID, runs[0].JobID)

@@ -276,7 +276,7 @@ func (r *FlinkSessionJobReconciler) submit(ctx context.Context, s *jobScope, spe
 			log.FromContext(ctx).Info("could not delete the uploaded jar", "jar", jarID, "error", err.Error())
 		}
 	}()
-	jobConf, err := spec.FlinkConfiguration.Flatten()
+	jobConf, err := s.runConfiguration(spec)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -394,6 +394,36 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 
 // reasonCleanupFailed is the Warning event reason while a deletion waits (upstream's).
 const reasonCleanupFailed = "CleanupFailed"
+
+// runConfiguration is the configuration a run of spec's job is submitted with: the job's own
+// options, and the job defaults upstream submits (flinkconf.ApplyJobDefaults) where neither
+// the job nor its session sets them. Without the checkpoint retention, a last-state upgrade
+// cancelled the job, Flink deleted its checkpoints with it, and the new run could not restore
+// the latest one.
+func (s *jobScope) runConfiguration(spec *flinkv1beta1.FlinkSessionJobSpec) (map[string]string, error) {
+	own, err := spec.FlinkConfiguration.Flatten()
+	if err != nil {
+		return nil, err
+	}
+	effective := flinkconf.Config{}
+	for k, v := range s.conf {
+		effective[k] = v
+	}
+	for k, v := range own {
+		effective[k] = v
+	}
+	flinkconf.ApplyJobDefaults(effective, s.job.Name, spec.Job)
+	run := map[string]string{}
+	for k, v := range own {
+		run[k] = v
+	}
+	for k, v := range effective {
+		if _, set := s.conf[k]; !set {
+			run[k] = v // a default the session does not set
+		}
+	}
+	return run, nil
+}
 
 // jobConfig is the session's configuration with the job's own options over it: what the job's
 // operations (savepoints, snapshot resources, upgrade options) are configured by.

@@ -380,11 +380,7 @@ func deriveJob(conf Config, spec *flinkv1beta1.FlinkDeploymentSpec, name string,
 		conf["execution.submit-failed-job-on-application-error"] = "true"
 	}
 	resultStores(conf, spec.FlinkVersion, name, opts.ResultStoreID)
-	setDefault(conf, "pipeline.name", name)
-	setDefault(conf, "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
-	if job.UpgradeMode == flinkv1beta1.UpgradeModeLastState {
-		setDefault(conf, "execution.checkpointing.interval", "5min")
-	}
+	ApplyJobDefaults(conf, name, job)
 	if job.EntryClass != "" {
 		conf["$internal.application.main"] = job.EntryClass
 	}
@@ -606,6 +602,19 @@ func formatFactor(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64)
 func merge(dst Config, src map[string]string) {
 	for k, v := range src {
 		dst[k] = v
+	}
+}
+
+// ApplyJobDefaults sets, where conf does not, what upstream sets for every job it runs, an
+// application cluster's or a session job's (FlinkConfigBuilder.applyJobConfig): the job's name,
+// checkpoints retained when the job is cancelled (a last-state upgrade that cancels restores
+// the latest one, which Flink would otherwise delete with the job), and a checkpoint interval
+// for last-state jobs.
+func ApplyJobDefaults(conf Config, name string, job *flinkv1beta1.JobSpec) {
+	setDefault(conf, "pipeline.name", name)
+	setDefault(conf, "execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+	if job != nil && job.UpgradeMode == flinkv1beta1.UpgradeModeLastState {
+		setDefault(conf, "execution.checkpointing.interval", "5min")
 	}
 }
 

@@ -77,6 +77,8 @@ type RunRequest struct {
 	EntryClass    string `json:"entryClass"`
 	Parallelism   int    `json:"parallelism"`
 	SavepointPath string `json:"savepointPath"`
+	// FlinkConfiguration is the job's configuration sent with the run (Flink 1.17 and later).
+	FlinkConfiguration map[string]string `json:"flinkConfiguration"`
 }
 
 // New starts a fake JobManager.
