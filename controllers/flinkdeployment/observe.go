@@ -250,7 +250,7 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 	var next flinkv1beta1.JobStatusState
 	switch {
 	case err == nil:
-		next = flinkv1beta1.JobStatusState(state)
+		next = jobs.ObservedJobState(&st.JobStatus, flinkv1beta1.JobStatusState(state), time.Now())
 	case reconciler.IsTerminal(st.JobStatus.State):
 		// A job that ended stays ended: a restarted JobManager no longer lists it (its job
 		// result store says it ended, and it is not run again), an unreachable one says

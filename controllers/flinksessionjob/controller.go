@@ -271,7 +271,7 @@ func (r *FlinkSessionJobReconciler) observeJob(ctx context.Context, s *jobScope)
 	if JobLost(st.Error) {
 		st.Error = "" // found again (recovered by the session's HA)
 	}
-	state := flinkv1beta1.JobStatusState(details.State)
+	state := jobs.ObservedJobState(&st.JobStatus, flinkv1beta1.JobStatusState(details.State), time.Now())
 	if state != st.JobStatus.State && st.JobStatus.State != "" {
 		r.Recorder.Eventf(s.job, corev1.EventTypeNormal, reconciler.ReasonJobStatusChanged, "Job status changed from %s to %s", st.JobStatus.State, state)
 	}

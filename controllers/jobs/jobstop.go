@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -225,7 +226,7 @@ func (x *JobStop) Cancel(ctx context.Context, keepCheckpoint bool) (StopProgress
 	case err != nil:
 		return StopPending, nil // asked again on the next step
 	case !reconciler.IsTerminal(flinkv1beta1.JobStatusState(state)):
-		SetJobState(js, flinkv1beta1.JobStatusState(state)) // CANCELLING
+		SetJobState(js, ObservedJobState(js, flinkv1beta1.JobStatusState(state), time.Now()))
 		return StopPending, nil
 	}
 	SetJobState(js, flinkv1beta1.JobStatusCanceled)
@@ -303,6 +304,27 @@ func UpgradeSavepointInFlight(st *flinkv1beta1.CommonStatus) bool {
 
 // SetJobState records a new job state; updateTime is the time of the last state change
 // (upstream's meaning), so an unchanged job costs no status write.
+// staleAnswerWindow bounds how long after a recorded cancel a non-terminal answer from Flink
+// is taken for a stale one: Flink's job details are cached for web.refresh-interval (3 s by
+// default), so right after a cancel they may still say RUNNING. Past it the answer is believed
+// (a JobManager that failed over during the cancel recovers the job, RUNNING again), and the
+// stop cancels again instead of waiting for ever.
+const staleAnswerWindow = 10 * time.Second
+
+// ObservedJobState is the state to record when Flink answers observed for a job recorded in
+// js: a job being cancelled only ends, so within staleAnswerWindow of the recorded cancel a
+// non-terminal answer leaves CANCELLING recorded.
+func ObservedJobState(js *flinkv1beta1.JobStatus, observed flinkv1beta1.JobStatusState, now time.Time) flinkv1beta1.JobStatusState {
+	if js.State != flinkv1beta1.JobStatusCancelling || reconciler.IsTerminal(observed) {
+		return observed
+	}
+	since, err := strconv.ParseInt(js.UpdateTime, 10, 64)
+	if err != nil || now.Sub(time.UnixMilli(since)) > staleAnswerWindow {
+		return observed
+	}
+	return js.State
+}
+
 func SetJobState(js *flinkv1beta1.JobStatus, state flinkv1beta1.JobStatusState) {
 	if state == js.State {
 		return

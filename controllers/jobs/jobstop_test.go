@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,4 +48,34 @@ func TestCancelIsRecordedAsCancellingThenFollowed(t *testing.T) {
 	assert.Equal(t, StopDone, progress)
 	assert.Equal(t, flinkv1beta1.JobStatusCanceled, st.JobStatus.State)
 	assert.Equal(t, 1, cancels, "a job being cancelled is not asked to cancel again")
+}
+
+// Flink's job details are cached (web.refresh-interval): right after a cancel they may still
+// say RUNNING. Taken at its word, that answer overwrote CANCELLING and the job was cancelled
+// again at every reconcile until the cache expired (a hundred times in two seconds, an event
+// each, on upstream's test_sessionjob_operations.sh). A job being cancelled only ends; past
+// the window the answer is believed, so a job recovered by a JobManager failover is stopped
+// again rather than waited for.
+func TestObservedJobStateKeepsACancelAgainstAStaleAnswer(t *testing.T) {
+	now := time.Date(2026, 12, 5, 15, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) string { return fmt.Sprint(now.Add(-d).UnixMilli()) }
+	for _, c := range []struct {
+		name     string
+		recorded flinkv1beta1.JobStatusState
+		since    string
+		observed flinkv1beta1.JobStatusState
+		want     flinkv1beta1.JobStatusState
+	}{
+		{"stale RUNNING right after the cancel", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusCancelling},
+		{"the cancel ends", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusCanceled, flinkv1beta1.JobStatusCanceled},
+		{"failing counts as ended", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusFailed, flinkv1beta1.JobStatusFailed},
+		{"RUNNING long after the cancel is believed", flinkv1beta1.JobStatusCancelling, at(time.Minute), flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusRunning},
+		{"no recorded time: believed", flinkv1beta1.JobStatusCancelling, "", flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusRunning},
+		{"not being cancelled: as Flink says", flinkv1beta1.JobStatusRunning, at(time.Second), flinkv1beta1.JobStatusRestarting, flinkv1beta1.JobStatusRestarting},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			js := &flinkv1beta1.JobStatus{State: c.recorded, UpdateTime: c.since}
+			assert.Equal(t, c.want, ObservedJobState(js, c.observed, now))
+		})
+	}
 }
