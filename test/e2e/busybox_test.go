@@ -6,13 +6,19 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/flink-operator/flink-operator/test/wait"
 )
 
 // TestBusyboxInitContainerFetchesIntoEmptyDir: busybox containers run on the local node, init
@@ -60,4 +66,46 @@ func TestBusyboxInitContainerFetchesIntoEmptyDir(t *testing.T) {
 	logs, err := env.Kube.CoreV1().Pods(ns).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "main"}).DoRaw(ctx)
 	require.NoError(t, err)
 	require.Equal(t, artifact, string(logs), "the main container printed what the init container fetched")
+}
+
+// TestKubectlExecKillOneInABusyboxContainer: a container the node agent runs as a process
+// (busybox here, as the operator's own image) is PID 1 of a PID namespace of its own, as a
+// Flink container is, and kubectl exec enters it: `kill 1` reaches the container's program,
+// which exits and is restarted in the same pod, and never the machine's init.
+func TestKubectlExecKillOneInABusyboxContainer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const ns = "e2e-busybox-kill-one"
+	require.NoError(t, env.Namespace(ctx, ns))
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "loop", Namespace: ns}, Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "main", Image: "busybox:1.35.0",
+			Command: []string{"sh", "-c", `trap 'echo got TERM; exit 143' TERM; echo started; while true; do sleep 1; done`}}},
+	}}
+	require.NoError(t, env.Client.Create(ctx, pod))
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pod) })
+	running := wait.Object(t, env.Client, client.ObjectKeyFromObject(pod), 2*time.Minute, "loop running",
+		func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		})
+	kubectl := kubectlIn(ctx, t, ns)
+
+	// Proven harmlessly first: the exec'd shell is in a PID namespace that is not the machine's.
+	hostNS, err := os.Readlink("/proc/self/ns/pid")
+	require.NoError(t, err)
+	out, err := kubectl("exec", pod.Name, "--", "readlink", "/proc/self/ns/pid")
+	require.NoError(t, err)
+	require.NotEqual(t, hostNS, strings.TrimSpace(out), "kubectl exec runs in the container's PID namespace")
+	initStat, err := os.ReadFile("/proc/1/stat")
+	require.NoError(t, err)
+
+	_, err = kubectl("exec", pod.Name, "--", "sh", "-c", "kill 1")
+	require.NoError(t, err)
+	waitContainerRestarted(t, running)
+	previous, err := kubectl("logs", pod.Name, "--previous")
+	require.NoError(t, err)
+	assert.Contains(t, previous, "got TERM", "the container's program got kill 1's SIGTERM")
+	after, err := os.ReadFile("/proc/1/stat")
+	require.NoError(t, err)
+	assert.Equal(t, strings.Fields(string(initStat))[21], strings.Fields(string(after))[21], "the machine's init is the one that ran before")
 }

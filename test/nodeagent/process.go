@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/flink-operator/flink-operator/test/freeport"
 
@@ -192,10 +191,19 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 	if err != nil {
 		return nil, "", err
 	}
-	// The shell sets up the mounts in the new mount namespace and then becomes the program.
-	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh"}, args...)...)
+	// The shell sets up the mounts in the new mount namespace and then becomes the program,
+	// PID 1 of its own PID namespace as a Flink container's JVM is (containerInit): `kill 1`
+	// through kubectl exec reaches the program, never the machine's init.
+	cmd, ownPIDs, err := containerInit("unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh"}, args...)...)
+	if err != nil {
+		out.Close()
+		return nil, "", err
+	}
+	c.nextExec.ownPIDs = ownPIDs
+	if !ownPIDs {
+		r.logf("container %s: runs in the machine's PID namespace: %v", c.spec.Name, pidNamespaces())
+	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, procEnv, out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	go func() { <-ctx.Done(); out.Close() }()
 	return cmd, logPath, nil
 }
