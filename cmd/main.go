@@ -703,31 +703,8 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		ProgressCheckInterval: o.progressInterval, RESTTimeout: o.restTimeout, WatchNamespaces: o.watchNamespaces,
 		ReconcileParallelism: o.reconcileParallelism, LabelSelector: o.labelSelector, LeaseName: o.leaderElectionID,
 		RateLimit: limit, Retry: retry})
-	if o.configMap != "" {
-		if o.configMapNamespace == "" {
-			return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
-		}
-		kc, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		w := &operatorconfig.Watcher{Client: kc, Namespace: o.configMapNamespace, Name: o.configMap,
-			Base: store.Get(), Explicit: explicit, Store: store,
-			Log: func(msg string, kv ...any) { ctrl.Log.WithName("config").Info(msg, kv...) },
-			Missing: func(m bool) {
-				if m {
-					opmetrics.ConfigMissing.Set(1)
-				} else {
-					opmetrics.ConfigMissing.Set(0)
-				}
-			},
-			Warn: func(msg string, kv ...any) {
-				ctrl.Log.WithName("config").Error(errConfigMapDeleted, msg, kv...)
-			}}
-		if err := w.Load(ctx); err != nil {
-			return err
-		}
-		go w.Run(ctx)
+	if err := watchOperatorConfig(ctx, cfg, o, explicit, store); err != nil {
+		return err
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
@@ -783,4 +760,38 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		}
 		return err
 	}
+}
+
+// watchOperatorConfig loads the operator ConfigMap named by --config-map into store (a
+// configuration that does not parse stops the start) and keeps watching it; nothing without
+// --config-map.
+func watchOperatorConfig(ctx context.Context, cfg *rest.Config, o options, explicit map[string]bool, store *operatorconfig.Store) error {
+	if o.configMap == "" {
+		return nil
+	}
+	if o.configMapNamespace == "" {
+		return errors.New("--config-map needs --config-map-namespace (or env OPERATOR_NAMESPACE / POD_NAMESPACE)")
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	w := &operatorconfig.Watcher{Client: kc, Namespace: o.configMapNamespace, Name: o.configMap,
+		Base: store.Get(), Explicit: explicit, Store: store,
+		Log: func(msg string, kv ...any) { ctrl.Log.WithName("config").Info(msg, kv...) },
+		Missing: func(m bool) {
+			if m {
+				opmetrics.ConfigMissing.Set(1)
+			} else {
+				opmetrics.ConfigMissing.Set(0)
+			}
+		},
+		Warn: func(msg string, kv ...any) {
+			ctrl.Log.WithName("config").Error(errConfigMapDeleted, msg, kv...)
+		}}
+	if err := w.Load(ctx); err != nil {
+		return err
+	}
+	go w.Run(ctx)
+	return nil
 }
