@@ -11,9 +11,10 @@ import (
 	"k8s.io/client-go/discovery"
 )
 
-// servedKinds are the kinds the controllers watch: the manager cannot start before the API
-// server serves each of them.
-var servedKinds = []string{"FlinkDeployment", "FlinkSessionJob", "FlinkStateSnapshot", "FlinkBlueGreenDeployment"}
+// servedKinds are the kinds the operator cannot start without. FlinkBlueGreenDeployment is not
+// among them: installs that predate it (upstream's before 1.13, this operator's 0.1.0 bundle)
+// have no CRD for it, and its controller is set up as before, waiting for the kind on its own.
+var servedKinds = []string{"FlinkDeployment", "FlinkSessionJob", "FlinkStateSnapshot"}
 
 // waitForKinds returns once the API server serves every kind of gv, or when ctx ends. The
 // operator is often installed in one apply with its CRDs (make deploy, kubectl apply -k, a

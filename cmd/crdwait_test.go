@@ -35,7 +35,7 @@ func TestStartWaitsForTheCRDsToBeServed(t *testing.T) {
 	select {
 	case msg := <-logs:
 		assert.Contains(t, msg, "are the CRDs installed?")
-		assert.Contains(t, msg, `"missing"=["FlinkDeployment" "FlinkSessionJob" "FlinkStateSnapshot" "FlinkBlueGreenDeployment"]`, "it names the kinds it waits for")
+		assert.Contains(t, msg, `"missing"=["FlinkDeployment" "FlinkSessionJob" "FlinkStateSnapshot"]`, "it names the kinds it waits for")
 	case err := <-done:
 		t.Fatalf("returned before any CRD was installed: %v", err)
 	case <-time.After(30 * time.Second):
