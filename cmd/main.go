@@ -472,6 +472,11 @@ func (o options) clusterObjects(cfg *rest.Config, mgr manager.Manager, namespace
 	if err := mgr.Add(names); err != nil {
 		return nil, fmt.Errorf("add name index: %w", err)
 	}
+	// Ready only once the index has listed: before, every new cluster's ownership check asked
+	// the API server for names it would have answered (404s the bench counts).
+	if err := mgr.AddReadyzCheck("name-index", cacheSynced(names)); err != nil {
+		return nil, fmt.Errorf("add readiness check: %w", err)
+	}
 	lookup.Names = names
 	return lookup, nil
 }
@@ -647,7 +652,7 @@ func (o *options) addWebhooks(mgr ctrl.Manager, validator *validation.Validator,
 
 // cacheSynced fails readiness until the informer caches have synced, so that a replica that
 // cannot see the cluster is not reported ready.
-func cacheSynced(c cache.Cache) healthz.Checker {
+func cacheSynced(c interface{ WaitForCacheSync(context.Context) bool }) healthz.Checker {
 	return func(req *http.Request) error {
 		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
 		defer cancel()

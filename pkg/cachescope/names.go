@@ -95,6 +95,10 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 // Start runs the index until ctx ends (manager.Runnable).
 func (n *NameIndex) Start(ctx context.Context) error { return n.cache.Start(ctx) }
 
+// WaitForCacheSync says whether the index has listed every kind it covers (false before it
+// is started): until then a lookup cannot answer from it and asks the API server.
+func (n *NameIndex) WaitForCacheSync(ctx context.Context) bool { return n.cache.WaitForCacheSync(ctx) }
+
 // NeedLeaderElection is false: a standby keeps its index warm for the moment it leads.
 func (n *NameIndex) NeedLeaderElection() bool { return false }
 
