@@ -219,6 +219,10 @@ type DeleteOptions struct {
 	Since time.Time
 	// Now is the current time (time.Now when zero).
 	Now time.Time
+	// Objects reads the cluster's Ingress for the ownership check before it is deleted: the
+	// reader Apply uses (caches, then the name index, then the API server), so that a cluster
+	// without an Ingress costs no request to find that out. Nil reads through the client.
+	Objects client.Reader
 	// Owner is the FlinkDeployment's UID: only objects it owns (directly or through its
 	// JobManager Deployment) are deleted.
 	Owner types.UID
@@ -267,7 +271,11 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 			return false, fmt.Errorf("delete JobManager deployment %s/%s: %w", namespace, jm.Name, err)
 		}
 	}
-	if err := deleteIfOurs(ctx, c, c, &networkingv1.Ingress{}, namespace, IngressName(cluster), ours); err != nil {
+	objects := opts.Objects
+	if objects == nil {
+		objects = c
+	}
+	if err := deleteIfOurs(ctx, c, objects, &networkingv1.Ingress{}, namespace, IngressName(cluster), ours); err != nil {
 		return false, err
 	}
 	if !opts.KeepHAData {
