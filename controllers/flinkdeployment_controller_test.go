@@ -29,6 +29,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/kubeenv"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
@@ -466,21 +467,8 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	ns, name := env.NewNamespace(t, "partly-applied"), "orders"
 	require.NoError(t, env.Client.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 
-	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	require.NoError(t, err)
-	var refuseServices atomic.Bool
-	refuseServices.Store(true)
-	quota := interceptor.NewClient(base, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if _, isService := obj.(*corev1.Service); isService && refuseServices.Load() {
-				return apierrors.NewForbidden(corev1.Resource("services"), obj.GetName(), errors.New("exceeded quota: services=0"))
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-	})
-	r := &flinkdeployment.FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
-	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
+	base, refuseServices, r, req := quotaReconciler(t, env, flink, ns, name)
+	var err error
 	for i := 0; i < 3; i++ {
 		_, err = r.Reconcile(ctx, req)
 		require.Error(t, err, "the quota refuses the Services")
@@ -521,21 +509,8 @@ func TestSpecChangedOverAPartlyAppliedClusterIsNotRecordedAsDeployed(t *testing.
 	ns, name := env.NewNamespace(t, "partly-applied-changed"), "orders"
 	require.NoError(t, env.Client.Create(ctx, fixtures.NewDeployment(t, ns, name)))
 
-	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	require.NoError(t, err)
-	var refuseServices atomic.Bool
-	refuseServices.Store(true)
-	quota := interceptor.NewClient(base, interceptor.Funcs{
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if _, isService := obj.(*corev1.Service); isService && refuseServices.Load() {
-				return apierrors.NewForbidden(corev1.Resource("services"), obj.GetName(), errors.New("exceeded quota: services=0"))
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-	})
-	r := &flinkdeployment.FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
-		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
-	req := ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
+	base, refuseServices, r, req := quotaReconciler(t, env, flink, ns, name)
+	var err error
 	_, err = r.Reconcile(ctx, req)
 	require.Error(t, err, "the quota refuses the Services")
 	partial := &appsv1.Deployment{}
@@ -589,4 +564,26 @@ func TestStableJobObserveAsksFlinkOnce(t *testing.T) {
 		ok := strings.HasPrefix(c, "GET /jobs/") && (strings.HasSuffix(c, "/status") || strings.HasSuffix(c, "/exceptions"))
 		assert.True(t, ok, "observe of a stable job asked %q; all calls: %v", c, calls)
 	}
+}
+
+// quotaReconciler is a FlinkDeployment reconciler, driven directly, whose Service applies are
+// refused (as by a quota) while refuseServices is set, which it is at first: an apply fails
+// after the JobManager Deployment. base reads and writes past the refusal.
+func quotaReconciler(t *testing.T, env *kubeenv.Env, flink *fakeflink.Server, ns, name string) (base client.WithWatch, refuseServices *atomic.Bool, r *flinkdeployment.FlinkDeploymentReconciler, req ctrl.Request) {
+	t.Helper()
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	require.NoError(t, err)
+	refuseServices = &atomic.Bool{}
+	refuseServices.Store(true)
+	quota := interceptor.NewClient(base, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, isService := obj.(*corev1.Service); isService && refuseServices.Load() {
+				return apierrors.NewForbidden(corev1.Resource("services"), obj.GetName(), errors.New("exceeded quota: services=0"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r = &flinkdeployment.FlinkDeploymentReconciler{Client: quota, Scheme: env.Scheme, Recorder: record.NewFakeRecorder(100),
+		Flink: &clients.Factory{URLTemplate: flink.URL}, Validator: &validation.Validator{}, Intervals: fixtures.FastIntervals()}
+	return base, refuseServices, r, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}
 }

@@ -406,18 +406,28 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	cmd, ownPIDs, err := containerInit("java", javaArgs...)
+	cmd, err := c.initCommand("java", javaArgs...)
 	if err != nil {
 		out.Close()
 		return nil, "", err
 	}
-	c.nextExec.ownPIDs = ownPIDs
-	if !ownPIDs {
-		r.logf("container %s: runs in the machine's PID namespace: %v", c.spec.Name, pidNamespaces())
-	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, procEnv, out, out
 	go func() { <-ctx.Done(); out.Close() }()
 	return cmd, filepath.Join(r.dir, "logs", c.spec.Name+".out"), nil
+}
+
+// initCommand is containerInit for this container: exec is told whether the program has a
+// PID namespace of its own, and the pod's log says when it has not.
+func (c *containerRunner) initCommand(program string, args ...string) (*exec.Cmd, error) {
+	cmd, ownPIDs, err := containerInit(program, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.nextExec.ownPIDs = ownPIDs
+	if !ownPIDs {
+		c.r.logf("container %s: runs in the machine's PID namespace: %v", c.spec.Name, pidNamespaces())
+	}
+	return cmd, nil
 }
 
 // containerInit is the command of a container's program that runs, as in a container, as PID 1

@@ -194,14 +194,10 @@ func (c *containerRunner) processCommand(ctx context.Context, img ProcessImage) 
 	// The shell sets up the mounts in the new mount namespace and then becomes the program,
 	// PID 1 of its own PID namespace as a Flink container's JVM is (containerInit): `kill 1`
 	// through kubectl exec reaches the program, never the machine's init.
-	cmd, ownPIDs, err := containerInit("unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh"}, args...)...)
+	cmd, err := c.initCommand("unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh"}, args...)...)
 	if err != nil {
 		out.Close()
 		return nil, "", err
-	}
-	c.nextExec.ownPIDs = ownPIDs
-	if !ownPIDs {
-		r.logf("container %s: runs in the machine's PID namespace: %v", c.spec.Name, pidNamespaces())
 	}
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, procEnv, out, out
 	go func() { <-ctx.Done(); out.Close() }()
