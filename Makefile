@@ -336,7 +336,7 @@ run: manifests generate ## Run the operator against the current kube context (se
 docker-build: ## Build the operator image (needs a Docker engine).
 	docker build -t $(IMG) .
 
-##@ Images (OCI image layouts in bin/images, built without a container runtime; see README "Images")
+##@ Images (OCI image layouts in bin/images, built without a container runtime; see docs/install/images.md)
 
 # Bundle and catalog images live beside IMG's repository: registry/repo:tag -> registry/repo-bundle:vVERSION.
 IMG_REPO = $(shell echo '$(IMG)' | sed -E 's/:[^:/]+$$//')
@@ -491,7 +491,7 @@ $(PROMTOOL): | $(LOCALBIN)
 	$(call go-install-tool,$(PROMTOOL),github.com/prometheus/prometheus/cmd/promtool,$(PROMTOOL_VERSION))
 
 .PHONY: security-scorecard
-security-scorecard: envtest-assets zookeeper ## Run the hostile-input tests (hack/securityscorecard/cases.go) and print the README's security scorecard, counted from go test -json.
+security-scorecard: envtest-assets zookeeper ## Run the hostile-input tests (hack/securityscorecard/cases.go) and print the security scorecard of docs/security.md, counted from go test -json.
 	KUBEBUILDER_ASSETS="$$($(ENVTEST) use $(ENVTEST_K8S_VERSION) --bin-dir $(LOCALBIN) -p path)" \
 		go run ./hack/securityscorecard -out $(LOCALBIN)/security-scorecard.md
 

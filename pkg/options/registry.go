@@ -148,8 +148,8 @@ var (
 		Description: "Operator configuration only. Comma-separated DNS domains the Ingress hosts (rule and TLS) of a FlinkDeployment or FlinkBlueGreenDeployment may be, or be subdomains of; {{namespace}} in an entry is the resource's namespace (e.g. {{namespace}}.apps.example.com). When set, an Ingress without a host is refused. Unset allows any host (upstream's behaviour)."}}
 )
 
-// Extension points (pkg/extension): operator configuration only, our own options. README:
-// "Extension points" shows the endpoint lists' fields.
+// Extension points (pkg/extension): operator configuration only, our own options.
+// docs/concepts/extensions.md shows the endpoint lists' fields.
 var (
 	ExtensionValidators = StringOption{Option{Key: "kubernetes.operator.extension.validators", Type: TypeString,
 		Description: "Operator configuration only. Custom validators: a YAML or JSON list of endpoints (name, url, timeout (default 2 s, at most 3 s), failurePolicy Fail (default) or Ignore, kinds, caFile) called at admission and before each new generation is reconciled; their field errors refuse the resource."}}

@@ -16,8 +16,8 @@ const (
 
 // table classifies every option of upstream's configuration reference
 // (testdata/upstream-keys.txt lists them; TestTableCoversUpstream keeps the two in step).
-// An honoured entry without a reason is an option pkg/options registers: its README row
-// there says what it does.
+// An honoured entry without a reason is an option pkg/options registers: its row in the
+// configuration reference (docs/reference/configuration.md) says what it does.
 var table = []Entry{
 	// Reconcile loop, leader election, health.
 	{Key: op + "reconcile.interval", Support: Honoured},
