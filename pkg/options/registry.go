@@ -34,7 +34,7 @@ var (
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	LabelSelector = StringOption{Option{Key: "kubernetes.operator.label.selector", Type: TypeString,
-		Description: "Operator configuration only (or --label-selector). Only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector (kubectl -l syntax, e.g. shard=a) selects are served; empty serves all. Instances with disjoint selectors split the resources (README: Sharding); a change restarts the controllers in-process."}}
+		Description: "Operator configuration only (or --label-selector). Only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector (kubectl -l syntax, e.g. shard=a) selects are served; empty serves all. Instances with disjoint selectors split the resources (docs/concepts/sharding.md); a change restarts the controllers in-process."}}
 	LeaseName = StringOption{Option{Key: "kubernetes.operator.leader-election.lease-name", Default: "flink-operator.flink.apache.org", Type: TypeString,
 		Description: "Operator configuration only (or --leader-election-id). The leader election Lease (with --leader-elect); every shard's instances need a Lease of their own. A change restarts the controllers in-process."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
