@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/flink-operator/flink-operator/pkg/extension/listener"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
@@ -165,21 +166,32 @@ func Metrics() ([]Metric, error) {
 	return out, nil
 }
 
-// metricType is the Prometheus type of what a collector exports. Collectors that compute their
-// series at scrape time (pkg/metrics' ResourceCollector and the autoscaler's per-vertex
-// collector) send constant gauges, hence the default.
+// metricType is the Prometheus type of what a collector exports: a vector's by its Go type, a
+// single metric's by what it writes. Collectors that compute their series at scrape time
+// (pkg/metrics' ResourceCollector and the autoscaler's per-vertex collector) send constant
+// gauges, hence the default.
 func metricType(c prometheus.Collector) string {
-	switch c.(type) {
+	switch c := c.(type) {
 	case *prometheus.CounterVec:
 		return "counter"
-	case *prometheus.HistogramVec, prometheus.Histogram:
+	case *prometheus.HistogramVec:
 		return "histogram"
-	case *prometheus.SummaryVec, prometheus.Summary:
+	case *prometheus.SummaryVec:
 		return "summary"
-	case *prometheus.GaugeVec, prometheus.Gauge:
+	case *prometheus.GaugeVec:
 		return "gauge"
-	case prometheus.Counter:
-		return "counter"
+	case prometheus.Metric:
+		var m dto.Metric
+		if err := c.Write(&m); err == nil {
+			switch {
+			case m.Counter != nil:
+				return "counter"
+			case m.Histogram != nil:
+				return "histogram"
+			case m.Summary != nil:
+				return "summary"
+			}
+		}
 	}
 	return "gauge"
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -51,4 +52,12 @@ func TestParseDescReadsQuotedHelp(t *testing.T) {
 	m, err := parseDesc(`Desc{fqName: "a_b", help: "says \"x\", {y}", unit: "", constLabels: {}, variableLabels: {ns,c(kind)}}`)
 	require.NoError(t, err)
 	assert.Equal(t, Metric{Name: "a_b", Help: `says "x", {y}`, Labels: []string{"ns", "kind"}}, m)
+}
+
+// TestMetricTypeOfSingleMetrics: a metric that is not a vector is typed by what it writes.
+func TestMetricTypeOfSingleMetrics(t *testing.T) {
+	assert.Equal(t, "counter", metricType(prometheus.NewCounter(prometheus.CounterOpts{Name: "c"})))
+	assert.Equal(t, "gauge", metricType(prometheus.NewGauge(prometheus.GaugeOpts{Name: "g"})))
+	assert.Equal(t, "histogram", metricType(prometheus.NewHistogram(prometheus.HistogramOpts{Name: "h"})))
+	assert.Equal(t, "summary", metricType(prometheus.NewSummary(prometheus.SummaryOpts{Name: "s"})))
 }

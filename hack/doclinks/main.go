@@ -165,10 +165,10 @@ func eachLine(text []byte, f func(n int, line string)) {
 	for n := 1; s.Scan(); n++ {
 		line := s.Text()
 		if m := fence.FindStringSubmatch(line); m != nil {
-			switch {
-			case inFence == "":
+			switch inFence {
+			case "":
 				inFence = m[1]
-			case inFence == m[1]:
+			case m[1]:
 				inFence = ""
 			}
 			continue
