@@ -158,7 +158,7 @@ docs: crd-ref-docs ## Regenerate docs/reference: the API reference (crd-ref-docs
 	go run ./hack/docgen -out $(DOCS_REFERENCE)
 
 .PHONY: doclinks
-doclinks: ## Fail when a relative link or an anchor in README.md or docs/ does not resolve (hack/doclinks).
+doclinks: ## Fail when a relative link or an anchor in README.md, docs/ or another Markdown file of the repository does not resolve (hack/doclinks).
 	go run ./hack/doclinks .
 
 .PHONY: verify

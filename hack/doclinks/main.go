@@ -1,5 +1,5 @@
 // Command doclinks checks that the documentation's relative links resolve: every link in
-// README.md and docs/ to a file of the repository names a file or directory that exists, and
+// README.md, docs/ and the repository's other Markdown files to a file of the repository names a file or directory that exists, and
 // every anchor (#section) names a heading of the page it points at, as GitHub renders it
 // (run by make verify). Links to other sites are not followed: the check must not depend on
 // the network.
@@ -40,26 +40,37 @@ func main() {
 	}
 }
 
-// Pages are the Markdown files checked, relative to root: README.md and every .md under docs/.
+// Pages are the Markdown files checked, relative to root, README.md first: every .md file of
+// the repository outside hidden directories and bin/ (built tools and downloads).
 func Pages(root string) ([]string, error) {
-	pages := []string{"README.md"}
-	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+	var pages []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(path, ".md") {
-			rel, err := filepath.Rel(root, path)
-			if err != nil {
-				return err
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bin") {
+				return filepath.SkipDir
 			}
-			pages = append(pages, filepath.ToSlash(rel))
+			return nil
+		}
+		if strings.HasSuffix(rel, ".md") && rel != "README.md" {
+			pages = append(pages, rel)
 		}
 		return nil
 	})
-	if err != nil && !os.IsNotExist(err) {
+	if err != nil {
 		return nil, err
 	}
-	sort.Strings(pages[1:])
+	sort.Strings(pages)
+	if _, err := os.Stat(filepath.Join(root, "README.md")); err == nil {
+		pages = append([]string{"README.md"}, pages...)
+	}
 	return pages, nil
 }
 
