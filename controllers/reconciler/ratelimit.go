@@ -37,8 +37,8 @@ type RateLimits struct {
 func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, obj client.Object,
 	r reconcile.Reconciler) (controller.Options, reconcile.Reconciler, error) {
 	// controller-runtime v0.23 and later give every controller its priority queue unless told
-	// otherwise; the operator keeps the plain queue, whose rate limiter the options below and the
-	// README describe, except where a controller asks for the priority queue (its NewQueue).
+	// otherwise; the operator keeps the plain queue, whose rate limiter the options below and
+	// docs/operations/rate-limits.md describe, except where a controller asks for the priority queue (its NewQueue).
 	usePriorityQueue := false
 	opts := controller.Options{UsePriorityQueue: &usePriorityQueue}
 	var backoff *ratelimit.Backoff[reconcile.Request]

@@ -2,7 +2,7 @@
 // Go file outside pkg/options may hold a string literal that starts with an option key prefix,
 // "kubernetes.operator." or "job.autoscaler.". Every option is declared once in pkg/options,
 // with its key, default and meaning, and read from there; a key spelled a second time drifts
-// (the two copies parse or default differently) and escapes the README's options table and
+// (the two copies parse or default differently) and escapes the configuration reference and
 // admission's type check. forbidigo matches identifiers, not literals, hence this check.
 //
 // Test code (_test.go, test/, hack/) may spell keys: a test about the user-facing spelling of

@@ -1,5 +1,5 @@
 // Command securityscorecard runs the repository's hostile-input tests (cases.go) and prints the
-// security scorecard of the README: how many hostile inputs were tried, by class, and how many of
+// security scorecard of docs/security.md: how many hostile inputs were tried, by class, and how many of
 // them crashed the operator, leaked a secret, bypassed a policy, made it a deputy or starved
 // another tenant. The numbers are counted from `go test -json`, never typed in: each leaf test and
 // each fuzz seed is one input, and a failed one is a finding of its class.

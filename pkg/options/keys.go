@@ -26,8 +26,8 @@ func IsOperatorKey(key string) bool {
 	return strings.HasPrefix(key, OperatorPrefix) || strings.HasPrefix(key, AutoscalerPrefix)
 }
 
-// Options named here so that their key is spelled once, but documented in their own README
-// sections (pod templates, blue/green deployments) rather than in the options table, and
+// Options named here so that their key is spelled once, but documented on their own pages of
+// docs/ (pod templates, blue/green deployments) rather than in the configuration reference, and
 // checked by their readers (pkg/native, pkg/bluegreen) with errors in their own terms. They are
 // not in the registry's list: All, Lookup and admission's type check do not see them.
 var (

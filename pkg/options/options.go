@@ -2,8 +2,8 @@
 // kubernetes.operator.* keys a resource's flinkConfiguration (or the operator's default
 // configuration) sets to tune how the operator treats it. Each option is declared once, with
 // upstream's key, default and meaning; the controllers read them through typed accessors, the
-// admission rules check every value against its type, and the README's options table is
-// checked against this list by a test. Values are parsed the way Flink parses configuration:
+// admission rules check every value against its type, and the configuration reference
+// (docs/reference/configuration.md) is generated from this list by make docs. Values are parsed the way Flink parses configuration:
 // booleans case-insensitively, durations in Flink's syntax ("30 s", "5 min", "1 d").
 package options
 
@@ -268,7 +268,8 @@ func Lookup(key string) (Option, bool) {
 	return Option{}, false
 }
 
-// MarkdownTable is the README's table of the operator options, generated from the registry.
+// MarkdownTable is the table of the operator options in the configuration reference
+// (docs/reference/configuration.md, written by hack/docgen).
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| Option | Type | Default | Meaning |\n|---|---|---|---|\n")

@@ -34,7 +34,7 @@ var (
 	WatchedNamespaces = StringOption{Option{Key: "kubernetes.operator.watched.namespaces", Type: TypeString,
 		Description: "Comma-separated namespaces the operator watches (operator configuration only); empty watches all."}}
 	LabelSelector = StringOption{Option{Key: "kubernetes.operator.label.selector", Type: TypeString,
-		Description: "Operator configuration only (or --label-selector). Only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector (kubectl -l syntax, e.g. shard=a) selects are served; empty serves all. Instances with disjoint selectors split the resources (README: Sharding); a change restarts the controllers in-process."}}
+		Description: "Operator configuration only (or --label-selector). Only the FlinkDeployments, FlinkSessionJobs and FlinkStateSnapshots this label selector (kubectl -l syntax, e.g. shard=a) selects are served; empty serves all. Instances with disjoint selectors split the resources (docs/concepts/sharding.md); a change restarts the controllers in-process."}}
 	LeaseName = StringOption{Option{Key: "kubernetes.operator.leader-election.lease-name", Default: "flink-operator.flink.apache.org", Type: TypeString,
 		Description: "Operator configuration only (or --leader-election-id). The leader election Lease (with --leader-elect); every shard's instances need a Lease of their own. A change restarts the controllers in-process."}}
 	ResourceCleanupTimeout = DurationOption{Option{Key: "kubernetes.operator.resource.cleanup.timeout", Default: "5 min", Type: TypeDuration,
@@ -148,8 +148,8 @@ var (
 		Description: "Operator configuration only. Comma-separated DNS domains the Ingress hosts (rule and TLS) of a FlinkDeployment or FlinkBlueGreenDeployment may be, or be subdomains of; {{namespace}} in an entry is the resource's namespace (e.g. {{namespace}}.apps.example.com). When set, an Ingress without a host is refused. Unset allows any host (upstream's behaviour)."}}
 )
 
-// Extension points (pkg/extension): operator configuration only, our own options. README:
-// "Extension points" shows the endpoint lists' fields.
+// Extension points (pkg/extension): operator configuration only, our own options.
+// docs/concepts/extensions.md shows the endpoint lists' fields.
 var (
 	ExtensionValidators = StringOption{Option{Key: "kubernetes.operator.extension.validators", Type: TypeString,
 		Description: "Operator configuration only. Custom validators: a YAML or JSON list of endpoints (name, url, timeout (default 2 s, at most 3 s), failurePolicy Fail (default) or Ignore, kinds, caFile) called at admission and before each new generation is reconciled; their field errors refuse the resource."}}

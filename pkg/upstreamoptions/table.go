@@ -10,14 +10,14 @@ const op = options.OperatorPrefix
 // Reasons shared by several entries.
 const (
 	flagInstead     = "set with the operator's command-line flag "
-	metricsDiffer   = "the operator's metrics are controller-runtime's Prometheus endpoint (--metrics-bind-address) with the metrics the README's Metrics section lists; upstream's Flink metric reporter and its scopes do not exist here"
+	metricsDiffer   = "the operator's metrics are controller-runtime's Prometheus endpoint (--metrics-bind-address) with the metrics of docs/reference/metrics.md; upstream's Flink metric reporter and its scopes do not exist here"
 	statusErrorHere = "status.error is upstream's JSON shape with the exception's class and message, bounded in size; no stack traces or throwable lists are recorded, so there is nothing to tune"
 )
 
 // table classifies every option of upstream's configuration reference
 // (testdata/upstream-keys.txt lists them; TestTableCoversUpstream keeps the two in step).
-// An honoured entry without a reason is an option pkg/options registers: its README row
-// there says what it does.
+// An honoured entry without a reason is an option pkg/options registers: its row in the
+// configuration reference (docs/reference/configuration.md) says what it does.
 var table = []Entry{
 	// Reconcile loop, leader election, health.
 	{Key: op + "reconcile.interval", Support: Honoured},
@@ -30,7 +30,7 @@ var table = []Entry{
 	{Key: op + "retry.max.attempts", Support: Honoured},
 	{Key: op + "retry.max.interval", Support: Honoured},
 	{Key: op + "watched.namespaces", Support: Honoured, Why: "operator configuration, --watch-namespaces, or env WATCH_NAMESPACES (upstream's name) / WATCH_NAMESPACE (OLM's); a change restarts the controllers in-process"},
-	{Key: op + "label.selector", Support: Honoured, Why: "operator configuration or --label-selector: the informers' caches hold only the selected resources (README: Sharding)"},
+	{Key: op + "label.selector", Support: Honoured, Why: "operator configuration or --label-selector: the informers' caches hold only the selected resources (docs/concepts/sharding.md)"},
 	{Key: op + "leader-election.lease-name", Support: Honoured},
 	{Key: op + "leader-election.enabled", Support: NotApplicable, Why: flagInstead + "--leader-elect (the Deployment of `make deploy` and the bundle turn it on)"},
 	{Key: op + "leader-election.lease-duration", Support: NotApplicable, Why: flagInstead + "--leader-election-lease-duration"},
@@ -128,6 +128,6 @@ var table = []Entry{
 	{Key: op + "resource.metrics.enabled", Support: NotApplicable, Why: metricsDiffer},
 
 	// The autoscaler has a table of its own; the standalone autoscaler is another program.
-	{Key: options.AutoscalerPrefix + "*", Support: Honoured, Why: "read by the autoscaler, whose README section lists which of its options it honours"},
+	{Key: options.AutoscalerPrefix + "*", Support: Honoured, Why: "read by the autoscaler, whose page (docs/concepts/autoscaler.md) lists which of its options it honours"},
 	{Key: "autoscaler.standalone.*", Support: NotApplicable, Why: "options of upstream's standalone autoscaler, a separate program; the autoscaler here runs inside the operator"},
 }

@@ -4,7 +4,8 @@
 // tunes does not exist here, or is set another way). Nothing upstream documents is silently
 // ignored: the admission webhook returns a warning for each such key a resource sets, the
 // reconcilers record it as an event on the resource, and the operator logs it for its own
-// configuration. The README's "Upstream options" table is generated from this table.
+// configuration. The upstream options reference (docs/reference/upstream-options.md) is
+// generated from this table by make docs.
 package upstreamoptions
 
 import (
@@ -135,7 +136,7 @@ func why(e Entry) string {
 	return ""
 }
 
-// MarkdownTable renders the table for the README.
+// MarkdownTable renders the table of the upstream options reference (hack/docgen).
 func MarkdownTable() string {
 	var b strings.Builder
 	b.WriteString("| Upstream option | Here | How, or why not |\n|---|---|---|\n")

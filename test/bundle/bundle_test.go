@@ -2,7 +2,7 @@
 // `operator-sdk bundle validate --select-optional suite=operatorframework` and OperatorHub's CI
 // do, with the same operator-framework/api validators, and checks what those validators do not:
 // that every alm-examples entry applies to the CRDs with strict field validation, and that the
-// CSV keeps the promises the README makes (install modes, least privilege, webhooks, images).
+// CSV keeps the promises docs/install/olm.md makes (install modes, least privilege, webhooks, images).
 package bundle_test
 
 import (

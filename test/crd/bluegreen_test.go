@@ -117,7 +117,7 @@ func TestBlueGreenCRDMatchesUpstream(t *testing.T) {
 		}
 		if path == ".spec.template.spec.flinkConfiguration" {
 			// Upstream leaves the type open (x-kubernetes-preserve-unknown-fields); this project
-			// requires an object, as for FlinkDeployment (README, Compatibility promise).
+			// requires an object, as for FlinkDeployment (docs/compatibility.md).
 			assert.Equal(t, "object", g.Type, path)
 			continue
 		}

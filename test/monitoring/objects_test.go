@@ -118,7 +118,7 @@ func TestShippedObjectsApplyStrictly(t *testing.T) {
 }
 
 // buildWithMonitoring builds config/default (make deploy) with config/base's commented
-// components line turned on, as the README tells users to.
+// components line turned on, as docs/operations/metrics.md tells users to.
 func buildWithMonitoring(t *testing.T, root string) []*unstructured.Unstructured {
 	t.Helper()
 	dir := t.TempDir()

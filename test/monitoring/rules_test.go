@@ -53,14 +53,14 @@ func TestPrometheusRules(t *testing.T) {
 }
 
 // TestEveryAlertIsTestedAndDocumented: each alert has a severity, a summary and description, a
-// runbook section in the README that its runbook_url points to, and a promtool test in which
-// it fires.
+// runbook section in docs/operations/alerts.md that its runbook_url points to, and a promtool
+// test in which it fires.
 func TestEveryAlertIsTestedAndDocumented(t *testing.T) {
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
 	groups, err := LoadRules(root)
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	runbook, err := os.ReadFile(filepath.Join(root, "docs", "operations", "alerts.md"))
 	require.NoError(t, err)
 	var tests strings.Builder
 	files, err := filepath.Glob(filepath.Join(root, RuleTestsDir, "*.yaml"))
@@ -81,8 +81,8 @@ func TestEveryAlertIsTestedAndDocumented(t *testing.T) {
 				assert.Contains(t, []string{"critical", "warning", "info"}, r.Labels["severity"])
 				assert.NotEmpty(t, r.Annotations["summary"])
 				assert.NotEmpty(t, r.Annotations["description"])
-				assert.Equal(t, "https://github.com/flink-operator/flink-operator#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"])
-				assert.True(t, regexp.MustCompile(`(?m)^#+ `+r.Alert+`$`).Match(readme), "the README has no runbook section (a heading %q)", r.Alert)
+				assert.Equal(t, "https://github.com/flink-operator/flink-operator/blob/main/docs/operations/alerts.md#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"])
+				assert.True(t, regexp.MustCompile(`(?m)^#+ `+r.Alert+`$`).Match(runbook), "docs/operations/alerts.md has no runbook section (a heading %q)", r.Alert)
 				fires := regexp.MustCompile(`alertname: ` + r.Alert + `\n\s+exp_alerts:\n\s+- exp_labels`)
 				assert.True(t, fires.MatchString(tests.String()), "no promtool test in %s in which %s fires", RuleTestsDir, r.Alert)
 			})

@@ -54,7 +54,7 @@ const ownerConflictMessage = "intersecting operatorgroups provide the same apis"
 // fails with InterOperatorGroupOwnerConflict, and its deployment is never started, so the two
 // operators never reconcile the same resources. Once the Apache operator's Subscription and CSV
 // are removed (its CRDs, and with them every resource, stay), this operator's CSV installs and
-// takes the existing resources over. This is the path the README's migration guide describes.
+// takes the existing resources over. This is the path docs/migration.md describes.
 func TestSideBySideWithTheApacheOperator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

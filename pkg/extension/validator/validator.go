@@ -6,7 +6,7 @@
 // both ask them, so with the webhook off the same spec is refused with the same field errors.
 //
 // The wire format (ValidationRequest, ValidationResponse) is versioned by APIVersion; the
-// README's "Extension points" documents it.
+// docs/concepts/extensions.md documents it.
 package validator
 
 import (
