@@ -214,7 +214,7 @@ test-deps-jvm: ## The downloads and Maven builds test-deps runs: the Flink distr
 	$(MAKE) --no-print-directory -j2 --output-sync=target flink-cds test-deps-maven
 .PHONY: test-deps-maven
 test-deps-maven:
-	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples upstream-e2e-jars
+	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples upstream-e2e-jars flink-opt
 
 .PHONY: test-lane-unit test-lane-e2e test-lane-clusters test-lane-upstream
 # The e2e suite runs in one process: the operator-fault tests first, alone, then the others four
@@ -261,9 +261,9 @@ unit-oldest: $(GENERATE) envtest-oldest-assets ## The controllers' envtest suite
 	KUBEBUILDER_ASSETS="$(ENVTEST_OLDEST_ASSETS_DIR)" go test ./controllers -count=1 -parallel $(UNIT_PARALLEL) -timeout 20m
 
 .PHONY: e2e e2e-main e2e-faults
-e2e: $(GENERATE) cluster-assets flink-dist flink-cds loadgen zookeeper examples ## End-to-end scenarios on the local cluster with real Flink (test/e2e), in one process.
+e2e: $(GENERATE) cluster-assets flink-dist flink-cds loadgen zookeeper examples flink-opt ## End-to-end scenarios on the local cluster with real Flink (test/e2e), in one process.
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -v
-e2e-main: $(GENERATE) cluster-assets flink-dist flink-cds loadgen zookeeper examples ## The e2e suite but the operator-fault tests (E2E_FAULT_TESTS); the RBAC check stays complete.
+e2e-main: $(GENERATE) cluster-assets flink-dist flink-cds loadgen zookeeper examples flink-opt ## The e2e suite but the operator-fault tests (E2E_FAULT_TESTS); the RBAC check stays complete.
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -parallel $(E2E_PARALLEL) -skip '$(E2E_FAULT_TESTS)' -v
 e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pause or restart the operator (chaos, webhook outage), on a local cluster of their own.
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_FAULT_TESTS)' -v
@@ -324,9 +324,12 @@ build: manifests generate ## Build the manager binary.
 	go build -trimpath -o bin/manager ./cmd
 
 .PHONY: run-local
-run-local: manifests generate cluster-assets flink-dist ## Try it on one machine: local cluster, real Flink, operator, a sample job. Ctrl-C stops all.
+# STORAGE: where run-local's sample keeps its state: volume (a hostPath volume,
+# examples/checkpoint-ha) or s3 (an S3-compatible store and Flink's S3 plugin, examples/checkpoint-s3).
+STORAGE ?= volume
+run-local: manifests generate cluster-assets flink-dist $(if $(filter s3,$(STORAGE)),flink-opt) ## Try it on one machine: local cluster, real Flink, operator, a sample job (STORAGE=s3: its state in an S3-compatible store). Ctrl-C stops all.
 	go build -o $(LOCALBIN)/runlocal ./test/cmd/runlocal
-	$(LOCALBIN)/runlocal
+	$(LOCALBIN)/runlocal -storage $(STORAGE)
 
 .PHONY: run
 run: manifests generate ## Run the operator against the current kube context (see hack/run.sh).
@@ -602,6 +605,21 @@ upstream-e2e-jars: $(UPSTREAM_E2E_JARS) ## Download the example jobs upstream's 
 $(UPSTREAM_E2E_JARS_DIR)/%.jar:
 	mkdir -p $(@D)
 	hack/cached.sh $@ -- sh -c 'd=$$(mktemp -d) && mvn -B -q dependency:copy -Dartifact=org.apache.flink:$${1%-*}:$${1##*-}:jar -DoutputDirectory="$$d" && mv "$$d/$$1.jar" "$$2"; rc=$$?; rm -rf "$$d"; exit $$rc' upstream-e2e-jar $* {}
+
+# What the Flink image has in /opt/flink/opt and the local cluster's Flink containers lack: Flink's
+# S3 file system plugin, which a pod enables as on the image, with ENABLE_BUILT_IN_PLUGINS
+# (test/nodeagent). From Maven Central; its nearest served version to the distribution's
+# (flink-s3-fs-presto is served at 1.20.0, not 1.20.3: a plugin of the same minor version).
+FLINK1_S3_PLUGIN_VERSION ?= 1.20.0
+FLINK1_OPT_DIR = $(LOCALBIN)/flink-opt/$(FLINK1_VERSION)
+FLINK1_S3_PLUGIN = $(FLINK1_OPT_DIR)/flink-s3-fs-presto-$(FLINK1_S3_PLUGIN_VERSION).jar
+
+.PHONY: flink-opt
+flink-opt: $(FLINK1_S3_PLUGIN) ## Download the Flink image's optional jars the tests enable (the S3 file system plugin) into bin/flink-opt/<version>.
+
+$(FLINK1_S3_PLUGIN):
+	mkdir -p $(@D)
+	hack/cached.sh $@ -- sh -c 'd=$$(mktemp -d) && mvn -B -q dependency:copy -Dartifact=org.apache.flink:flink-s3-fs-presto:$$1:jar -DoutputDirectory="$$d" && mv "$$d/flink-s3-fs-presto-$$1.jar" "$$2"; rc=$$?; rm -rf "$$d"; exit $$rc' flink-s3-plugin $(FLINK1_S3_PLUGIN_VERSION) {}
 
 # The SQL runner job (Maven; Flink's table API is provided by the image) and the PyFlink
 # environment the SQL and Python examples run with in the e2e suite (TestSQLAndPythonJobs).

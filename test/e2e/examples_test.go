@@ -25,8 +25,9 @@ import (
 	"github.com/flink-operator/flink-operator/test/wait"
 )
 
-// TestExamples runs every example in examples/ (checkpoint-ha has its own scenario) on real
-// Flink, so none of them rots: each becomes Ready, and what it demonstrates is checked.
+// TestExamples runs every example in examples/ on real Flink, so none of them rots: each becomes
+// Ready, and what it demonstrates is checked. checkpoint-ha and checkpoint-s3 have scenarios of
+// their own (TestApplicationWithHA, TestStateInObjectStorage).
 func TestExamples(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -32,8 +32,15 @@ const exampleImagesFlink = "1.20.3"
 // exampleImages are the job images of examples/flink-sql-runner and examples/flink-python as
 // the node agent runs them: the Flink image plus what their Dockerfiles add, from what `make
 // examples` builds (the runner's jar in usrlib, PyFlink in a Python environment).
+// s3PluginJar is the Flink image's S3 file system plugin in /opt/flink/opt (make flink-opt).
+const s3PluginJar = "flink-s3-fs-presto-1.20.0.jar"
+
 func exampleImages(root string) map[string]nodeagent.FlinkImage {
 	return map[string]nodeagent.FlinkImage{
+		// The image's optional jars, which a pod enables with ENABLE_BUILT_IN_PLUGINS
+		// (TestStateInObjectStorage).
+		"flink:" + exampleImagesFlink[:strings.LastIndex(exampleImagesFlink, ".")]: {Dirs: map[string]string{
+			"/opt/flink/opt": filepath.Join(root, "bin", "flink-opt", exampleImagesFlink)}},
 		"flink-sql-runner-example:": {Dirs: map[string]string{
 			"/opt/flink/usrlib": filepath.Join(root, "bin", "examples", "flink-sql-runner", "usrlib")}},
 		"flink-python-example:": {Dirs: map[string]string{"/opt/flink/usrlib": filepath.Join(root, "examples", "flink-python")},

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -359,9 +360,14 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
+	plugins, err := enabledPlugins(filepath.Join(dist.Home, "plugins"), filepath.Join(dir, "plugins"), env["ENABLE_BUILT_IN_PLUGINS"],
+		func(jar string) string { return rw.Replace(path.Join("/opt/flink/opt", jar)) })
+	if err != nil {
+		return nil, "", err
+	}
 	procEnv := []string{pathWith(layer.binDir, os.Getenv("PATH")), "HOME=" + os.Getenv("HOME"), "LANG=C.UTF-8",
 		"HOSTNAME=" + r.pod.Name, "FLINK_HOME=" + dist.Home, "FLINK_CONF_DIR=" + confDir,
-		"FLINK_LIB_DIR=" + filepath.Join(dist.Home, "lib"), "FLINK_PLUGINS_DIR=" + filepath.Join(dist.Home, "plugins"),
+		"FLINK_LIB_DIR=" + filepath.Join(dist.Home, "lib"), "FLINK_PLUGINS_DIR=" + plugins,
 		"FLINK_BIN_DIR=" + filepath.Join(dist.Home, "bin"), "FLINK_OPT_DIR=" + layer.optDir,
 		"FLINK_LOG_DIR=" + filepath.Join(r.dir, "logs")}
 	if jh := os.Getenv("JAVA_HOME"); jh != "" {

@@ -101,3 +101,54 @@ func pathWith(dir, path string) string {
 	}
 	return "PATH=" + dir + string(os.PathListSeparator) + path
 }
+
+// enabledPlugins is the plugins directory a Flink container's JVM reads (FLINK_PLUGINS_DIR):
+// the distribution's, or, when the container sets ENABLE_BUILT_IN_PLUGINS, a directory made for
+// the container with the distribution's plugins plus each named jar of the image's opt
+// directory in a plugin directory of its own, named after the jar without ".jar". That is
+// what the Flink image's entrypoint does with the variable (a ';'-separated list of jar names,
+// such as flink-s3-fs-presto-1.20.0.jar), and it fails the container the same way when a named
+// jar is not in the image. optJar says where a jar of /opt/flink/opt is on this machine.
+func enabledPlugins(distPlugins, dir, enable string, optJar func(name string) string) (string, error) {
+	if strings.TrimSpace(enable) == "" {
+		return distPlugins, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	entries, err := os.ReadDir(distPlugins)
+	if err != nil && !os.IsNotExist(err) {
+		return "", err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := os.Symlink(filepath.Join(distPlugins, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+				return "", err
+			}
+		}
+	}
+	for _, jar := range strings.Split(enable, ";") {
+		jar = strings.TrimSpace(jar)
+		if jar == "" {
+			continue
+		}
+		if strings.ContainsRune(jar, '/') || !strings.HasSuffix(jar, ".jar") {
+			return "", fmt.Errorf("ENABLE_BUILT_IN_PLUGINS: %q is not a jar name of /opt/flink/opt", jar)
+		}
+		src := optJar(jar)
+		if _, err := os.Stat(src); err != nil {
+			return "", fmt.Errorf("ENABLE_BUILT_IN_PLUGINS: plugin %s is not in the image's /opt/flink/opt: %w", jar, err)
+		}
+		plugin := filepath.Join(dir, strings.TrimSuffix(jar, ".jar"))
+		if err := os.MkdirAll(plugin, 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Symlink(src, filepath.Join(plugin, jar)); err != nil && !os.IsExist(err) {
+			return "", err
+		}
+	}
+	return dir, nil
+}

@@ -62,3 +62,36 @@ func TestPathRewritesMountsHideTheImage(t *testing.T) {
 		pathRewrite{"/opt/flink", "/dist"}, pathRewrite{"/opt/flink/usrlib", "/image-usrlib"}))
 	assert.Equal(t, "/volume/a.jar /scripts/x.sql /dist/lib", rw.Replace("/opt/flink/usrlib/a.jar /opt/flink/usrlib/sql/x.sql /opt/flink/lib"))
 }
+
+// TestEnabledPluginsLinksTheImagesOptJars: ENABLE_BUILT_IN_PLUGINS gives the JVM a plugins
+// directory with the distribution's plugins and each named opt jar in a directory named after
+// it, as the Flink image's entrypoint makes; a jar the image lacks fails the container; without
+// the variable the distribution's directory is used as it is.
+func TestEnabledPluginsLinksTheImagesOptJars(t *testing.T) {
+	root := t.TempDir()
+	distPlugins := filepath.Join(root, "dist", "plugins")
+	require.NoError(t, os.MkdirAll(filepath.Join(distPlugins, "metrics-jmx"), 0o755))
+	opt := filepath.Join(root, "opt")
+	require.NoError(t, os.MkdirAll(opt, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(opt, "flink-s3-fs-presto-1.20.0.jar"), []byte("jar"), 0o644))
+	optJar := func(name string) string { return filepath.Join(opt, name) }
+
+	got, err := enabledPlugins(distPlugins, filepath.Join(root, "c", "plugins"), "", optJar)
+	require.NoError(t, err)
+	require.Equal(t, distPlugins, got, "no variable: the distribution's plugins")
+
+	got, err = enabledPlugins(distPlugins, filepath.Join(root, "c", "plugins"), "flink-s3-fs-presto-1.20.0.jar;", optJar)
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(root, "c", "plugins"), got)
+	target, err := filepath.EvalSymlinks(filepath.Join(got, "flink-s3-fs-presto-1.20.0", "flink-s3-fs-presto-1.20.0.jar"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(opt, "flink-s3-fs-presto-1.20.0.jar"), target)
+	target, err = filepath.EvalSymlinks(filepath.Join(got, "metrics-jmx"))
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(distPlugins, "metrics-jmx"), target, "the distribution's plugins stay")
+
+	_, err = enabledPlugins(distPlugins, filepath.Join(root, "c", "plugins"), "flink-s3-fs-hadoop-1.20.0.jar", optJar)
+	require.ErrorContains(t, err, "plugin flink-s3-fs-hadoop-1.20.0.jar is not in the image's /opt/flink/opt")
+	_, err = enabledPlugins(distPlugins, filepath.Join(root, "c", "plugins"), "../lib/flink-dist.jar", optJar)
+	require.ErrorContains(t, err, "is not a jar name of /opt/flink/opt")
+}

@@ -20,23 +20,52 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/localenv"
+	"github.com/flink-operator/flink-operator/test/nodeagent"
+	"github.com/flink-operator/flink-operator/test/s3store"
 )
 
 func main() {
 	dir := flag.String("dir", ".dev/local", "Where the cluster keeps its state, logs and kubeconfig (emptied at start).")
-	sample := flag.String("sample", "examples/checkpoint-ha/checkpoint-ha.yaml", "FlinkDeployment to apply; empty applies none.")
+	sample := flag.String("sample", "", "FlinkDeployment to apply (default: the storage's example); \"none\" applies none.")
 	namespace := flag.String("namespace", "default", "Namespace of the sample.")
 	verbose := flag.Bool("v", false, "Print the node agent's and cluster's progress lines.")
+	storage := flag.String("storage", storageVolume, "Where the sample keeps checkpoints, savepoints and HA data: "+storageVolume+
+		" (a hostPath volume, examples/checkpoint-ha) or "+storageS3+" (an S3-compatible store on "+s3Address+", examples/checkpoint-s3).")
 	flag.Parse()
+	if *storage != storageVolume && *storage != storageS3 {
+		fmt.Fprintf(os.Stderr, "run-local: -storage %q: want %s or %s\n", *storage, storageVolume, storageS3)
+		os.Exit(2)
+	}
+	switch *sample {
+	case "":
+		*sample = samples[*storage]
+	case "none":
+		*sample = ""
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *dir, *sample, *namespace, *verbose); err != nil {
+	if err := run(ctx, *dir, *sample, *namespace, *storage, *verbose); err != nil {
 		fmt.Fprintf(os.Stderr, "run-local: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, dir, sample, namespace string, verbose bool) error {
+// The storages run-local offers and the example each applies.
+const (
+	storageVolume = "volume"
+	storageS3     = "s3"
+	// s3Address is where the S3-compatible store listens: the address examples/checkpoint-s3 names.
+	s3Address = "127.0.0.1:8333"
+	// s3Bucket is the bucket examples/checkpoint-s3 keeps its state in.
+	s3Bucket = "flink-state"
+)
+
+var samples = map[string]string{
+	storageVolume: "examples/checkpoint-ha/checkpoint-ha.yaml",
+	storageS3:     "examples/checkpoint-s3/checkpoint-s3.yaml",
+}
+
+func run(ctx context.Context, dir, sample, namespace, storage string, verbose bool) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
@@ -45,8 +74,20 @@ func run(ctx context.Context, dir, sample, namespace string, verbose bool) error
 		log = os.Stdout
 	}
 	start := time.Now()
+	opts := envOptions(dir, log)
+	if storage == storageS3 {
+		store, err := s3store.Start(s3Address, s3Bucket)
+		if err != nil {
+			return fmt.Errorf("%w (-storage s3 needs that address free)", err)
+		}
+		defer store.Close()
+		// The Flink image's S3 plugin, which the example enables (make flink-opt).
+		opts.FlinkImages = map[string]nodeagent.FlinkImage{"flink:": {Dirs: map[string]string{"/opt/flink/opt": flinkOptDir}}}
+		fmt.Printf("run-local: S3-compatible store on %s, bucket %s (list it: curl -s '%s/%s?list-type=2')\n",
+			store.Endpoint, s3Bucket, store.Endpoint, s3Bucket)
+	}
 	fmt.Println("run-local: starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler, the node agent and the operator")
-	env, err := startEnv(ctx, dir, log)
+	env, err := localenv.Start(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -87,11 +128,15 @@ Ctrl-C stops everything.
 	return nil
 }
 
-// startEnv starts what make run-local runs: the local cluster, the node agent, and the operator
+// envOptions are what make run-local runs: the local cluster, the node agent, and the operator
 // as installed, its admission webhooks on (called by the API server on a loopback URL).
-func startEnv(ctx context.Context, dir string, log io.Writer) (*localenv.Env, error) {
-	return localenv.Start(ctx, localenv.Options{Dir: dir, Operator: true, Log: log})
+func envOptions(dir string, log io.Writer) localenv.Options {
+	return localenv.Options{Dir: dir, Operator: true, Log: log}
 }
+
+// flinkOptDir holds what the Flink image has in /opt/flink/opt and the local distribution lacks
+// (make flink-opt).
+const flinkOptDir = "bin/flink-opt/1.20.3"
 
 func apply(ctx context.Context, c client.Client, path, namespace string) (*flinkv1beta1.FlinkDeployment, error) {
 	data, err := os.ReadFile(path)

@@ -17,6 +17,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/localenv"
 )
 
 // make run-local runs the operator as users install it, admission webhooks on: a spec the
@@ -28,7 +29,7 @@ func TestRunLocalRefusesABadSpecNamingTheField(t *testing.T) {
 	defer cancel()
 	root, err := kubeenv.RepoRoot()
 	require.NoError(t, err)
-	env, err := startEnv(ctx, t.TempDir(), nil)
+	env, err := localenv.Start(ctx, envOptions(t.TempDir(), nil))
 	require.NoError(t, err)
 	t.Cleanup(env.Stop)
 	require.NoError(t, env.Namespace(ctx, "default"))
