@@ -123,9 +123,22 @@ func enabledPlugins(distPlugins, dir, enable string, optJar func(name string) st
 	if err != nil && !os.IsNotExist(err) {
 		return "", err
 	}
+	// Directories of links to the distribution's plugin jars, not links to its directories:
+	// Flink walks each plugin directory without following links, and would find a linked
+	// directory empty; a linked jar it reads, as the image's entrypoint links them.
 	for _, e := range entries {
-		if e.IsDir() {
-			if err := os.Symlink(filepath.Join(distPlugins, e.Name()), filepath.Join(dir, e.Name())); err != nil {
+		if !e.IsDir() {
+			continue
+		}
+		jars, err := os.ReadDir(filepath.Join(distPlugins, e.Name()))
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(filepath.Join(dir, e.Name()), 0o755); err != nil {
+			return "", err
+		}
+		for _, j := range jars {
+			if err := os.Symlink(filepath.Join(distPlugins, e.Name(), j.Name()), filepath.Join(dir, e.Name(), j.Name())); err != nil {
 				return "", err
 			}
 		}
