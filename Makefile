@@ -50,8 +50,8 @@ OPM_VERSION ?= v1.56.0
 OLM_VERSION ?= v0.33.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
-# opm and OLM are built from wrapper modules in hack/tools: `go install` of operator-framework
-# modules fails here, so wrapper modules pin their versions and build them.
+# opm and OLM are built from a wrapper module in hack/tools/olm: `go install` of operator-framework
+# modules fails here, so the wrapper module pins their versions and builds them.
 OPM ?= $(LOCALBIN)/olm/opm-$(OPM_VERSION)
 OLM ?= $(LOCALBIN)/olm/olm-$(OLM_VERSION)
 OLM_CATALOG ?= $(LOCALBIN)/olm/catalog-$(OLM_VERSION)
@@ -208,10 +208,21 @@ DEPS_JOBS ?= 4
 test-deps: ## Build and install everything the tests run, once, before the lanes start: sources are generated first, then the Go builds and the downloads run side by side.
 	$(if $(GENERATE),$(MAKE) --no-print-directory $(GENERATE))
 	$(MAKE) --no-print-directory -j$(DEPS_JOBS) --output-sync=target GENERATE= test-deps-jvm test-deps-go
-test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint crd-ref-docs yq ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter and the API reference generator verify runs).
+test-deps-go: envtest-assets envtest-oldest-assets cluster-assets promtool olm-tools image golangci-lint crd-ref-docs yq test-compile ## The Go builds test-deps runs (the control planes, promtool, OLM, the operator image, the linter and the API reference generator verify runs).
 test-deps-jvm: ## The downloads and Maven builds test-deps runs: the Flink distributions first, then their class-data archives beside the Maven builds, which run one at a time (Maven's local repository is not safe for concurrent writers).
 	$(MAKE) --no-print-directory flink-dist
 	$(MAKE) --no-print-directory -j2 --output-sync=target flink-cds test-deps-maven
+
+# test-compile compiles every package the lanes test, with their test files, without linking:
+# the four lanes start at once, and on an empty build cache each go test compiled the packages
+# they share again (the Go build cache does not coordinate concurrent builds). Once with the lanes'
+# build tags and once without, as the lanes build them. After the operator's image, whose build
+# compiles most of what the tests import: side by side they would compile it twice too.
+.PHONY: test-compile
+test-compile: image
+	go list -export -deps -test ./... > /dev/null
+	go list -export -deps -test -tags e2e,olm,migration ./... > /dev/null
+
 .PHONY: test-deps-maven
 test-deps-maven:
 	$(MAKE) --no-print-directory -j1 migration-deps loadgen zookeeper examples upstream-e2e-jars flink-opt
@@ -347,8 +358,9 @@ BUNDLE_IMG ?= $(IMG_REPO)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMG_REPO)-catalog:v$(VERSION)
 IMAGES_DIR ?= $(LOCALBIN)/images
 IMAGE_FLAGS = -version $(VERSION) -revision $$(git rev-parse HEAD 2>/dev/null || echo unknown)
-# opm for the catalog image: static (CGO_ENABLED=0), as the image has no C library.
-OPM_STATIC ?= $(LOCALBIN)/olm/opm-static-$(OPM_VERSION)
+# opm for the catalog image: static, as the image has no C library; every build here is
+# (CGO_ENABLED=0 above).
+OPM_STATIC ?= $(OPM)
 
 .PHONY: image
 image: ## Operator image: the static manager, the pinned CA bundle (hack/imagebuild/images/cacerts), user 65532 (bin/images/flink-operator).
@@ -386,10 +398,6 @@ catalog-image: bundle-image $(OPM_STATIC) ## Catalog image: opm serve /configs o
 .PHONY: push
 push: catalog-image ## Push the three images to IMG's registry (credentials of ~/.docker/config.json; not run in CI).
 	go run ./hack/imagebuild push $(IMAGES_DIR)/flink-operator $(IMAGES_DIR)/flink-operator-bundle $(IMAGES_DIR)/flink-operator-catalog
-
-$(OPM_STATIC): hack/tools/opm/go.mod
-	mkdir -p $(dir $@)
-	cd hack/tools/opm && CGO_ENABLED=0 go build -trimpath -tags=json1,containers_image_openpgp -o $@.tmp github.com/operator-framework/operator-registry/cmd/opm && mv $@.tmp $@
 
 ##@ Deployment
 
@@ -445,20 +453,22 @@ catalog-serve: opm ## Serve the catalog over gRPC on :50051 (a CatalogSource's s
 	$(OPM) serve catalog -p 50051 --pprof-addr=127.0.0.1:50052 -t /tmp/opm-termination.log
 
 .PHONY: olm-tools
-olm-tools: opm $(OLM) $(OLM_CATALOG) ## Build opm and OLM's olm and catalog operators.
+olm-tools: $(OPM) $(OLM) $(OLM_CATALOG) ## Build opm and OLM's olm and catalog operators.
 
 .PHONY: opm
 opm: $(OPM)
-$(OPM): hack/tools/opm/go.mod
-	mkdir -p $(dir $@)
-	$(call cached-go-build,hack/tools/opm,github.com/operator-framework/operator-registry/cmd/opm,,$(OPM_TAGS))
 
 OLM_LDFLAGS = -X github.com/operator-framework/operator-lifecycle-manager/pkg/version.OLMVersion=$(OLM_VERSION)
-# OLM's two operators: one go build, as the Kubernetes binaries above.
-$(OLM) $(OLM_CATALOG) &: hack/tools/olm/go.mod
+# opm and OLM's two operators come from one module (hack/tools/olm: OLM's release requires the
+# operator-registry release opm is from, OPM_VERSION) and one go build, as the Kubernetes
+# binaries above: apart, the packages they share (Kubernetes' client libraries, the operator
+# framework's API) were compiled twice. opm's build tags leave out what OLM's operators never use.
+OLM_BINARIES = $(OPM) $(OLM) $(OLM_CATALOG)
+$(OLM_BINARIES) &: hack/tools/olm/go.mod
 	mkdir -p $(dir $(OLM))
-	$(call cached-go-build-all,hack/tools/olm,$(LOCALBIN)/olm/build-$(OLM_VERSION),github.com/operator-framework/operator-lifecycle-manager/cmd/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog,$(OLM_LDFLAGS))
-	ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/olm $(OLM) && ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/catalog $(OLM_CATALOG)
+	$(call cached-go-build-all,hack/tools/olm,$(LOCALBIN)/olm/build-$(OLM_VERSION),github.com/operator-framework/operator-registry/cmd/opm github.com/operator-framework/operator-lifecycle-manager/cmd/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog,$(OLM_LDFLAGS),$(OPM_TAGS))
+	ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/opm $(OPM) && ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/olm $(OLM) && \
+		ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/catalog $(OLM_CATALOG)
 
 ##@ Tools
 
@@ -529,9 +539,12 @@ $(KUBE_BINARIES) &: hack/tools/kube/go.mod
 .PHONY: envtest-oldest-assets
 envtest-oldest-assets: $(KUBE_APISERVER_OLDEST) $(ETCD_OLDEST)
 
+# providerless: without the in-tree cloud providers (AWS, Azure, GCE, vSphere SDKs), which 1.28
+# still links for admission plugins envtest never enables; Kubernetes' own build tag for clusters
+# without them (removed from the tree since 1.31, so the current one has none).
 $(KUBE_APISERVER_OLDEST): hack/tools/kube-oldest/go.mod
 	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
-	$(call cached-go-build,hack/tools/kube-oldest,k8s.io/kubernetes/cmd/kube-apiserver,$(KUBE_OLDEST_VERSION_LDFLAGS))
+	$(call cached-go-build,hack/tools/kube-oldest,k8s.io/kubernetes/cmd/kube-apiserver,$(KUBE_OLDEST_VERSION_LDFLAGS),providerless)
 
 $(ETCD_OLDEST): $(ETCD)
 	mkdir -p $(ENVTEST_OLDEST_ASSETS_DIR)
@@ -645,11 +658,11 @@ define cached-go-build
 hack/cached.sh $@ $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && go build -ldflags "$$3" -tags "$$4" -o "$$6.tmp" "$$2" && mv "$$6.tmp" "$$6"' go-build $(1) $(2) '$(3)' '$(4)' $(GOVERSION) {}
 endef
 
-# cached-go-build-all builds the packages $(3) of the tool module $(1) with ldflags $(4) in one go
-# build into the directory $(2) (a binary per package, named as go build names it), once per
-# machine, as cached-go-build.
+# cached-go-build-all builds the packages $(3) of the tool module $(1) with ldflags $(4) and tags
+# $(5) in one go build into the directory $(2) (a binary per package, named as go build names
+# it), once per machine, as cached-go-build.
 define cached-go-build-all
-hack/cached.sh $(2) $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && rm -rf "$$5.tmp" && go build -ldflags "$$3" -o "$$5.tmp/" $$2 && rm -rf "$$5" && mv "$$5.tmp" "$$5"' go-build-all $(1) '$(3)' '$(4)' $(GOVERSION) {}
+hack/cached.sh $(2) $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && rm -rf "$$6.tmp" && go build -ldflags "$$3" -tags "$$4" -o "$$6.tmp/" $$2 && rm -rf "$$6" && mv "$$6.tmp" "$$6"' go-build-all $(1) '$(3)' '$(4)' '$(5)' $(GOVERSION) {}
 endef
 
 define go-install-tool
