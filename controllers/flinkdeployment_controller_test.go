@@ -476,6 +476,7 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	jm := &appsv1.Deployment{}
 	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm), "the JobManager Deployment was applied")
 	assert.Equal(t, flinkv1beta1.ReconciliationUpgrading, get(t, base, ns, name).Status.ReconciliationStatus.State, "not taken for deployed")
+	assert.Contains(t, get(t, base, ns, name).Status.Error, "exceeded quota", "the failed apply is recorded")
 	appliedOnce := jm.ResourceVersion
 
 	refuseServices.Store(false)
@@ -483,6 +484,10 @@ func TestPartlyAppliedClusterIsAppliedAgain(t *testing.T) {
 	require.NoError(t, err)
 	d := get(t, base, ns, name)
 	assert.Equal(t, flinkv1beta1.ReconciliationDeployed, d.Status.ReconciliationStatus.State)
+	// As upstream's updateStatusForDeployedSpec: the attempt is carried out, so its failure on
+	// the way is no longer the resource's error (before, it stayed until the JobManager was
+	// observed ready, which it never is here).
+	assert.Empty(t, d.Status.Error, "deployed: the earlier failure is cleared")
 	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: flinkconf.RESTServiceName(name)}, &corev1.Service{}), "the REST Service exists now")
 	require.NoError(t, base.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, jm))
 	assert.Equal(t, appliedOnce, jm.ResourceVersion, "applying the JobManager again changed nothing: completion is the status's, not a second write")

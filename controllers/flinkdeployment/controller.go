@@ -256,8 +256,15 @@ func (r *FlinkDeploymentReconciler) persist(ctx context.Context, s *scope) error
 // from) to another reconciliation state, for the steps that carry out a target recorded
 // earlier: the generation stays the target's, even when the spec changed meanwhile, so a newer
 // change is never mistaken for applied.
+//
+// Reaching DEPLOYED clears the error recorded before, as upstream's updateStatusForDeployedSpec
+// does: the target is carried out, so what failed on the way no longer describes the resource,
+// and a failure of what was deployed is observed and recorded anew.
 func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 	s.status().ReconciliationStatus.State = state
+	if state == flinkv1beta1.ReconciliationDeployed {
+		s.status().Error = ""
+	}
 }
 
 // recordDeployed writes spec as the last reconciled spec in the given reconciliation state,

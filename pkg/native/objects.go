@@ -291,6 +291,31 @@ func containerResources(res *corev1.ResourceRequirements, legacy *flinkv1beta1.R
 	return out
 }
 
+// Flink's options naming environment variables of the JobManager's and TaskManagers' main
+// containers: containerized.master.env.NAME and containerized.taskmanager.env.NAME.
+const (
+	jobManagerEnvPrefix  = "containerized.master.env."
+	taskManagerEnvPrefix = "containerized.taskmanager.env."
+)
+
+// containerEnv is a main container's environment as Flink's Kubernetes decorators set it: the
+// pod's IP, and a variable for each configuration key under prefix (the image's entrypoint
+// reads some, such as ENABLE_BUILT_IN_PLUGINS), sorted by name so that the rendering is stable.
+func (b *builder) containerEnv(prefix string) []corev1.EnvVar {
+	env := []corev1.EnvVar{b.podIPEnv()}
+	var names []string
+	for k := range b.conf {
+		if name, ok := strings.CutPrefix(k, prefix); ok && name != "" {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		env = append(env, corev1.EnvVar{Name: name, Value: b.conf[prefix+name]})
+	}
+	return env
+}
+
 func (b *builder) podIPEnv() corev1.EnvVar {
 	return corev1.EnvVar{Name: "_POD_IP_ADDRESS", ValueFrom: &corev1.EnvVarSource{
 		FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}}}
@@ -390,7 +415,7 @@ func (b *builder) jobManager(hasTMTemplate bool) (*appsv1.Deployment, error) {
 		Image:           spec.Image,
 		ImagePullPolicy: corev1.PullPolicy(spec.ImagePullPolicy),
 		Args:            b.jobManagerArgs(),
-		Env:             []corev1.EnvVar{b.podIPEnv()},
+		Env:             b.containerEnv(jobManagerEnvPrefix),
 		Ports: []corev1.ContainerPort{
 			{Name: PortNameREST, ContainerPort: b.restPort, Protocol: corev1.ProtocolTCP},
 			{Name: PortNameRPC, ContainerPort: b.rpcPort, Protocol: corev1.ProtocolTCP},
@@ -445,7 +470,7 @@ func (b *builder) taskManager() (*appsv1.Deployment, error) {
 			Image:           spec.Image,
 			ImagePullPolicy: corev1.PullPolicy(spec.ImagePullPolicy),
 			Args:            []string{"taskmanager"},
-			Env:             []corev1.EnvVar{b.podIPEnv()},
+			Env:             b.containerEnv(taskManagerEnvPrefix),
 			Ports:           []corev1.ContainerPort{{Name: PortNameTMRPC, ContainerPort: b.tmRPCPort, Protocol: corev1.ProtocolTCP}},
 			Resources:       containerResources(res, legacy),
 			VolumeMounts:    append([]corev1.VolumeMount{mount}, secretMounts...),

@@ -5,9 +5,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 )
 
 func pod(t *testing.T, doc string) *corev1.Pod {
@@ -115,4 +119,41 @@ func TestOverlayPodOperatorWins(t *testing.T) {
 		}
 	}
 	assert.Len(t, user.Spec.Volumes, 2, "the user's template is not modified")
+}
+
+// TestContainerizedEnvReachesTheMainContainers: containerized.master.env.NAME and
+// containerized.taskmanager.env.NAME become environment variables of the JobManager's and (in
+// standalone mode, where the operator renders them) the TaskManagers' main containers, as
+// Flink's Kubernetes decorators set them for the Apache operator; the Flink image's entrypoint
+// reads some, such as ENABLE_BUILT_IN_PLUGINS. Before, they were left out of the Deployments.
+func TestContainerizedEnvReachesTheMainContainers(t *testing.T) {
+	dep := &flinkv1beta1.FlinkDeployment{}
+	require.NoError(t, yaml.UnmarshalStrict([]byte(`
+metadata: {name: s3, namespace: jobs}
+spec:
+  image: flink:1.20
+  flinkVersion: v1_20
+  mode: standalone
+  flinkConfiguration:
+    containerized.master.env.ENABLE_BUILT_IN_PLUGINS: flink-s3-fs-presto-1.20.0.jar
+    containerized.master.env.TEAM: orders
+    containerized.taskmanager.env.ENABLE_BUILT_IN_PLUGINS: flink-s3-fs-presto-1.20.0.jar
+  jobManager: {resource: {memory: 1g, cpu: 1}}
+  taskManager: {resource: {memory: 1g, cpu: 1}}
+  job: {jarURI: "local:///opt/flink/usrlib/job.jar", parallelism: 1}
+`), dep))
+	cluster, err := Build(dep, flinkconf.Defaults{}, flinkconf.BuildOptions{})
+	require.NoError(t, err)
+	env := func(d *appsv1.Deployment) map[string]string {
+		out := map[string]string{}
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.ValueFrom == nil {
+				out[e.Name] = e.Value
+			}
+		}
+		return out
+	}
+	assert.Equal(t, map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-presto-1.20.0.jar", "TEAM": "orders"}, env(cluster.JobManager))
+	require.NotNil(t, cluster.TaskManager)
+	assert.Equal(t, map[string]string{"ENABLE_BUILT_IN_PLUGINS": "flink-s3-fs-presto-1.20.0.jar"}, env(cluster.TaskManager))
 }

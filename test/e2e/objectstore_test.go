@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -24,7 +23,8 @@ const s3Bucket = "flink-state"
 
 // TestStateInObjectStorage keeps a job's checkpoints, savepoints and HA data in S3, as production
 // clusters do, instead of on a shared disk: Flink's own S3 file system plugin (enabled as on
-// the Flink image, with ENABLE_BUILT_IN_PLUGINS) writes to an S3-compatible store (package
+// the Flink image, with ENABLE_BUILT_IN_PLUGINS in the JobManager's and TaskManagers'
+// containers, set through containerized.*.env) writes to an S3-compatible store (package
 // s3store). A savepoint upgrade, a last-state upgrade and a killed JobManager each restore what
 // Flink says they restore, from an s3:// path whose objects the bucket holds.
 func TestStateInObjectStorage(t *testing.T) {
@@ -38,8 +38,11 @@ func TestStateInObjectStorage(t *testing.T) {
 	// The example as a user applies it; only the store's address is this test's.
 	dep := example(t, "examples/checkpoint-s3/checkpoint-s3.yaml", "e2e-s3")
 	dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "s3.endpoint", store.Endpoint)
-	require.Contains(t, dep.Spec.PodTemplate.Spec.Containers[0].Env, corev1.EnvVar{Name: "ENABLE_BUILT_IN_PLUGINS", Value: s3PluginJar},
-		"the example enables the plugin the local image has")
+	conf, err := dep.Spec.FlinkConfiguration.Flatten()
+	require.NoError(t, err)
+	for _, k := range []string{"containerized.master.env.ENABLE_BUILT_IN_PLUGINS", "containerized.taskmanager.env.ENABLE_BUILT_IN_PLUGINS"} {
+		require.Equal(t, s3PluginJar, conf[k], "the example enables the plugin the local image has (%s)", k)
+	}
 	key := client.ObjectKeyFromObject(dep)
 	require.NoError(t, env.Client.Create(ctx, dep))
 	d := waitFor(t, key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
