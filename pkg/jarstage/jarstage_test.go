@@ -93,10 +93,14 @@ func await(t *testing.T, s *Stage, req Request) Result {
 
 func TestReadyJarIsHandedOverOnce(t *testing.T) {
 	jm := newJobManager()
+	// The fetch waits for the gate: an instant one could finish between Get starting it and
+	// Get answering, and the first answer would be Ready (seen once in CI on a loaded machine).
+	jm.gate = make(chan struct{})
 	s := New(Options{Settle: -1})
 	defer s.Stop()
 	req := jm.request("a", "ns")
 	require.Equal(t, Running, s.Get(req).State, "started, not waited for")
+	close(jm.gate)
 	res := await(t, s, req)
 	require.Equal(t, Ready, res.State)
 	require.Equal(t, "a.jar", res.JarID)
