@@ -11,7 +11,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +18,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/flink-operator/flink-operator/hack/internal/golint"
 )
 
 func main() {
@@ -43,29 +44,15 @@ func main() {
 // Pages are the Markdown files checked, relative to root, README.md first: every .md file of
 // the repository outside hidden directories and bin/ (built tools and downloads).
 func Pages(root string) ([]string, error) {
-	var pages []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || rel == "bin") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(rel, ".md") && rel != "README.md" {
-			pages = append(pages, rel)
-		}
-		return nil
-	})
+	all, err := golint.Paths(root, func(rel string) bool { return rel == "bin" }, ".md")
 	if err != nil {
 		return nil, err
+	}
+	var pages []string
+	for _, rel := range all {
+		if rel != "README.md" {
+			pages = append(pages, rel)
+		}
 	}
 	sort.Strings(pages)
 	if _, err := os.Stat(filepath.Join(root, "README.md")); err == nil {

@@ -14,7 +14,28 @@ import (
 // Hidden directories and those skipDir names (slash paths relative to root) are not entered;
 // rel is the file's slash path relative to root.
 func Files(root string, skipDir, keep func(rel string) bool, checkFile func(path, rel string) ([]string, error)) ([]string, error) {
+	paths, err := Paths(root, skipDir, ".go")
+	if err != nil {
+		return nil, err
+	}
 	var findings []string
+	for _, rel := range paths {
+		if !keep(rel) {
+			continue
+		}
+		found, err := checkFile(filepath.Join(root, filepath.FromSlash(rel)), rel)
+		findings = append(findings, found...)
+		if err != nil {
+			return findings, err
+		}
+	}
+	return findings, nil
+}
+
+// Paths lists the files under root whose names end in suffix, as slash paths relative to root,
+// in lexical order; hidden directories and those skipDir names are not entered.
+func Paths(root string, skipDir func(rel string) bool, suffix string) ([]string, error) {
+	var paths []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -30,14 +51,12 @@ func Files(root string, skipDir, keep func(rel string) bool, checkFile func(path
 			}
 			return nil
 		}
-		if !strings.HasSuffix(rel, ".go") || !keep(rel) {
-			return nil
+		if strings.HasSuffix(rel, suffix) {
+			paths = append(paths, rel)
 		}
-		found, err := checkFile(path, rel)
-		findings = append(findings, found...)
-		return err
+		return nil
 	})
-	return findings, err
+	return paths, err
 }
 
 // Main runs the rule name over the directory of the first argument (default "."), prints its
