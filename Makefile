@@ -468,7 +468,7 @@ $(OLM_BINARIES) &: hack/tools/olm/go.mod
 	mkdir -p $(dir $(OLM))
 	$(call cached-go-build-all,hack/tools/olm,$(LOCALBIN)/olm/build-$(OLM_VERSION),github.com/operator-framework/operator-registry/cmd/opm github.com/operator-framework/operator-lifecycle-manager/cmd/olm github.com/operator-framework/operator-lifecycle-manager/cmd/catalog,$(OLM_LDFLAGS),$(OPM_TAGS))
 	ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/opm $(OPM) && ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/olm $(OLM) && \
-		ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/catalog $(OLM_CATALOG)
+		ln -f $(LOCALBIN)/olm/build-$(OLM_VERSION)/catalog $(OLM_CATALOG) && touch $(OLM_BINARIES)
 
 ##@ Tools
 
@@ -533,7 +533,7 @@ KUBE_BINARIES = $(KUBE_APISERVER) $(KUBECTL) $(KUBE_CONTROLLER_MANAGER) $(KUBE_S
 $(KUBE_BINARIES) &: hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
 	$(call cached-go-build-all,hack/tools/kube,$(LOCALBIN)/kube-build/$(K8S_VERSION),$(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_BINARIES))),$(KUBE_VERSION_LDFLAGS))
-	$(foreach b,$(KUBE_BINARIES),ln -f $(LOCALBIN)/kube-build/$(K8S_VERSION)/$(notdir $(b)) $(b) && ) true
+	$(foreach b,$(KUBE_BINARIES),ln -f $(LOCALBIN)/kube-build/$(K8S_VERSION)/$(notdir $(b)) $(b) && ) touch $(KUBE_BINARIES)
 
 # kube-apiserver and etcd of the oldest supported Kubernetes (K8S_OLDEST_VERSION), for envtest.
 .PHONY: envtest-oldest-assets

@@ -67,10 +67,24 @@ else
   echo "cached.sh: $(basename "$dest") from the install cache ($entry)"
 fi
 
-rm -rf "$dest"
+# DEST is replaced whole, never left half copied: another make (a parallel lane) may be running
+# or linking what an earlier DEST holds. The copy keeps the entry's file times, so DEST is then
+# marked new: older than the clone's files it was installed from, make would take it as out of
+# date and install it again in every lane, over files the other lanes are using.
 mkdir -p "$(dirname "$dest")"
+staged=$dest.restore.$$
+rm -rf "$staged"
 if $link; then
-  ln -s "$entry/tree" "$dest"
+  ln -s "$entry/tree" "$staged"
 else
-  cp -a "$entry/tree" "$dest"
+  cp -a "$entry/tree" "$staged"
+  touch "$staged"
+fi
+if [ -d "$dest" ] && [ ! -L "$dest" ]; then
+  old=$dest.old.$$
+  mv "$dest" "$old"
+  mv -T "$staged" "$dest"
+  rm -rf "$old"
+else
+  mv -T "$staged" "$dest"
 fi
