@@ -33,12 +33,16 @@ var shellImages = map[string]nodeagent.ProcessImage{shellImage: {Binary: "/bin/s
 
 // countingScript prints two lines naming its run (counted in an emptyDir, which outlives
 // restarts), crashes on its first run, and on later ones echoes what is written to a FIFO.
+// The FIFO is held open for reading and writing: reopened for each line, a read could find
+// the writer of the line before closing and then end of file, and the script, PID 1 of its
+// container, would exit and take the writer (the exec'd shell) with it (exit 137).
 const countingScript = `n=$(cat /tmp/state/runs 2>/dev/null || echo 0); n=$((n+1)); echo $n > /tmp/state/runs
 [ -p /tmp/state/fifo ] || mkfifo /tmp/state/fifo
 echo "main run $n line 1"
 echo "main run $n line 2"
 [ $n -gt 1 ] || exit 1
-while read line < /tmp/state/fifo; do echo "main got: $line"; done`
+exec 3<> /tmp/state/fifo
+while read line <&3; do echo "main got: $line"; done`
 
 // TestKubectlLogsAndExec: `kubectl logs` and `kubectl exec` work on the local cluster as on
 // a real one, the real kubectl through the API server to the node agent's kubelet API.
