@@ -321,14 +321,20 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 		return nil, "", err
 	}
 	// The pod's mounts first: of two equal paths the first wins, and a mount hides the image.
-	rw := rewriter(append(r.pathMap(c.spec), layer.rewrites...))
+	// hostRW is where the agent finds a container path's files; rw is what the process is
+	// told, in which the volumes under /opt/flink keep their paths (flinkroot.go).
+	rooted := pidNamespaces() == nil
+	procMounts, binds := r.flinkMounts(c.spec, rooted)
+	hostRW := rewriter(append(r.pathMap(c.spec), layer.rewrites...))
+	rw := rewriter(append(procMounts, layer.rewrites...))
 
 	dir := filepath.Join(r.dir, "containers", c.spec.Name)
 	confDir := filepath.Join(dir, "conf")
-	// exec sees the image's log and configuration directories where the process keeps them.
-	c.nextExec = &execTarget{paths: rewriter(append([]pathRewrite{
+	// exec sees the image's log and configuration directories where the process keeps them,
+	// and enters the process's root when it has one of its own.
+	c.nextExec = &execTarget{enter: rooted, paths: rewriter(append([]pathRewrite{
 		{from: "/opt/flink/log", to: filepath.Join(r.dir, "logs")}, {from: "/opt/flink/conf", to: confDir}},
-		append(r.pathMap(c.spec), layer.rewrites...)...))}
+		append(procMounts, layer.rewrites...)...))}
 	if err := os.RemoveAll(confDir); err != nil {
 		return nil, "", err
 	}
@@ -348,7 +354,7 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if r.a.opts.Kubeconfig != "" {
 		overrides["kubernetes.config.file"] = r.a.opts.Kubeconfig
 	}
-	if err := writeConfig(rw.Replace(confSource), confDir, rw, overrides); err != nil {
+	if err := writeConfig(hostRW.Replace(confSource), confDir, rw, overrides); err != nil {
 		return nil, "", err
 	}
 	args := make([]string, len(ep.args))
@@ -361,7 +367,7 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 		return nil, "", err
 	}
 	plugins, err := enabledPlugins(filepath.Join(dist.Home, "plugins"), filepath.Join(dir, "plugins"), env["ENABLE_BUILT_IN_PLUGINS"],
-		func(jar string) string { return rw.Replace(path.Join("/opt/flink/opt", jar)) })
+		func(jar string) string { return hostRW.Replace(path.Join("/opt/flink/opt", jar)) })
 	if err != nil {
 		return nil, "", err
 	}
@@ -412,7 +418,27 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 	if err != nil {
 		return nil, "", err
 	}
-	cmd, err := c.initCommand("java", javaArgs...)
+	program, programArgs := "java", javaArgs
+	if rooted {
+		java, err := exec.LookPath("java")
+		if err != nil {
+			out.Close()
+			return nil, "", err
+		}
+		root := filepath.Join(dir, "root")
+		if err := os.RemoveAll(root); err != nil { // what an earlier run staged; its mounts ended with it
+			out.Close()
+			return nil, "", err
+		}
+		script, err := flinkRootScript("/", root, dir, binds)
+		if err != nil {
+			out.Close()
+			return nil, "", err
+		}
+		program = "unshare"
+		programArgs = append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh", java}, javaArgs...)
+	}
+	cmd, err := c.initCommand(program, programArgs...)
 	if err != nil {
 		out.Close()
 		return nil, "", err
