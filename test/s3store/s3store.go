@@ -17,8 +17,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"io"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/johannesboyne/gofakes3"
@@ -37,15 +39,35 @@ type Server struct {
 	// Endpoint is the store's base URL (s3.endpoint), path-style: buckets are the first path
 	// segment (s3.path.style.access: true).
 	Endpoint string
-	backend  *s3mem.Backend
+	backend  *recordingBackend
 	http     *http.Server
 	done     chan struct{}
+}
+
+// recordingBackend is the in-memory backend, remembering every object ever written: Flink
+// deletes a checkpoint once a newer one subsumes it, so an object a restore read may be gone
+// by the time a test looks for it.
+type recordingBackend struct {
+	*s3mem.Backend
+	mu      sync.Mutex
+	written map[string]bool // bucket + "/" + key
+}
+
+func (b *recordingBackend) PutObject(bucket, key string, meta map[string]string, input io.Reader, size int64,
+	conditions *gofakes3.PutConditions) (gofakes3.PutObjectResult, error) {
+	result, err := b.Backend.PutObject(bucket, key, meta, input, size, conditions)
+	if err == nil {
+		b.mu.Lock()
+		b.written[bucket+"/"+key] = true
+		b.mu.Unlock()
+	}
+	return result, err
 }
 
 // Start serves an object store on addr (host:port; port 0 picks a free one) with the given
 // buckets created.
 func Start(addr string, buckets ...string) (*Server, error) {
-	backend := s3mem.New()
+	backend := &recordingBackend{Backend: s3mem.New(), written: map[string]bool{}}
 	for _, b := range buckets {
 		if err := backend.CreateBucket(b); err != nil {
 			return nil, fmt.Errorf("create bucket %s: %w", b, err)
@@ -78,6 +100,13 @@ func (s *Server) Keys(bucket, prefix string) ([]string, error) {
 	}
 	sort.Strings(keys)
 	return keys, nil
+}
+
+// Written reports whether an object was ever written at key, deleted since or not.
+func (s *Server) Written(bucket, key string) bool {
+	s.backend.mu.Lock()
+	defer s.backend.mu.Unlock()
+	return s.backend.written[bucket+"/"+key]
 }
 
 // Object reads an object whole.

@@ -40,4 +40,16 @@ func TestObjectsWrittenOverHTTPAreListed(t *testing.T) {
 
 	_, err = s.Keys("other", "")
 	require.Error(t, err, "a bucket that was not created does not exist")
+
+	// A deleted object (a subsumed checkpoint) is no longer listed, but was written.
+	req, err := http.NewRequest(http.MethodDelete, s.Endpoint+"/flink/checkpoints/job/chk-1/_metadata", nil)
+	require.NoError(t, err)
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	keys, err = s.Keys("flink", "checkpoints/")
+	require.NoError(t, err)
+	require.Empty(t, keys)
+	require.True(t, s.Written("flink", "checkpoints/job/chk-1/_metadata"))
+	require.False(t, s.Written("flink", "checkpoints/job/chk-2/_metadata"))
 }
