@@ -284,7 +284,7 @@ e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pa
 
 # The scripts make test runs: those that pass here so far (test/upstream-e2e/README.md has
 # each script's result); empty runs every script.
-UPSTREAM_E2E_SCRIPTS ?= test_application_operations.sh test_multi_sessionjob.sh test_batch_job.sh test_snapshot.sh test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh test_flink_operator_ha.sh
+UPSTREAM_E2E_SCRIPTS ?= test_application_operations.sh test_multi_sessionjob.sh test_batch_job.sh test_snapshot.sh test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_bluegreen_laststate.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh test_flink_operator_ha.sh
 .PHONY: upstream-e2e
 upstream-e2e: $(GENERATE) cluster-assets flink-dist yq upstream-e2e-jars ## The Apache operator's own e2e scripts, unchanged, against this operator installed as make deploy installs it, on the local cluster (test/upstream-e2e, its README lists what stands in for minikube and Helm).
 	FLINK_VERSIONS="$(FLINK1_VERSION)" UPSTREAM_E2E_SCRIPTS="$(UPSTREAM_E2E_SCRIPTS)" go test -tags e2e ./test/upstream-e2e -count=1 -timeout 60m -v

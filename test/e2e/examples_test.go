@@ -50,9 +50,13 @@ func TestExamples(t *testing.T) {
 			require.Equal(t, "coordinator", jm.Labels["role"])
 			require.Contains(t, jm.Spec.Containers[0].Env, corev1.EnvVar{Name: "TEAM", Value: "streaming"})
 			// Native TaskManagers are created by Flink from the template the operator hands to the
-			// JobManager; Flink reads it from the fixed in-pod path /opt/flink/pod-template, which
-			// the local node agent cannot provide (no mount namespaces), so check what was handed over.
-			podOf(t, key, native.ComponentTaskManager)
+			// JobManager, which Flink reads at the in-pod path /opt/flink/pod-template: the pod
+			// Flink created is asked, and what was handed over.
+			tm := podOf(t, key, native.ComponentTaskManager)
+			require.Equal(t, "worker", tm.Labels["role"], "Flink created the TaskManager from the template")
+			require.Equal(t, "streaming", tm.Labels["team"], "the common template is merged in")
+			require.Contains(t, tm.Spec.Containers[0].Env, corev1.EnvVar{Name: "WORKER_POOL", Value: "general"})
+			require.Contains(t, tm.Spec.Containers[0].Env, corev1.EnvVar{Name: "TEAM", Value: "streaming"})
 			var tmpl corev1.ConfigMap
 			require.NoError(t, env.Client.Get(context.Background(), client.ObjectKey{Namespace: key.Namespace,
 				Name: native.PodTemplateConfigMapName(key.Name)}, &tmpl))

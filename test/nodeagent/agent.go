@@ -14,8 +14,10 @@
 //
 // How a pod sees the world: volumes become directories (configMap and secret files written
 // out, emptyDir per pod, hostPath shared under the agent's directory, a claim's bound
-// PersistentVolume by its hostPath or local path there too) and container paths
-// in the Flink configuration and arguments (mount paths, /opt/flink) are rewritten to them.
+// PersistentVolume by its hostPath or local path there too). A Flink container sees the
+// volumes mounted under /opt/flink at their mount paths, in a root of its own (flinkroot.go);
+// other container paths in its configuration and arguments (/opt/flink's own, mount paths
+// elsewhere) are rewritten to the machine's directories.
 // Each pod gets a hosts file (given to Java as jdk.net.hosts.file) that resolves Service names
 // to the pod addresses of their EndpointSlices, so Flink components find each other by
 // Service name without touching the machine's DNS. Native-mode JobManagers get the cluster's

@@ -26,10 +26,12 @@ import (
 //     container's environment (FLINK_HOME, FLINK_CONF_DIR, JAVA_HOME, the pod's env) in the
 //     container's working directory (<pod dir>/containers/<name>), its command words' container
 //     paths rewritten as the container's own arguments are: /opt/flink to the distribution, the
-//     volume mount paths to their directories, and two where a user looks for what the image
-//     keeps there, /opt/flink/log to the pod's log directory and /opt/flink/conf to the
-//     configuration the container actually read. So `kubectl exec <jm> -- ls /opt/flink/log`
-//     lists the pod's logs. The rest (files, /proc, the network) is the machine's.
+//     volume mount paths outside /opt/flink to their directories, and two where a user looks
+//     for what the image keeps there, /opt/flink/log to the pod's log directory and
+//     /opt/flink/conf to the configuration the container actually read. So `kubectl exec <jm>
+//     -- ls /opt/flink/log` lists the pod's logs. Where the container has a root of its own
+//     (flinkroot.go), the command enters it and sees the volumes under /opt/flink at their
+//     mount paths. The rest (files, the network) is the machine's.
 //   - Process containers (ProcessImage): the command enters the container process's mount
 //     namespace, root and working directory (nsenter), so it sees the mounts and, for image
 //     layouts, the image's file system, as the program does; as the image's user for those.
