@@ -62,8 +62,6 @@ PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
 YQ ?= $(LOCALBIN)/yq-$(YQ_VERSION)
 CRD_REF_DOCS ?= $(LOCALBIN)/crd-ref-docs-$(CRD_REF_DOCS_VERSION)
 
-comma := ,
-
 ## envtest's control plane, built from the Go module proxy into the directory layout
 ## setup-envtest recognises, so `setup-envtest use` finds it offline.
 ENVTEST_ASSETS_DIR = $(LOCALBIN)/k8s/$(K8S_VERSION)-$(GOOS)-$(GOARCH)
@@ -85,8 +83,7 @@ KUBE_OLDEST_VERSION_LDFLAGS = -X k8s.io/component-base/version.gitVersion=v$(K8S
 KUBE_CONTROLLER_MANAGER = $(ENVTEST_ASSETS_DIR)/kube-controller-manager
 KUBE_SCHEDULER = $(ENVTEST_ASSETS_DIR)/kube-scheduler
 # Its storage: Rancher's local-path-provisioner binds PersistentVolumeClaims of the default
-# StorageClass. Keep in step with LocalPathProvisionerVersion in test/localcluster/storage.go and
-# with the version hack/tools/kube/go.mod requires (it is built with the Kubernetes binaries).
+# StorageClass. Keep in step with LocalPathProvisionerVersion in test/localcluster/storage.go.
 LOCAL_PATH_PROVISIONER_VERSION ?= v0.0.30
 LOCAL_PATH_PROVISIONER = $(ENVTEST_ASSETS_DIR)/local-path-provisioner-$(LOCAL_PATH_PROVISIONER_VERSION)
 # Without these, /version reports v0.0.0-master and kubectl and OLM's minKubeVersion check fail.
@@ -528,21 +525,15 @@ $(ENVTEST): | $(LOCALBIN)
 .PHONY: envtest-assets
 envtest-assets: setup-envtest $(KUBE_APISERVER) $(ETCD) $(KUBECTL) ## Build kube-apiserver, etcd and kubectl for envtest.
 
-# kube-apiserver, kubectl, the controller manager, the scheduler, etcd and the local-path
-# provisioner come from one module (hack/tools/kube) and one build: built side by side by separate
-# go commands, each compiled the packages they share again (the Go build cache does not
-# coordinate builds running at once), which on an empty cache took 2 cores 13.5 minutes against 8
-# for the four Kubernetes binaries alone; etcd (566 packages) and the provisioner (722) add 108
-# of their own to those. The provisioner imports github.com/Sirupsen/logrus, which etcd imports as
-# github.com/sirupsen/logrus: one binary cannot have both, so it is built second, from the cache.
-KUBE_COMMANDS = $(KUBE_APISERVER) $(KUBECTL) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
-KUBE_BINARIES = $(KUBE_COMMANDS) $(ETCD) $(LOCAL_PATH_PROVISIONER)
-KUBE_BUILD = $(LOCALBIN)/kube-build/$(K8S_VERSION)
+# kube-apiserver, kubectl, the controller manager and the scheduler come from one module and are
+# built by one go build: built side by side by separate go commands, each compiled the packages
+# they share again (the Go build cache does not coordinate builds running at once), which on an
+# empty cache took 2 cores 13.5 minutes against 8 for the one build.
+KUBE_BINARIES = $(KUBE_APISERVER) $(KUBECTL) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER)
 $(KUBE_BINARIES) &: hack/tools/kube/go.mod
 	mkdir -p $(ENVTEST_ASSETS_DIR)
-	$(call cached-go-build-all,hack/tools/kube,$(KUBE_BUILD),$(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_COMMANDS))) go.etcd.io/etcd/server/v3$(comma)github.com/rancher/local-path-provisioner,$(KUBE_VERSION_LDFLAGS))
-	$(foreach b,$(KUBE_COMMANDS),ln -f $(KUBE_BUILD)/$(notdir $(b)) $(b) && ) ln -f $(KUBE_BUILD)/server $(ETCD) && \
-		ln -f $(KUBE_BUILD)/local-path-provisioner $(LOCAL_PATH_PROVISIONER) && touch $(KUBE_BINARIES)
+	$(call cached-go-build-all,hack/tools/kube,$(LOCALBIN)/kube-build/$(K8S_VERSION),$(addprefix k8s.io/kubernetes/cmd/,$(notdir $(KUBE_BINARIES))),$(KUBE_VERSION_LDFLAGS))
+	$(foreach b,$(KUBE_BINARIES),ln -f $(LOCALBIN)/kube-build/$(K8S_VERSION)/$(notdir $(b)) $(b) && ) touch $(KUBE_BINARIES)
 
 # kube-apiserver and etcd of the oldest supported Kubernetes (K8S_OLDEST_VERSION), for envtest.
 .PHONY: envtest-oldest-assets
@@ -562,6 +553,13 @@ $(ETCD_OLDEST): $(ETCD)
 .PHONY: cluster-assets
 cluster-assets: envtest-assets $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(LOCAL_PATH_PROVISIONER) busybox-image ## Build the local cluster's control plane (envtest's plus controller manager and scheduler), its storage provisioner and the busybox image its node runs busybox containers from.
 
+$(LOCAL_PATH_PROVISIONER):
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	$(call go-install-tool,$@,github.com/rancher/local-path-provisioner,$(LOCAL_PATH_PROVISIONER_VERSION))
+
+$(ETCD): hack/tools/etcd/go.mod
+	mkdir -p $(ENVTEST_ASSETS_DIR)
+	$(call cached-go-build,hack/tools/etcd,go.etcd.io/etcd/server/v3)
 
 ## The autoscaler tests' load-generator Flink job (test/loadgen): Flink's API from Maven Central as a
 ## provided dependency; Maven works offline when its local repository has everything.
@@ -661,12 +659,10 @@ hack/cached.sh $@ $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && go build -ldflag
 endef
 
 # cached-go-build-all builds the packages $(3) of the tool module $(1) with ldflags $(4) and tags
-# $(5) into the directory $(2) (a binary per package, named as go build names it), once per
-# machine, as cached-go-build. A comma separates groups of packages that cannot be linked in one
-# build (two import paths differing only in case); the groups are built one after the other, so
-# the later ones find what they share with the earlier ones in the build cache.
+# $(5) in one go build into the directory $(2) (a binary per package, named as go build names
+# it), once per machine, as cached-go-build.
 define cached-go-build-all
-hack/cached.sh $(2) $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && rm -rf "$$6.tmp" && echo "$$2" | tr , "\n" | while read -r group; do go build -ldflags "$$3" -tags "$$4" -o "$$6.tmp/" $$group || exit 1; done && rm -rf "$$6" && mv "$$6.tmp" "$$6"' go-build-all $(1) '$(3)' '$(4)' '$(5)' $(GOVERSION) {}
+hack/cached.sh $(2) $(1)/go.mod $(1)/go.sum -- sh -c 'cd "$$1" && rm -rf "$$6.tmp" && go build -ldflags "$$3" -tags "$$4" -o "$$6.tmp/" $$2 && rm -rf "$$6" && mv "$$6.tmp" "$$6"' go-build-all $(1) '$(3)' '$(4)' '$(5)' $(GOVERSION) {}
 endef
 
 define go-install-tool
