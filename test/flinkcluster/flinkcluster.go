@@ -22,7 +22,7 @@ import (
 
 	"github.com/flink-operator/flink-operator/test/freeport"
 
-	"github.com/flink-operator/flink-operator/test/kubeenv"
+	"github.com/flink-operator/flink-operator/test/repo"
 )
 
 // Dist is an installed Flink distribution.
@@ -49,7 +49,7 @@ func Versions(t testing.TB) []string {
 // DistFor returns the installed distribution of a version.
 func DistFor(t testing.TB, version string) Dist {
 	t.Helper()
-	root, err := kubeenv.RepoRoot()
+	root, err := repo.Root()
 	if err != nil {
 		t.Fatal(err)
 	}

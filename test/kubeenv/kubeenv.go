@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/test/repo"
 )
 
 // Env is a running control plane with the project's CRDs.
@@ -37,22 +38,7 @@ type Env struct {
 }
 
 // RepoRoot returns the module root (the directory holding go.mod), found from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("go.mod not found above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return repo.Root() }
 
 // BuildOperator builds the operator (./cmd of this repository) into the file out, as the
 // suites that run it as a process of its own (e2e, OLM, bench) do.
