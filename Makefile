@@ -293,11 +293,17 @@ e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pa
 	FLINK_VERSIONS="$(FLINK_VERSIONS)" go test -tags e2e ./test/e2e -count=1 -timeout $(E2E_TIMEOUT) -run '$(E2E_FAULT_TESTS)' -v
 
 # The scripts make test runs: those that pass here so far (test/upstream-e2e/README.md has
-# each script's result); empty runs every script.
-UPSTREAM_E2E_SCRIPTS ?= test_application_operations.sh test_multi_sessionjob.sh test_batch_job.sh test_snapshot.sh test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_bluegreen_laststate.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh test_flink_operator_ha.sh
+# each script's result), the longest first, the order the runners take them in; empty runs
+# every script.
+UPSTREAM_E2E_SCRIPTS ?= test_snapshot.sh test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_autoscaler.sh test_batch_job.sh test_bluegreen_ingress_rotation.sh test_bluegreen_laststate.sh test_multi_sessionjob.sh test_application_operations.sh test_flink_operator_ha.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh
+# UPSTREAM_E2E_RUNNERS: how many local clusters run the scripts at once, each taking the next
+# script no other has taken (test/upstream-e2e/runners.sh).
+UPSTREAM_E2E_RUNNERS ?= 2
 .PHONY: upstream-e2e
-upstream-e2e: $(GENERATE) cluster-assets flink-dist yq upstream-e2e-jars ## The Apache operator's own e2e scripts, unchanged, against this operator installed as make deploy installs it, on the local cluster (test/upstream-e2e, its README lists what stands in for minikube and Helm).
-	FLINK_VERSIONS="$(FLINK1_VERSION)" UPSTREAM_E2E_SCRIPTS="$(UPSTREAM_E2E_SCRIPTS)" go test -tags e2e ./test/upstream-e2e -count=1 -timeout 60m -v
+upstream-e2e: $(GENERATE) cluster-assets flink-dist yq upstream-e2e-jars ## The Apache operator's own e2e scripts, unchanged, against this operator installed as make deploy installs it, on UPSTREAM_E2E_RUNNERS local clusters (test/upstream-e2e, its README lists what stands in for minikube and Helm).
+	go test -c -tags e2e -o $(LOCALBIN)/upstream-e2e.test ./test/upstream-e2e
+	cd test/upstream-e2e && FLINK_VERSIONS="$(FLINK1_VERSION)" UPSTREAM_E2E_SCRIPTS="$(UPSTREAM_E2E_SCRIPTS)" \
+		bash runners.sh $(UPSTREAM_E2E_RUNNERS) $(LOCALBIN)/upstream-e2e.test -test.count=1 -test.timeout=60m -test.v
 
 .PHONY: deploy-test
 deploy-test: $(GENERATE) cluster-assets flink-dist ## Install config/default (what `make deploy` applies) on the local cluster and run a sample to RUNNING; install config/profiles/multi-tenant and see hostile FlinkDeployments refused (test/deploy); make run-local's operator refuses a bad spec through its webhooks (test/cmd/runlocal).
