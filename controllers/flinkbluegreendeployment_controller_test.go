@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -73,11 +74,19 @@ func runChild(t *testing.T, c client.Client, k *cluster, ns, name string) string
 
 func changeImage(t *testing.T, c client.Client, ns, name, image string) {
 	t.Helper()
-	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		bg := fixtures.GetBlueGreen(t, c, ns, name)
+	updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) { bg.Spec.Template.Spec.Image = image })
+}
+
+// changeImageWithAbortGrace changes the image and, in the same update, the abort grace period
+// the switch it starts runs under. A blue/green deployment created with a short grace period
+// aborts its first child too when that child is slower to become ready, as it can be on a
+// loaded machine; the short period is for the switch under test only.
+func changeImageWithAbortGrace(t *testing.T, c client.Client, ns, name, image, abortGrace string) {
+	t.Helper()
+	updateBlueGreenSpec(t, c, ns, name, func(bg *flinkv1beta1.FlinkBlueGreenDeployment) {
 		bg.Spec.Template.Spec.Image = image
-		return c.Update(context.Background(), bg)
-	}))
+		bg.Spec.Configuration[options.BlueGreenAbortGracePeriod.Key] = abortGrace
+	})
 }
 
 func updateBlueGreenSpec(t *testing.T, c client.Client, ns, name string, change func(*flinkv1beta1.FlinkBlueGreenDeployment)) {
@@ -171,9 +180,9 @@ func TestBlueGreenDeployment(t *testing.T) {
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
-		blueJob := activeBlue(t, c, k, ns, name, "3s")
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
 
-		changeImage(t, c, ns, name, "flink:does-not-exist")
+		changeImageWithAbortGrace(t, c, ns, name, "flink:does-not-exist", "3s")
 		waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		// Green's JobManager never becomes available.
 		bg := waitFor(t, c, ns, name, "aborted back to ACTIVE_BLUE", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
@@ -204,10 +213,10 @@ func TestBlueGreenDeployment(t *testing.T) {
 		flink := fakeflink.New(t)
 		k := &cluster{t: t, c: c, flink: flink}
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
-		blueJob := activeBlue(t, c, k, ns, name, "3s")
+		blueJob := activeBlue(t, c, k, ns, name, "10 min")
 
 		flink.SetAutoComplete(false)
-		changeImage(t, c, ns, name, "flink:1.20.3")
+		changeImageWithAbortGrace(t, c, ns, name, "flink:1.20.3", "3s")
 		bg := waitFor(t, c, ns, name, "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
 		snapName := bg.Status.SavepointTriggerID
 		wait.For(t, 10*time.Second, "the savepoint triggered", func() bool { return len(flink.Triggered()) > 0 }, func() string { return "" })
