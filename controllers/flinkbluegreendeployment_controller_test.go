@@ -182,7 +182,8 @@ func TestBlueGreenDeployment(t *testing.T) {
 		events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
 		blueJob := activeBlue(t, c, k, ns, name, "10 min")
 
-		changeImageWithAbortGrace(t, c, ns, name, "flink:does-not-exist", "3s")
+		// The grace period covers blue's savepoint and green's start: 10 s, for a loaded machine.
+		changeImageWithAbortGrace(t, c, ns, name, "flink:does-not-exist", "10s")
 		waitFor(t, c, ns, name+"-green", "green child", func(*flinkv1beta1.FlinkDeployment) bool { return true })
 		// Green's JobManager never becomes available.
 		bg := waitFor(t, c, ns, name, "aborted back to ACTIVE_BLUE", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {

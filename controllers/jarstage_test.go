@@ -130,6 +130,9 @@ func TestSessionJobSlowJarDoesNotHoldTheWorker(t *testing.T) {
 	require.False(t, submitted(slow), "the slow job waits for its jar")
 
 	wait.For(t, 2*time.Minute, "the slow job is submitted once its jar is staged", func() bool { return submitted(slow) })
+	// The handler sleeps its interval after the last piece, which the operator already has: the
+	// job can be submitted before the handler counts its download finished.
+	wait.For(t, 10*time.Second, "the slow download's handler ended", func() bool { return active.Load() == 0 }, func() string { return "" })
 	require.Equal(t, int32(1), finished.Load(), "downloaded once")
 	wait.For(t, 10*time.Second, "both uploads are deleted after their run", func() bool { return flink.Jars() == 0 })
 }

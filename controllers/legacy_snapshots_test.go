@@ -111,9 +111,11 @@ func TestSessionJobUpgradeWaitsForPendingLegacySavepoint(t *testing.T) {
 func TestSessionJobLegacySavepointHistoryTrimmed(t *testing.T) {
 	t.Parallel()
 	e := newSessionJobs(t, "legacy-history", false, "session")
-	const maxAge = 6 * time.Second
+	// max.age must outlast the three savepoints below, so that the count rule is seen alone
+	// first: they take about a second on an idle machine, over 6 s on a loaded one.
+	const maxAge = 12 * time.Second
 	key, jobID := e.runLegacySessionJob("orders", map[string]string{
-		"kubernetes.operator.savepoint.history.max.count": "2", "kubernetes.operator.savepoint.history.max.age": "6 s"})
+		"kubernetes.operator.savepoint.history.max.count": "2", "kubernetes.operator.savepoint.history.max.age": "12 s"})
 	start := time.Now()
 	for n := int64(1); n <= 3; n++ {
 		e.update(key, savepointNonce(n))
@@ -132,9 +134,10 @@ func TestSessionJobLegacySavepointHistoryTrimmed(t *testing.T) {
 	assert.Equal(t, []string{loc(0)}, disposedOnce(e.flink.Disposed()))
 
 	// The age: the older of the two goes, with its data; the newest stays although older still.
-	j = e.waitSessionJob(key, "history trimmed to max.age", func(j *flinkv1beta1.FlinkSessionJob) bool {
+	wait.For(t, maxAge+20*time.Second, "history trimmed to max.age", func() bool {
+		j = e.get(key)
 		return len(j.Status.JobStatus.SavepointInfo.SavepointHistory) == 1
-	})
+	}, func() string { return fmt.Sprintf("status %+v", j.Status.JobStatus) })
 	assert.Equal(t, []string{loc(2)}, historyLocations(j))
 	assert.Equal(t, []string{loc(0), loc(1)}, disposedOnce(e.flink.Disposed()))
 	newest := j.Status.JobStatus.SavepointInfo.SavepointHistory[0]
