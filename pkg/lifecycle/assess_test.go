@@ -193,6 +193,9 @@ func TestReadyExplainsItself(t *testing.T) {
 
 	s.JobStatus.State, s.LifecycleState, s.JobManagerDeploymentStatus = flinkv1beta1.JobStatusReconciling, flinkv1beta1.LifecycleDeployed, flinkv1beta1.JobManagerDeploying
 	assert.Contains(t, ready(4).Message, "The JobManager is starting")
+
+	s.JobStatus.State, s.LifecycleState, s.JobManagerDeploymentStatus = flinkv1beta1.JobStatusFinished, flinkv1beta1.LifecycleStable, flinkv1beta1.JobManagerReady
+	assert.Equal(t, "Lifecycle state STABLE: Job status FINISHED", ready(4).Message, "a finished batch job")
 }
 
 // TestSessionJobConditions: a session job has the same Progressing, Degraded, Reconciling and

@@ -300,8 +300,8 @@ func progress(in input, generation int64) []metav1.Condition {
 }
 
 // readyMessage says why a resource is not Ready, from what is wrong first, then what is
-// being done.
-func readyMessage(state flinkv1beta1.LifecycleState, ready bool, observed, generation int64, v verdict) string {
+// being done, else what Running says (a FINISHED job, a session's JobManager not ready).
+func readyMessage(state flinkv1beta1.LifecycleState, ready bool, observed, generation int64, v verdict, running metav1.Condition) string {
 	msg := "Lifecycle state " + string(state)
 	switch {
 	case ready:
@@ -315,7 +315,7 @@ func readyMessage(state flinkv1beta1.LifecycleState, ready bool, observed, gener
 	case v.progressingReason != ReasonSettled:
 		return msg + ": " + v.progressingMessage
 	}
-	return msg + ": the job is not running yet"
+	return msg + ": " + running.Message
 }
 
 // errorMessage extracts the message of status.error (upstream's JSON), or returns it as is.
@@ -359,7 +359,7 @@ func readyCondition(in input, running metav1.Condition, generation int64) metav1
 	stable := s.LifecycleState == flinkv1beta1.LifecycleStable || s.LifecycleState == flinkv1beta1.LifecycleDeployed
 	isReady := stable && running.Status == metav1.ConditionTrue && s.ObservedGeneration == generation
 	ready.Status = boolStatus(isReady)
-	ready.Message = readyMessage(s.LifecycleState, isReady, s.ObservedGeneration, generation, assess(in))
+	ready.Message = readyMessage(s.LifecycleState, isReady, s.ObservedGeneration, generation, assess(in), running)
 	if ready.Reason == "" {
 		ready.Reason = "Created"
 	}
