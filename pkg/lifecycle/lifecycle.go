@@ -106,7 +106,7 @@ const (
 	ReasonJobFailed        Reason = "JobFailed"        // the job is FAILED
 	ReasonJobRestarting    Reason = "JobRestarting"    // Flink restarts the job after a failure
 	ReasonDeploymentFailed Reason = "DeploymentFailed" // the JobManager Deployment is in ERROR
-	ReasonError            Reason = "Error"            // status.error without a typed reason
+	ReasonError            Reason = "Error"            // status.error with a reason this version does not know (a newer operator wrote it)
 )
 
 // errorReasons are the typed reasons of status.error, each a Degraded reason of the same name.
@@ -130,8 +130,8 @@ var errorReasons = map[flinkv1beta1.StatusErrorReason]Reason{
 // person does about each.
 var waitsForUser = map[flinkv1beta1.StatusErrorReason]string{
 	flinkv1beta1.ErrorReasonInvalidSpec: "fix the spec; the last valid spec keeps running meanwhile",
-	flinkv1beta1.ErrorReasonManualRestoreRequired: "choose the state to restore: set spec.job.initialSavepointPath and change " +
-		"spec.job.savepointRedeployNonce (or use upgradeMode stateless to start without state)",
+	flinkv1beta1.ErrorReasonManualRestoreRequired: "choose the state to restore: set spec.job.initialSavepointPath with a new " +
+		"spec.job.savepointRedeployNonce",
 	flinkv1beta1.ErrorReasonJobNotFound:   "change the spec to submit the job again from its last recorded state",
 	flinkv1beta1.ErrorReasonForeignObject: "delete or rename the object named, which belongs to someone else; nothing is deployed until it is gone",
 }
