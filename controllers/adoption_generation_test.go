@@ -39,13 +39,13 @@ func TestAdoptsTheGenerationApache17Recorded(t *testing.T) {
 
 	flinkdeployment.NewScope(dep)
 	assert.Equal(t, dep.Generation, dep.Status.ObservedGeneration, "the application's reconciled generation is adopted")
-	ready := meta.FindStatusCondition(lifecycle.Conditions(&dep.Status, true, dep.Generation), lifecycle.ConditionReady)
+	ready := meta.FindStatusCondition(lifecycle.Conditions(&dep.Status, true, dep.Generation, flinkv1beta1.JobStateRunning), lifecycle.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status, "the adopted running application is Ready: %+v", ready)
 
 	flinksessionjob.NewJobScope(job, nil)
 	assert.Equal(t, job.Generation, job.Status.ObservedGeneration, "the session job's reconciled generation is adopted")
-	ready = meta.FindStatusCondition(lifecycle.SessionJobConditions(&job.Status.CommonStatus, job.Generation), lifecycle.ConditionReady)
+	ready = meta.FindStatusCondition(lifecycle.SessionJobConditions(&job.Status.CommonStatus, job.Generation, flinkv1beta1.JobStateRunning), lifecycle.ConditionReady)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionTrue, ready.Status, "the adopted running session job is Ready: %+v", ready)
 

@@ -22,6 +22,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/flinkbluegreendeployment"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
@@ -127,6 +128,10 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 	bg := waitFor(t, c, ns, name, "ACTIVE_BLUE", inState(flinkv1beta1.BlueGreenActiveBlue))
 	assert.True(t, meta.IsStatusConditionTrue(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady))
 	assert.Equal(t, bg.Generation, meta.FindStatusCondition(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady).ObservedGeneration)
+	if degraded := meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionDegraded); assert.NotNil(t, degraded) {
+		assert.Equal(t, metav1.ConditionFalse, degraded.Status, degraded.Message)
+		assert.Equal(t, bg.Generation, degraded.ObservedGeneration)
+	}
 	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return fixtures.IngressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
 	return blueJob
 }
@@ -192,6 +197,11 @@ func TestBlueGreenDeployment(t *testing.T) {
 		assert.Contains(t, bg.Status.Error, "Aborting deployment 'orders-green', rolling B/G deployment back to ACTIVE_BLUE")
 		assert.Equal(t, flinkv1beta1.JobStatusFailing, bg.Status.JobStatus.State)
 		assert.True(t, meta.IsStatusConditionFalse(bg.Status.Conditions, flinkbluegreendeployment.ConditionBlueGreenReady))
+		if degraded := meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionDegraded); assert.NotNil(t, degraded) {
+			assert.Equal(t, metav1.ConditionTrue, degraded.Status)
+			assert.Equal(t, string(lifecycle.ReasonSwitchFailed), degraded.Reason)
+			assert.Contains(t, degraded.Message, "Aborting deployment 'orders-green'")
+		}
 		waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})

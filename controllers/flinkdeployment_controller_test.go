@@ -27,6 +27,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/validation"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/kubeenv"
@@ -69,6 +70,13 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		events.seen(t, "JobStatusChanged")
 		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Reconciling"))
 		assert.True(t, meta.IsStatusConditionFalse(d.Status.Conditions, "Stalled"))
+		for typ, reason := range map[string]lifecycle.Reason{lifecycle.ConditionProgressing: lifecycle.ReasonSettled, lifecycle.ConditionDegraded: lifecycle.ReasonHealthy} {
+			if cond := meta.FindStatusCondition(d.Status.Conditions, typ); assert.NotNil(t, cond, typ) {
+				assert.Equal(t, metav1.ConditionFalse, cond.Status, typ)
+				assert.Equal(t, string(reason), cond.Reason, typ)
+				assert.Equal(t, d.Generation, cond.ObservedGeneration, typ)
+			}
+		}
 	})
 
 	t.Run("job failures become Warning events, each once", func(t *testing.T) {

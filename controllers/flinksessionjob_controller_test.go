@@ -12,12 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/flinksessionjob"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/test/fakeflink"
 	"github.com/flink-operator/flink-operator/test/wait"
 )
@@ -80,6 +82,7 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	require.Len(t, jobID, 32)
 	require.Equal(t, jobID, flink.Runs()[0].JobID, "the job id is written to the status before Flink sees it")
 	require.Contains(t, failed.Status.Error, "JobSubmissionException")
+	assert.True(t, conditionTrue(failed.Status.Conditions, lifecycle.ConditionDegraded), "a failed submission is Degraded")
 	wait.For(t, 5*time.Second, "events.has(\"Job submission failed\")", func() bool { return events.has("Job submission failed") })
 
 	// The retry submits under the same id; the uploaded jar is deleted.
@@ -93,6 +96,8 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	require.Equal(t, 2, runs[len(runs)-1].Parallelism)
 	require.Zero(t, flink.Jars(), "uploaded jars are deleted after the run")
 	require.Equal(t, flinkv1beta1.LifecycleStable, running.Status.LifecycleState)
+	assert.True(t, meta.IsStatusConditionFalse(running.Status.Conditions, lifecycle.ConditionDegraded), "the retry cleared it")
+	assert.True(t, meta.IsStatusConditionFalse(running.Status.Conditions, lifecycle.ConditionProgressing))
 
 	// A savepoint upgrade: stop with a savepoint, run the new spec from it under a new id.
 	patchSessionJob(t, c, key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.Parallelism = 3 })

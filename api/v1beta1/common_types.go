@@ -320,8 +320,10 @@ type CommonStatus struct {
 	// reconciliationStatus is the operator's record of the spec it applies.
 	// +optional
 	ReconciliationStatus ReconciliationStatus `json:"reconciliationStatus,omitempty"`
-	// conditions are standard Kubernetes conditions (Running, Ready, ...) with observedGeneration,
-	// usable with `kubectl wait --for=condition=...`.
+	// conditions are standard Kubernetes conditions with observedGeneration, usable with
+	// `kubectl wait --for=condition=...`: Running (upstream's), Ready, Progressing and Reconciling
+	// (the operator is acting; the reason says how), Degraded (something is wrong; the reason says
+	// what) and Stalled (a person must act).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -82,7 +82,7 @@ type FlinkBlueGreenDeploymentStatus struct {
 	// observedGeneration is the generation whose spec was last acted upon.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions are standard Kubernetes conditions (Ready, Progressing) with observedGeneration.
+	// conditions are standard Kubernetes conditions (Ready, Progressing, Degraded) with observedGeneration.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -98,6 +98,7 @@ type FlinkBlueGreenDeploymentStatus struct {
 // +kubebuilder:resource:shortName=flinkbgdep,categories=flink
 // +kubebuilder:printcolumn:name="Job Status",type=string,JSONPath=`.status.jobStatus.state`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.blueGreenState`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FlinkBlueGreenDeployment struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -202,6 +202,7 @@ type FlinkDeploymentStatus struct {
 // +kubebuilder:resource:shortName=flinkdep,categories=flink
 // +kubebuilder:printcolumn:name="Job Status",type=string,JSONPath=`.status.jobStatus.state`
 // +kubebuilder:printcolumn:name="Lifecycle State",type=string,JSONPath=`.status.lifecycleState`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FlinkDeployment struct {
 	metav1.TypeMeta   `json:",inline"`

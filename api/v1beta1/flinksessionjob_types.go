@@ -35,6 +35,7 @@ type FlinkSessionJobStatus struct {
 // +kubebuilder:resource:shortName=sessionjob,categories=flink
 // +kubebuilder:printcolumn:name="Job Status",type=string,JSONPath=`.status.jobStatus.state`
 // +kubebuilder:printcolumn:name="Lifecycle State",type=string,JSONPath=`.status.lifecycleState`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FlinkSessionJob struct {
 	metav1.TypeMeta   `json:",inline"`

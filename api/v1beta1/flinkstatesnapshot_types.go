@@ -102,7 +102,7 @@ type FlinkStateSnapshotStatus struct {
 	// failures counts failed attempts.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
-	// conditions are standard Kubernetes conditions (Ready ...) with observedGeneration.
+	// conditions are standard Kubernetes conditions (Ready, Progressing, Degraded) with observedGeneration.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -117,6 +117,7 @@ type FlinkStateSnapshotStatus struct {
 // +kubebuilder:printcolumn:name="Path",type=string,JSONPath=`.status.path`
 // +kubebuilder:printcolumn:name="Result Timestamp",type=string,JSONPath=`.status.resultTimestamp`
 // +kubebuilder:printcolumn:name="Snapshot State",type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FlinkStateSnapshot struct {
 	metav1.TypeMeta   `json:",inline"`

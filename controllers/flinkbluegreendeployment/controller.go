@@ -26,6 +26,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/bluegreen"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/redact"
 	"github.com/flink-operator/flink-operator/pkg/validation"
@@ -343,6 +344,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) recordInvalid(ctx context.Context, 
 	bg.Status.Error = msg
 	meta.SetStatusCondition(&bg.Status.Conditions, metav1.Condition{Type: ConditionBlueGreenReady, Status: metav1.ConditionFalse,
 		Reason: ReasonInvalid, Message: msg, ObservedGeneration: bg.Generation})
+	meta.SetStatusCondition(&bg.Status.Conditions, lifecycle.BlueGreenDegraded(true, msg, nil, bg.Generation))
 	r.Recorder.Event(bg, "Warning", reconciler.ReasonValidationError, msg)
 	return r.writeStatus(ctx, base, bg)
 }
@@ -383,6 +385,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.F
 		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, toCamel(state), "state "+state
 	}
 	meta.SetStatusCondition(&st.Conditions, progressing)
+	meta.SetStatusCondition(&st.Conditions, lifecycle.BlueGreenDegraded(false, st.Error, active, bg.Generation))
 }
 
 // toCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).

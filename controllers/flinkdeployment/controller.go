@@ -237,7 +237,7 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 	if r.Lifecycle != nil {
 		r.Lifecycle.Observe(s.dep.UID, s.dep.Namespace, metrics.KindDeployment, st.LifecycleState)
 	}
-	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation) {
+	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation, jobState) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	if st.TaskManager == nil {

@@ -365,7 +365,7 @@ func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
 	if r.Lifecycle != nil {
 		r.Lifecycle.Observe(s.job.UID, s.job.Namespace, metrics.KindSessionJob, st.LifecycleState)
 	}
-	for _, c := range lifecycle.SessionJobConditions(&st.CommonStatus, s.job.Generation) {
+	for _, c := range lifecycle.SessionJobConditions(&st.CommonStatus, s.job.Generation, jobState) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +24,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flink/clients"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 )
 
 // SnapshotFinalizer is upstream's finalizer name for snapshots.
@@ -109,12 +109,9 @@ func (r *FlinkStateSnapshotReconciler) ensureMetadata(ctx context.Context, snap 
 
 func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap, original *flinkv1beta1.FlinkStateSnapshot) error {
 	st := &snap.Status
-	ready := metav1.Condition{Type: "Ready", ObservedGeneration: snap.Generation, Status: metav1.ConditionFalse,
-		Reason: camelState(st.State), Message: "Snapshot " + string(st.State)}
-	if st.State == flinkv1beta1.SnapshotCompleted {
-		ready.Status, ready.Message = metav1.ConditionTrue, "Snapshot completed: "+st.Path
+	for _, c := range lifecycle.SnapshotConditions(snap) {
+		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	meta.SetStatusCondition(&st.Conditions, ready)
 	if reconciler.EqualStatus(original.Status, snap.Status) {
 		return nil
 	}
@@ -135,20 +132,6 @@ func (r *FlinkStateSnapshotReconciler) persistSnapshot(ctx context.Context, snap
 		original.ResourceVersion, original.Labels = snap.ResourceVersion, maps.Clone(snap.Labels)
 	}
 	return nil
-}
-
-func camelState(s flinkv1beta1.SnapshotState) string {
-	switch s {
-	case flinkv1beta1.SnapshotCompleted:
-		return "Completed"
-	case flinkv1beta1.SnapshotFailed:
-		return "Failed"
-	case flinkv1beta1.SnapshotAbandoned:
-		return "Abandoned"
-	case flinkv1beta1.SnapshotInProgress:
-		return "InProgress"
-	}
-	return "TriggerPending"
 }
 
 // target is the job a snapshot is of: its cluster's REST client and job id.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -348,33 +349,42 @@ func TestProgressPhase(t *testing.T) {
 		retrigger bool
 		failures  int32
 		event     string
+		// conditions: Progressing and Degraded as status/reason
+		conditions string
 	}{
 		{name: "completed: COMPLETED with its path", snap: func() *flinkv1beta1.FlinkStateSnapshot { return savepointOf("orders") },
 			flink: func(w *snapWorld, id string) { w.flink.CompleteSavepoint(fixtures.PhaseJobID, id, "") },
-			state: flinkv1beta1.SnapshotCompleted, path: "location", event: "Normal SnapshotCompleted SAVEPOINT completed: file:/flink/savepoints/savepoint-"},
+			state: flinkv1beta1.SnapshotCompleted, path: "location", event: "Normal SnapshotCompleted SAVEPOINT completed: file:/flink/savepoints/savepoint-",
+			conditions: "Progressing=False/Done Degraded=False/Healthy"},
 		{name: "checkpoint completed", snap: func() *flinkv1beta1.FlinkStateSnapshot {
 			return checkpointOf(flinkv1beta1.JobKindFlinkDeployment, "orders")
 		},
-			state: flinkv1beta1.SnapshotCompleted, path: "checkpoint", event: "Normal SnapshotCompleted CHECKPOINT completed: " + fakeflink.CheckpointPath(fixtures.PhaseJobID)},
+			state: flinkv1beta1.SnapshotCompleted, path: "checkpoint", event: "Normal SnapshotCompleted CHECKPOINT completed: " + fakeflink.CheckpointPath(fixtures.PhaseJobID),
+			conditions: "Progressing=False/Done Degraded=False/Healthy"},
 		{name: "not done yet: looked at again", snap: func() *flinkv1beta1.FlinkStateSnapshot { return savepointOf("orders") },
-			result: ctrl.Result{RequeueAfter: fixtures.FastIntervals().ProgressCheck}, state: flinkv1beta1.SnapshotInProgress},
+			result: ctrl.Result{RequeueAfter: fixtures.FastIntervals().ProgressCheck}, state: flinkv1beta1.SnapshotInProgress,
+			conditions: "Progressing=True/Savepointing Degraded=False/Healthy"},
 		{name: "Flink forgot the trigger: asked again under the same id", snap: func() *flinkv1beta1.FlinkStateSnapshot { return savepointOf("orders") },
 			flink:  func(w *snapWorld, _ string) { w.restartJobManager() },
-			result: ctrl.Result{RequeueAfter: fixtures.FastIntervals().ProgressCheck}, state: flinkv1beta1.SnapshotInProgress, retrigger: true},
+			result: ctrl.Result{RequeueAfter: fixtures.FastIntervals().ProgressCheck}, state: flinkv1beta1.SnapshotInProgress, retrigger: true,
+			conditions: "Progressing=True/Savepointing Degraded=False/Healthy"},
 		{name: "failed, no backoffLimit: retried after the back-off", snap: func() *flinkv1beta1.FlinkStateSnapshot { return savepointOf("orders") },
 			flink: failing, result: ctrl.Result{RequeueAfter: backoff}, state: flinkv1beta1.SnapshotTriggerPending, failures: 1,
-			event: "Warning SnapshotError SAVEPOINT attempt 1 failed, retrying: SAVEPOINT failed: "},
+			event:      "Warning SnapshotError SAVEPOINT attempt 1 failed, retrying: SAVEPOINT failed: ",
+			conditions: "Progressing=True/Savepointing Degraded=True/SnapshotRetrying"},
 		{name: "failed, backoffLimit 1 not reached: retried", snap: func() *flinkv1beta1.FlinkStateSnapshot {
 			snap := savepointOf("orders")
 			snap.Spec.BackoffLimit = fixtures.Ptr(int32(1))
 			return snap
 		}, flink: failing, result: ctrl.Result{RequeueAfter: backoff}, state: flinkv1beta1.SnapshotTriggerPending, failures: 1,
-			event: "Warning SnapshotError SAVEPOINT attempt 1 failed, retrying: "},
+			event:      "Warning SnapshotError SAVEPOINT attempt 1 failed, retrying: ",
+			conditions: "Progressing=True/Savepointing Degraded=True/SnapshotRetrying"},
 		{name: "failed past backoffLimit 0: FAILED", snap: func() *flinkv1beta1.FlinkStateSnapshot {
 			snap := savepointOf("orders")
 			snap.Spec.BackoffLimit = fixtures.Ptr(int32(0))
 			return snap
-		}, flink: failing, state: flinkv1beta1.SnapshotFailed, failures: 1, event: "Warning SnapshotError SAVEPOINT failed after 1 attempts: "},
+		}, flink: failing, state: flinkv1beta1.SnapshotFailed, failures: 1, event: "Warning SnapshotError SAVEPOINT failed after 1 attempts: ",
+			conditions: "Progressing=False/Done Degraded=True/SnapshotFailed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,6 +406,14 @@ func TestProgressPhase(t *testing.T) {
 			assert.Equal(t, tt.state, st.State)
 			assert.Equal(t, string(tt.state), got.Labels[jobs.LabelSnapshotState])
 			assert.Equal(t, tt.failures, st.Failures)
+			var conds []string
+			for _, typ := range []string{"Progressing", "Degraded"} {
+				if c := meta.FindStatusCondition(st.Conditions, typ); assert.NotNil(t, c, typ) {
+					conds = append(conds, fmt.Sprintf("%s=%s/%s", typ, c.Status, c.Reason))
+					assert.Equal(t, got.Generation, c.ObservedGeneration, typ)
+				}
+			}
+			assert.Equal(t, tt.conditions, strings.Join(conds, " "))
 			switch tt.path {
 			case "":
 				assert.Empty(t, st.Path)

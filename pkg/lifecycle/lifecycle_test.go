@@ -45,19 +45,19 @@ func TestConditions(t *testing.T) {
 		CommonStatus:               flinkv1beta1.CommonStatus{JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning}, LifecycleState: flinkv1beta1.LifecycleStable, ObservedGeneration: 4},
 		JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady,
 	}
-	got := Conditions(s, true, 4)
+	got := Conditions(s, true, 4, "")
 	assert.Equal(t, metav1.Condition{Type: "Running", Status: metav1.ConditionTrue, Reason: "Running", Message: "Job status RUNNING", ObservedGeneration: 4}, got[0])
 	assert.Equal(t, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Stable", Message: "Lifecycle state STABLE", ObservedGeneration: 4}, got[1])
 
-	got = Conditions(s, true, 5) // a newer generation has not been reconciled yet
+	got = Conditions(s, true, 5, "") // a newer generation has not been reconciled yet
 	assert.Equal(t, metav1.ConditionFalse, got[1].Status)
 
 	s.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploying
-	got = Conditions(s, false, 4)
+	got = Conditions(s, false, 4, "")
 	assert.Equal(t, metav1.Condition{Type: "Running", Status: metav1.ConditionFalse, Reason: "JobManagerIsDeploying", Message: "JobManager process is starting up", ObservedGeneration: 4}, got[0])
 
 	s.JobStatus.State = flinkv1beta1.JobStatusFailing
-	assert.Equal(t, "Failing", Conditions(s, true, 4)[0].Reason)
+	assert.Equal(t, "Failing", Conditions(s, true, 4, "")[0].Reason)
 	assert.Equal(t, "RolledBack", camel("ROLLED_BACK"))
 }
 
@@ -84,17 +84,17 @@ func TestReconcilingAndStalled(t *testing.T) {
 			ReconciliationStatus: flinkv1beta1.ReconciliationStatus{State: flinkv1beta1.ReconciliationUpgrading}}},
 			reconciling: "True", stalled: "False", reconcilingReason: "Upgrading", reason: "NotStalled"},
 		{name: "JobManager starting", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerDeploying},
-			reconciling: "True", stalled: "False", reconcilingReason: "JobManagerStarting", reason: "NotStalled"},
+			reconciling: "True", stalled: "False", reconcilingReason: "Deploying", reason: "NotStalled"},
 		{name: "invalid spec", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
 			Error: `{"type":"org.apache.flink.kubernetes.operator.exception.ValidationError","message":"spec.job.jarURI: Required value"}`}},
-			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "InvalidSpec"},
+			reconciling: "False", stalled: "True", reconcilingReason: "WaitingForUser", reason: "InvalidSpec"},
 		{name: "invalid spec, typed", status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: flinkv1beta1.CommonStatus{
 			Error: flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionValidation, flinkv1beta1.ErrorReasonInvalidSpec, "spec.job.jarURI: Required value")}},
-			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "InvalidSpec"},
+			reconciling: "False", stalled: "True", reconcilingReason: "WaitingForUser", reason: "InvalidSpec"},
 		{name: "manual restore required, typed, whatever the message says", status: flinkv1beta1.FlinkDeploymentStatus{
 			JobManagerDeploymentStatus: flinkv1beta1.JobManagerMissing, CommonStatus: flinkv1beta1.CommonStatus{
 				Error: flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionUpgradeFailure, flinkv1beta1.ErrorReasonManualRestoreRequired, "spec.job.jarURI: Required value")}},
-			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "ManualRestoreRequired"},
+			reconciling: "False", stalled: "True", reconcilingReason: "WaitingForUser", reason: "ManualRestoreRequired"},
 		{name: "an upgrade failure is not a validation error, whatever the message says", status: flinkv1beta1.FlinkDeploymentStatus{
 			JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady, CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleStable,
 				JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning},
@@ -102,13 +102,13 @@ func TestReconcilingAndStalled(t *testing.T) {
 			reconciling: "False", stalled: "False", reconcilingReason: "Settled", reason: "NotStalled"},
 		{name: "failed job", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady,
 			CommonStatus: flinkv1beta1.CommonStatus{LifecycleState: flinkv1beta1.LifecycleFailed, JobStatus: flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusFailed}}},
-			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "Failed"},
+			reconciling: "False", stalled: "True", reconcilingReason: "WaitingForUser", reason: "Failed"},
 		{name: "deployment error", status: flinkv1beta1.FlinkDeploymentStatus{JobManagerDeploymentStatus: flinkv1beta1.JobManagerError},
-			reconciling: "False", stalled: "True", reconcilingReason: "Settled", reason: "DeploymentFailed"},
+			reconciling: "False", stalled: "True", reconcilingReason: "WaitingForUser", reason: "DeploymentFailed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Conditions(&tt.status, true, 3)
+			got := Conditions(&tt.status, true, 3, "")
 			r, s := cond(got, "Reconciling"), cond(got, "Stalled")
 			assert.Equal(t, tt.reconciling, r.Status)
 			assert.Equal(t, tt.reconcilingReason, r.Reason)
@@ -117,6 +117,6 @@ func TestReconcilingAndStalled(t *testing.T) {
 			assert.Equal(t, int64(3), s.ObservedGeneration)
 		})
 	}
-	got := cond(Conditions(&tests[3].status, true, 3), "Stalled")
+	got := cond(Conditions(&tests[3].status, true, 3, ""), "Stalled")
 	assert.Equal(t, "spec.job.jarURI: Required value", got.Message, "the message of status.error")
 }
