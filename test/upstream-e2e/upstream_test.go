@@ -66,7 +66,7 @@ type result struct {
 	script, outcome string
 	// took is the script's own run, as upstream's CI step runs it (not the install before it).
 	took  time.Duration
-	swept []string
+	swept []leftover
 }
 
 // TestUpstreamScripts runs upstream's e2e scripts, unchanged, one subtest each in upstream's order,
@@ -298,8 +298,8 @@ func (r *runner) run(ctx context.Context, s upstreame2e.Script) (string, error) 
 
 // leftovers are the objects a script's manifests make that still exist in the job namespaces:
 // the Flink resources, Flink's pods, the claims, Flink's HA ConfigMaps.
-func (r *runner) leftovers(ctx context.Context) ([]string, error) {
-	var out []string
+func (r *runner) leftovers(ctx context.Context) ([]leftover, error) {
+	var out []leftover
 	for _, ns := range jobNamespaces {
 		for kind, l := range map[string]client.ObjectList{
 			"FlinkBlueGreenDeployment": &flinkv1beta1.FlinkBlueGreenDeploymentList{}, "FlinkDeployment": &flinkv1beta1.FlinkDeploymentList{},
@@ -323,11 +323,11 @@ func (r *runner) leftovers(ctx context.Context) ([]string, error) {
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, kind+" "+ns+"/"+m.GetName())
+				out = append(out, leftover{kind: kind, namespace: ns, name: m.GetName()})
 			}
 		}
 	}
-	sort.Strings(out)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out, nil
 }
 
@@ -337,9 +337,9 @@ func (r *runner) leftovers(ctx context.Context) ([]string, error) {
 // for snapshots (finalizers removed), so the next script starts on an empty cluster as on
 // upstream's CI, which starts a new minikube for each. Claims no script deletes (the blue/green
 // scripts') are deleted without waiting for them. It returns what it had to delete.
-func (r *runner) sweep(t *testing.T, ctx context.Context) []string {
+func (r *runner) sweep(t *testing.T, ctx context.Context) []leftover {
 	t.Helper()
-	var left []string
+	var left []leftover
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var err error
@@ -358,7 +358,7 @@ func (r *runner) sweep(t *testing.T, ctx context.Context) []string {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	t.Logf("left behind after the script: %s; deleting", strings.Join(left, ", "))
+	t.Logf("left behind after the script: %s; deleting", describe(left))
 	c := r.env.Client
 	for _, ns := range jobNamespaces {
 		var snaps flinkv1beta1.FlinkStateSnapshotList
@@ -379,16 +379,29 @@ func (r *runner) sweep(t *testing.T, ctx context.Context) []string {
 		return len(rest) == 0, err
 	}, func() string {
 		rest, _ := r.leftovers(ctx)
-		return "still there: " + strings.Join(rest, ", ")
+		return "still there: " + describe(rest)
 	})
 	return left
 }
 
-// onlyClaims reports whether leftovers (as leftovers names them) holds nothing but
-// PersistentVolumeClaims, which upstream's scripts never delete.
-func onlyClaims(leftovers []string) bool {
-	for _, l := range leftovers {
-		if !strings.HasPrefix(l, "PersistentVolumeClaim ") {
+// leftover is an object a script left behind.
+type leftover struct{ kind, namespace, name string }
+
+func (l leftover) String() string { return l.kind + " " + l.namespace + "/" + l.name }
+
+func describe(ls []leftover) string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.String()
+	}
+	return strings.Join(out, ", ")
+}
+
+// onlyClaims reports whether ls holds nothing but PersistentVolumeClaims, which upstream's
+// scripts never delete.
+func onlyClaims(ls []leftover) bool {
+	for _, l := range ls {
+		if l.kind != "PersistentVolumeClaim" {
 			return false
 		}
 	}
