@@ -9,6 +9,7 @@ import (
 	"encoding/asn1"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"software.sslmate.com/src/go-pkcs12"
 
@@ -170,5 +171,9 @@ func TestCraftedStoresPassTheMAC(t *testing.T) {
 	_, err := pkcs12.DecodeTrustStore(withInnerIterations(t, trust, password, true, false, 1001), password)
 	require.ErrorIs(t, err, pkcs12.ErrDecryption)
 	_, _, _, err = pkcs12.DecodeChain(withInnerIterations(t, keys, password, false, true, 1001), password)
-	require.ErrorContains(t, err, "error decrypting PKCS#8 shrouded key bag")
+	require.Error(t, err)
+	// Decrypted with the wrong key, the bag fails its padding check, except about one time in
+	// 256, when the garbage happens to end in valid padding and fails as a private key instead.
+	// Either way the decoder got past the MAC and spent the rounds.
+	assert.Regexp(t, `error decrypting PKCS#8 shrouded key bag|error unmarshaling decrypted private key`, err.Error())
 }
