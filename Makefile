@@ -296,7 +296,7 @@ e2e-faults: $(GENERATE) cluster-assets flink-dist ## The e2e tests that kill, pa
 # The scripts make test runs: those that pass here so far (test/upstream-e2e/README.md has
 # each script's result), the longest first, the order the runners take them in, except that
 # test_snapshot.sh is not first (its README entry says why); empty runs every script.
-UPSTREAM_E2E_SCRIPTS ?= test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_snapshot.sh test_autoscaler.sh test_batch_job.sh test_bluegreen_ingress_rotation.sh test_bluegreen_laststate.sh test_multi_sessionjob.sh test_application_operations.sh test_flink_operator_ha.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh
+UPSTREAM_E2E_SCRIPTS ?= test_application_kubernetes_ha.sh test_sessionjob_kubernetes_ha.sh test_snapshot.sh test_autoscaler.sh test_batch_job.sh test_bluegreen_ingress_rotation.sh test_bluegreen_laststate.sh test_sessionjob_operations.sh test_multi_sessionjob.sh test_application_operations.sh test_flink_operator_ha.sh test_bluegreen_stateless.sh test_dynamic_config.sh test_dynamic_flink_conf.sh
 # UPSTREAM_E2E_RUNNERS: how many local clusters run the scripts at once, each taking the next
 # script no other has taken (test/upstream-e2e/runners.sh).
 UPSTREAM_E2E_RUNNERS ?= 2

@@ -2,10 +2,12 @@ package flinksessionjob
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -162,6 +164,21 @@ func (w *jobPhaseWorld) reconcile(desired *flinkv1beta1.FlinkSessionJobSpec) ctr
 	return res
 }
 
+// cancelShownLongEnough moves a recorded cancel back by jobs.CancellingVisible, as if that
+// long had passed since CANCELLING was recorded: the next step looks at the job again.
+func (w *jobPhaseWorld) cancelShownLongEnough() {
+	w.t.Helper()
+	stored := w.stored()
+	js := &stored.Status.JobStatus
+	if js.State != flinkv1beta1.JobStatusCancelling {
+		return
+	}
+	since, err := strconv.ParseInt(js.UpdateTime, 10, 64)
+	require.NoError(w.t, err)
+	js.UpdateTime = fmt.Sprint(time.UnixMilli(since).Add(-jobs.CancellingVisible).UnixMilli())
+	require.NoError(w.t, w.c.Status().Update(context.Background(), stored))
+}
+
 // changes are the requests that change something the JobManager received (reads left out).
 func (w *jobPhaseWorld) changes() []string { return fixtures.Changes(w.flink) }
 
@@ -261,6 +278,8 @@ func TestJobUpgradeStopPhases(t *testing.T) {
 				if i == 0 {
 					desired = w.stored().Spec.DeepCopy()
 					desired.Job.Parallelism = 4
+				} else {
+					w.cancelShownLongEnough()
 				}
 				res := w.reconcile(desired)
 				assert.Positive(t, res.RequeueAfter, "reconcile %d looks again", i)
@@ -479,15 +498,18 @@ func TestJobSpecPhasesOrder(t *testing.T) {
 		running string
 		session flinkv1beta1.JobManagerDeploymentStatus
 		change  bool
-		// want: the phase that acted ("" none), how soon it looks again
+		// want: the phase that acted ("" none), how soon it looks again (within slack: a
+		// time counted down from a recorded one)
 		acted string
 		after time.Duration
+		slack time.Duration
 	}{
 		{name: "session not ready: waits", running: "RUNNING", session: flinkv1beta1.JobManagerDeploying, acted: "awaitSession", after: fixtures.FastIntervals().ProgressCheck},
 		{name: "running, unchanged: looked at again at the reconcile interval", running: "RUNNING", acted: "unchanged", after: fixtures.FastIntervals().Reconcile},
 		{name: "reconciling, unchanged: resubmitted", running: "", acted: "unchanged", after: fixtures.FastIntervals().ProgressCheck,
 			setup: func(j *flinkv1beta1.FlinkSessionJob) { j.Status.JobStatus.State = flinkv1beta1.JobStatusReconciling }},
-		{name: "spec changed: recorded, then the upgrade goes on", running: "RUNNING", change: true, acted: "upgrade", after: fixtures.FastIntervals().ProgressCheck},
+		// The stateless upgrade's cancel is recorded and shown for jobs.CancellingVisible.
+		{name: "spec changed: recorded, then the upgrade goes on", running: "RUNNING", change: true, acted: "upgrade", after: jobs.CancellingVisible, slack: time.Second},
 		{name: "nothing reconciled: first submission", running: "", acted: "firstSubmission", after: fixtures.FastIntervals().ProgressCheck,
 			setup: func(j *flinkv1beta1.FlinkSessionJob) { j.Status = flinkv1beta1.FlinkSessionJobStatus{} }},
 	}
@@ -521,7 +543,7 @@ func TestJobSpecPhasesOrder(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tt.acted, acted)
-			assert.Equal(t, tt.after, res.RequeueAfter)
+			assert.InDelta(t, tt.after, res.RequeueAfter, float64(tt.slack))
 		})
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // A cancel Flink accepts is recorded as CANCELLING before the job is looked at again, however
 // fast Flink cancels it (the fake cancels at once), as upstream records it: users and
-// upstream's e2e scripts wait for that state. The next step finds the job CANCELED without
-// cancelling it again, and comes soon, not at the progress-check interval.
+// upstream's e2e scripts wait for that state, polling once a second. It stays visible for
+// CancellingVisible (a step before then asks Flink nothing); the step after finds the job
+// CANCELED without cancelling it again, and comes then, not at the progress-check interval.
 func TestCancelIsRecordedAsCancellingThenFollowed(t *testing.T) {
 	const jobID = "00000000000000000000000000000abc"
 	fake := fakeflink.New(t)
@@ -41,8 +42,18 @@ func TestCancelIsRecordedAsCancellingThenFollowed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StopPending, progress, "the cancel is a step of its own")
 	assert.Equal(t, []flinkv1beta1.JobStatusState{flinkv1beta1.JobStatusCancelling}, persisted, "CANCELLING is written before the job is looked at again")
-	assert.Equal(t, MinRecheck, stop.PendingRecheck(time.Now(), 10*time.Second), "a cancel in progress is followed closely")
+	recheck := stop.PendingRecheck(time.Now(), 10*time.Second)
+	assert.InDelta(t, CancellingVisible, recheck, float64(time.Second), "looked at again once CANCELLING was visible")
+	assert.Less(t, recheck, 10*time.Second, "sooner than the progress-check interval")
 
+	requests := fake.Requests()
+	progress, err = stop.Run(ctx, UpgradePlan{Stop: StopStateless, Restore: RestoreNothing})
+	require.NoError(t, err)
+	assert.Equal(t, StopPending, progress, "a step within CancellingVisible waits")
+	assert.Equal(t, flinkv1beta1.JobStatusCancelling, st.JobStatus.State)
+	assert.Equal(t, requests, fake.Requests(), "and asks Flink nothing")
+
+	st.JobStatus.UpdateTime = fmt.Sprint(time.Now().Add(-CancellingVisible).UnixMilli())
 	progress, err = stop.Run(ctx, UpgradePlan{Stop: StopStateless, Restore: RestoreNothing})
 	require.NoError(t, err)
 	assert.Equal(t, StopDone, progress)
@@ -67,8 +78,10 @@ func TestObservedJobStateKeepsACancelAgainstAStaleAnswer(t *testing.T) {
 		want     flinkv1beta1.JobStatusState
 	}{
 		{"stale RUNNING right after the cancel", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusCancelling},
-		{"the cancel ends", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusCanceled, flinkv1beta1.JobStatusCanceled},
-		{"failing counts as ended", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusFailed, flinkv1beta1.JobStatusFailed},
+		{"stale RUNNING once the cancel was visible", flinkv1beta1.JobStatusCancelling, at(CancellingVisible + time.Second), flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusCancelling},
+		{"an end within CancellingVisible stays CANCELLING", flinkv1beta1.JobStatusCancelling, at(time.Second), flinkv1beta1.JobStatusCanceled, flinkv1beta1.JobStatusCancelling},
+		{"the cancel ends", flinkv1beta1.JobStatusCancelling, at(CancellingVisible), flinkv1beta1.JobStatusCanceled, flinkv1beta1.JobStatusCanceled},
+		{"failing counts as ended", flinkv1beta1.JobStatusCancelling, at(CancellingVisible + time.Second), flinkv1beta1.JobStatusFailed, flinkv1beta1.JobStatusFailed},
 		{"RUNNING long after the cancel is believed", flinkv1beta1.JobStatusCancelling, at(time.Minute), flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusRunning},
 		{"no recorded time: believed", flinkv1beta1.JobStatusCancelling, "", flinkv1beta1.JobStatusRunning, flinkv1beta1.JobStatusRunning},
 		{"not being cancelled: as Flink says", flinkv1beta1.JobStatusRunning, at(time.Second), flinkv1beta1.JobStatusRestarting, flinkv1beta1.JobStatusRestarting},

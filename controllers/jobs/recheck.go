@@ -29,15 +29,19 @@ func Recheck(since, now time.Time, ceiling time.Duration) time.Duration {
 }
 
 // PendingRecheck is when to look again at a stop that is pending: by Recheck from the upgrade
-// savepoint's trigger time while one is in flight, from the cancel's while the job is
-// CANCELLING, else at ceiling.
+// savepoint's trigger time while one is in flight; while the job is CANCELLING, once the cancel
+// has been visible for CancellingVisible, then by Recheck from it; else at ceiling.
 func (x *JobStop) PendingRecheck(now time.Time, ceiling time.Duration) time.Duration {
 	js := &x.Status.JobStatus
 	if js.State == flinkv1beta1.JobStatusCancelling {
-		if since, err := strconv.ParseInt(js.UpdateTime, 10, 64); err == nil {
-			return Recheck(time.UnixMilli(since), now, ceiling)
+		since, err := strconv.ParseInt(js.UpdateTime, 10, 64)
+		if err != nil {
+			return MinRecheck
 		}
-		return MinRecheck
+		if shown := cancellingShownFor(js, now); shown < CancellingVisible {
+			return CancellingVisible - shown
+		}
+		return Recheck(time.UnixMilli(since), now, ceiling)
 	}
 	info := x.Status.JobStatus.SavepointInfo
 	if !UpgradeSavepointInFlight(x.Status) || info == nil || info.TriggerTimestamp == nil {

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,4 +54,21 @@ func TestPendingRecheckFollowsTheUpgradeSavepoint(t *testing.T) {
 	manual.JobStatus.SavepointInfo.TriggerType = flinkv1beta1.SnapshotTriggerManual
 	assert.Equal(t, 10*time.Second, (&JobStop{Status: manual}).PendingRecheck(now, 10*time.Second), "no upgrade savepoint in flight")
 	assert.Equal(t, 10*time.Second, (&JobStop{Status: &flinkv1beta1.CommonStatus{}}).PendingRecheck(now, 10*time.Second))
+}
+
+// A cancel is looked at again once it has been visible for CancellingVisible, then followed
+// like any other operation: closely, never later than the progress-check interval.
+func TestPendingRecheckLetsACancelBeSeen(t *testing.T) {
+	now := time.Date(2026, 12, 6, 6, 0, 0, 0, time.UTC)
+	cancelledAgo := func(d time.Duration) *JobStop {
+		return &JobStop{Status: &flinkv1beta1.CommonStatus{JobStatus: flinkv1beta1.JobStatus{
+			State: flinkv1beta1.JobStatusCancelling, UpdateTime: fmt.Sprint(now.Add(-d).UnixMilli())}}}
+	}
+	assert.Equal(t, CancellingVisible, cancelledAgo(0).PendingRecheck(now, 10*time.Second), "just cancelled")
+	assert.Equal(t, CancellingVisible-2*time.Second, cancelledAgo(2*time.Second).PendingRecheck(now, 10*time.Second))
+	assert.Equal(t, 3*time.Second, cancelledAgo(6*time.Second).PendingRecheck(now, 10*time.Second), "past it, half the time it has taken")
+	assert.Equal(t, 10*time.Second, cancelledAgo(time.Minute).PendingRecheck(now, 10*time.Second), "at most the progress-check interval")
+	noTime := cancelledAgo(0)
+	noTime.Status.JobStatus.UpdateTime = ""
+	assert.Equal(t, MinRecheck, noTime.PendingRecheck(now, 10*time.Second), "no recorded time: looked at soon")
 }
