@@ -3,6 +3,8 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -141,6 +143,9 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		d = waitFor(t, c, ns, name, "STABLE again", lifecycleIs(flinkv1beta1.LifecycleStable))
 		assert.Equal(t, savepoint, d.Status.JobStatus.SavepointInfo.LastSavepoint.Location)
 		events.seen(t, "SpecChanged")
+		want := []string{"Deploy Succeeded ", "Upgrade Succeeded " + savepoint}
+		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d), want) })
+		assert.Equal(t, d.Generation, d.Status.Operations[1].Generation, "the upgrade is the current generation's")
 		mu.Lock()
 		defer mu.Unlock()
 		assert.Empty(t, stopsBeforeRecorded, "stop-with-savepoint sent before its trigger id was in the status")
@@ -170,6 +175,11 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		assert.Equal(t, suspendSavepoint, restorePath(t, c, ns, name))
 		k.run(ns, name, d.Status.JobStatus.JobID)
 		waitFor(t, c, ns, name, "STABLE after resume", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+		// The history says what was done, with the savepoint the suspend took and the resume restored.
+		want := []string{"Deploy Succeeded ", "Suspend Succeeded " + suspendSavepoint, "Resume Succeeded " + suspendSavepoint}
+		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d), want) })
+		assert.Equal(t, want, operations(d))
 	})
 
 	t.Run("an invalid change is reported and the running cluster kept", func(t *testing.T) {
@@ -462,6 +472,22 @@ func TestRollback(t *testing.T) {
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "flink-config-" + name}, cm))
 	assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "the stable spec runs again")
 	wait.Never(t, time.Second, "not retried until the spec changes", func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack })
+
+	// The history: the change failed (rolled back), the rollback succeeded.
+	ops := get(t, c, ns, name).Status.Operations
+	assert.Equal(t, []string{"Deploy Succeeded ", "Upgrade Failed ", "Rollback Succeeded "}, operations(get(t, c, ns, name)))
+	if assert.Len(t, ops, 3) {
+		assert.Contains(t, ops[1].Message, "Rolling back", "the upgrade says why it failed")
+	}
+}
+
+// operations are a deployment's status.operations as "Type Outcome snapshot", oldest first.
+func operations(d *flinkv1beta1.FlinkDeployment) []string {
+	var out []string
+	for _, op := range d.Status.Operations {
+		out = append(out, fmt.Sprintf("%s %s %s", op.Type, op.Outcome, op.Snapshot))
+	}
+	return out
 }
 
 // TestPartlyAppliedClusterIsAppliedAgain: an apply that fails after the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,10 +120,22 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	suspendSavepoint := suspended.Status.JobStatus.SavepointInfo.LastSavepoint.Location
 	require.Equal(t, suspendSavepoint, suspended.Status.JobStatus.UpgradeSavepointPath)
 	patchSessionJob(t, c, key, func(j *flinkv1beta1.FlinkSessionJob) { j.Spec.Job.State = flinkv1beta1.JobStateRunning })
-	upgraded = waitJob("resumed", func(j *flinkv1beta1.FlinkSessionJob) bool {
+	waitJob("resumed", func(j *flinkv1beta1.FlinkSessionJob) bool {
 		return j.Status.JobStatus.JobID != suspended.Status.JobStatus.JobID && j.Status.JobStatus.State == flinkv1beta1.JobStatusRunning
 	})
 	require.Equal(t, suspendSavepoint, flink.Runs()[len(flink.Runs())-1].SavepointPath, "resumed from the suspend savepoint")
+
+	// The history: the first submission (its failed try included), the upgrade with its
+	// savepoint, the suspend with the savepoint it took and the resume that restored it.
+	want := []string{"Deploy Succeeded ", "Upgrade Succeeded " + last.SavepointPath, "Suspend Succeeded " + suspendSavepoint, "Resume Succeeded " + suspendSavepoint}
+	history := func(j *flinkv1beta1.FlinkSessionJob) []string {
+		var out []string
+		for _, op := range j.Status.Operations {
+			out = append(out, fmt.Sprintf("%s %s %s", op.Type, op.Outcome, op.Snapshot))
+		}
+		return out
+	}
+	upgraded = waitJob("operations recorded "+strings.Join(want, ", "), func(j *flinkv1beta1.FlinkSessionJob) bool { return slices.Equal(history(j), want) })
 
 	// Deletion cancels the job, then lets the resource go.
 	require.NoError(t, c.Delete(ctx, upgraded))

@@ -328,6 +328,68 @@ type CommonStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// operations is what the operator did to the resource, oldest first, the last 10 kept: each
+	// deployment, upgrade, suspend, resume, rollback and deletion, with the generation it was
+	// for, when it started and ended, its outcome, the savepoint or checkpoint it restored or
+	// kept, and its last message. This operator's own field: the Apache operator's schema
+	// prunes it and reads the rest of the status as before.
+	// +listType=atomic
+	// +optional
+	Operations []Operation `json:"operations,omitempty"`
+}
+
+// OperationType is what an operation in status.operations did.
+// +kubebuilder:validation:Enum=Deploy;Upgrade;Suspend;Resume;Rollback;Delete
+type OperationType string
+
+// Operation types.
+const (
+	// OperationDeploy: a JobManager or job started without a spec change (the first
+	// deployment, a recovery, a failed job run again).
+	OperationDeploy   OperationType = "Deploy"
+	OperationUpgrade  OperationType = "Upgrade"
+	OperationSuspend  OperationType = "Suspend"
+	OperationResume   OperationType = "Resume"
+	OperationRollback OperationType = "Rollback"
+	OperationDelete   OperationType = "Delete"
+)
+
+// OperationOutcome is how an operation in status.operations ended.
+// +kubebuilder:validation:Enum=InProgress;Succeeded;Failed;Superseded
+type OperationOutcome string
+
+// Operation outcomes.
+const (
+	OperationInProgress OperationOutcome = "InProgress"
+	OperationSucceeded  OperationOutcome = "Succeeded"
+	// OperationFailed: it ended without reaching its target (rolled back, or waiting for a
+	// person); message says why.
+	OperationFailed OperationOutcome = "Failed"
+	// OperationSuperseded: a newer operation (a newer spec, a deletion) took its place.
+	OperationSuperseded OperationOutcome = "Superseded"
+)
+
+// Operation is one entry of status.operations.
+type Operation struct {
+	// type is what the operation did.
+	Type OperationType `json:"type"`
+	// generation is the resource's metadata.generation when the operation started.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// startedAt is when the operator started it.
+	StartedAt metav1.Time `json:"startedAt"`
+	// endedAt is when it ended; unset while it is in progress.
+	// +optional
+	EndedAt *metav1.Time `json:"endedAt,omitempty"`
+	// outcome is InProgress until it ends.
+	Outcome OperationOutcome `json:"outcome"`
+	// snapshot is the savepoint or checkpoint the operation restored from, or took to keep the
+	// job's state (an upgrade's or a suspend's stop).
+	// +optional
+	Snapshot string `json:"snapshot,omitempty"`
+	// message is the last thing the operator said of it: what it was doing, or why it failed.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Resource is the legacy (deprecated upstream) way to size a Flink component.

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -237,9 +238,11 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 	if r.Lifecycle != nil {
 		r.Lifecycle.Observe(s.dep.UID, s.dep.Namespace, metrics.KindDeployment, st.LifecycleState)
 	}
+	before := meta.FindStatusCondition(st.Conditions, lifecycle.ConditionProgressing).DeepCopy()
 	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation, jobState) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
+	st.Operations = lifecycle.RecordOperations(st.Operations, lifecycle.Step(&st.CommonStatus, before, s.dep.Generation, metav1.Now()))
 	if st.TaskManager == nil {
 		st.TaskManager = &flinkv1beta1.TaskManagerInfo{}
 	}

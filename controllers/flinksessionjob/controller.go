@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -365,9 +366,11 @@ func (r *FlinkSessionJobReconciler) computeJobStatus(s *jobScope) {
 	if r.Lifecycle != nil {
 		r.Lifecycle.Observe(s.job.UID, s.job.Namespace, metrics.KindSessionJob, st.LifecycleState)
 	}
+	before := meta.FindStatusCondition(st.Conditions, lifecycle.ConditionProgressing).DeepCopy()
 	for _, c := range lifecycle.SessionJobConditions(&st.CommonStatus, s.job.Generation, jobState) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
+	st.Operations = lifecycle.RecordOperations(st.Operations, lifecycle.Step(&st.CommonStatus, before, s.job.Generation, metav1.Now()))
 }
 
 // persistJob computes the status and writes it when it changed (the skeleton's write-ahead log

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -46,6 +47,8 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 		ObservedGeneration: 1, LifecycleState: flinkv1beta1.LifecycleStable,
 		ReconciliationStatus: flinkv1beta1.ReconciliationStatus{ReconciliationTimestamp: 1764990000000, LastReconciledSpec: `{"spec":{}}`,
 			LastStableSpec: `{"spec":{}}`, State: flinkv1beta1.ReconciliationDeployed},
+		Operations: []flinkv1beta1.Operation{{Type: flinkv1beta1.OperationUpgrade, Generation: 1, StartedAt: metav1.Unix(1764990000, 0),
+			EndedAt: ptr.To(metav1.Unix(1764990060, 0)), Outcome: flinkv1beta1.OperationSucceeded, Snapshot: "s3://b/savepoints/savepoint-1"}},
 	}
 	withConditions := func(conds []metav1.Condition) []metav1.Condition {
 		var out []metav1.Condition
@@ -82,6 +85,9 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			written, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tt.status)
 			require.NoError(t, err)
 			require.NotEmpty(t, written["conditions"], "this operator's conditions are written")
+			if _, common := tt.status.(flinkv1beta1.FlinkDeploymentStatus); common || obj.GetKind() == "FlinkSessionJob" {
+				require.NotEmpty(t, written["operations"], "and its history of operations")
+			}
 			require.NoError(t, unstructured.SetNestedMap(obj.Object, written, "status"))
 			require.NoError(t, up.Client.Status().Update(ctx, obj), "upstream's schema accepts this operator's status")
 
