@@ -144,7 +144,7 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 		assert.Equal(t, savepoint, d.Status.JobStatus.SavepointInfo.LastSavepoint.Location)
 		events.seen(t, "SpecChanged")
 		want := []string{"Deploy Succeeded ", "Upgrade Succeeded " + savepoint}
-		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d), want) })
+		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d.Status.Operations), want) })
 		assert.Equal(t, d.Generation, d.Status.Operations[1].Generation, "the upgrade is the current generation's")
 		mu.Lock()
 		defer mu.Unlock()
@@ -178,8 +178,8 @@ func TestFlinkDeploymentLifecycle(t *testing.T) {
 
 		// The history says what was done, with the savepoint the suspend took and the resume restored.
 		want := []string{"Deploy Succeeded ", "Suspend Succeeded " + suspendSavepoint, "Resume Succeeded " + suspendSavepoint}
-		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d), want) })
-		assert.Equal(t, want, operations(d))
+		d = waitFor(t, c, ns, name, "operations recorded", func(d *flinkv1beta1.FlinkDeployment) bool { return slices.Equal(operations(d.Status.Operations), want) })
+		assert.Equal(t, want, operations(d.Status.Operations))
 	})
 
 	t.Run("an invalid change is reported and the running cluster kept", func(t *testing.T) {
@@ -475,16 +475,16 @@ func TestRollback(t *testing.T) {
 
 	// The history: the change failed (rolled back), the rollback succeeded.
 	ops := get(t, c, ns, name).Status.Operations
-	assert.Equal(t, []string{"Deploy Succeeded ", "Upgrade Failed ", "Rollback Succeeded "}, operations(get(t, c, ns, name)))
+	assert.Equal(t, []string{"Deploy Succeeded ", "Upgrade Failed ", "Rollback Succeeded "}, operations(get(t, c, ns, name).Status.Operations))
 	if assert.Len(t, ops, 3) {
 		assert.Contains(t, ops[1].Message, "Rolling back", "the upgrade says why it failed")
 	}
 }
 
-// operations are a deployment's status.operations as "Type Outcome snapshot", oldest first.
-func operations(d *flinkv1beta1.FlinkDeployment) []string {
+// operations are a status.operations as "Type Outcome snapshot", oldest first.
+func operations(ops []flinkv1beta1.Operation) []string {
 	var out []string
-	for _, op := range d.Status.Operations {
+	for _, op := range ops {
 		out = append(out, fmt.Sprintf("%s %s %s", op.Type, op.Outcome, op.Snapshot))
 	}
 	return out

@@ -128,14 +128,9 @@ func TestFlinkSessionJobLifecycle(t *testing.T) {
 	// The history: the first submission (its failed try included), the upgrade with its
 	// savepoint, the suspend with the savepoint it took and the resume that restored it.
 	want := []string{"Deploy Succeeded ", "Upgrade Succeeded " + last.SavepointPath, "Suspend Succeeded " + suspendSavepoint, "Resume Succeeded " + suspendSavepoint}
-	history := func(j *flinkv1beta1.FlinkSessionJob) []string {
-		var out []string
-		for _, op := range j.Status.Operations {
-			out = append(out, fmt.Sprintf("%s %s %s", op.Type, op.Outcome, op.Snapshot))
-		}
-		return out
-	}
-	upgraded = waitJob("operations recorded "+strings.Join(want, ", "), func(j *flinkv1beta1.FlinkSessionJob) bool { return slices.Equal(history(j), want) })
+	upgraded = waitJob("operations recorded "+strings.Join(want, ", "), func(j *flinkv1beta1.FlinkSessionJob) bool {
+		return slices.Equal(operations(j.Status.Operations), want)
+	})
 
 	// Deletion cancels the job, then lets the resource go.
 	require.NoError(t, c.Delete(ctx, upgraded))

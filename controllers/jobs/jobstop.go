@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -202,7 +201,7 @@ func (x *JobStop) cancelKeepingCheckpoint(ctx context.Context) (StopProgress, er
 // CANCELLING see it.
 func (x *JobStop) Cancel(ctx context.Context, keepCheckpoint bool) (StopProgress, error) {
 	js := &x.Status.JobStatus
-	if js.State == flinkv1beta1.JobStatusCancelling && cancellingShownFor(js, time.Now()) < CancellingVisible {
+	if age, known := stateAge(js, time.Now()); js.State == flinkv1beta1.JobStatusCancelling && known && age < CancellingVisible {
 		return StopPending, nil
 	}
 	cl, err := x.Flink(ctx)
@@ -324,14 +323,14 @@ const staleAnswerWindow = 10 * time.Second
 // kubectl, and half of what upstream costs an upgrade.
 const CancellingVisible = 5 * time.Second
 
-// cancellingShownFor is how long js has recorded its current state (a cancel, when CANCELLING);
-// with no readable time, long enough for any bound.
-func cancellingShownFor(js *flinkv1beta1.JobStatus, now time.Time) time.Duration {
+// stateAge is how long js has recorded its current state (updateTime: a cancel, when
+// CANCELLING), and whether that time is readable; a clock behind it makes the state new.
+func stateAge(js *flinkv1beta1.JobStatus, now time.Time) (time.Duration, bool) {
 	since, err := strconv.ParseInt(js.UpdateTime, 10, 64)
 	if err != nil {
-		return time.Duration(math.MaxInt64)
+		return 0, false
 	}
-	return max(now.Sub(time.UnixMilli(since)), 0)
+	return max(now.Sub(time.UnixMilli(since)), 0), true
 }
 
 // ObservedJobState is the state to record when Flink answers observed for a job recorded in
@@ -341,8 +340,8 @@ func ObservedJobState(js *flinkv1beta1.JobStatus, observed flinkv1beta1.JobStatu
 	if js.State != flinkv1beta1.JobStatusCancelling {
 		return observed
 	}
-	shown := cancellingShownFor(js, now)
-	if shown < CancellingVisible || (!reconciler.IsTerminal(observed) && shown <= staleAnswerWindow) {
+	age, known := stateAge(js, now)
+	if known && (age < CancellingVisible || (!reconciler.IsTerminal(observed) && age <= staleAnswerWindow)) {
 		return js.State
 	}
 	return observed

@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"strconv"
 	"time"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -34,14 +33,14 @@ func Recheck(since, now time.Time, ceiling time.Duration) time.Duration {
 func (x *JobStop) PendingRecheck(now time.Time, ceiling time.Duration) time.Duration {
 	js := &x.Status.JobStatus
 	if js.State == flinkv1beta1.JobStatusCancelling {
-		since, err := strconv.ParseInt(js.UpdateTime, 10, 64)
-		if err != nil {
+		age, known := stateAge(js, now)
+		switch {
+		case !known:
 			return MinRecheck
+		case age < CancellingVisible:
+			return CancellingVisible - age
 		}
-		if shown := cancellingShownFor(js, now); shown < CancellingVisible {
-			return CancellingVisible - shown
-		}
-		return Recheck(time.UnixMilli(since), now, ceiling)
+		return Recheck(now.Add(-age), now, ceiling)
 	}
 	info := x.Status.JobStatus.SavepointInfo
 	if !UpgradeSavepointInFlight(x.Status) || info == nil || info.TriggerTimestamp == nil {

@@ -77,8 +77,10 @@ func operationOf(r Reason) flinkv1beta1.OperationType {
 //	                                          succeeds then), else Succeeded
 //
 // Nothing changes while Progressing stays False, so a resource at rest costs no status write.
-// Messages are the conditions', already redacted. At most MaxOperations are kept.
+// Messages are the conditions', already redacted. At most MaxOperations are kept, whatever the
+// status held before.
 func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv1beta1.Operation {
+	ops = latest(ops) // a status someone else wrote may hold more
 	var open *flinkv1beta1.Operation
 	if n := len(ops); n > 0 && ops[n-1].Outcome == flinkv1beta1.OperationInProgress {
 		open = &ops[n-1]
@@ -128,12 +130,16 @@ func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv
 	if kind == flinkv1beta1.OperationUpgrade && step.Before != nil && Reason(step.Before.Reason) == ReasonSuspended {
 		kind = flinkv1beta1.OperationResume
 	}
-	ops = append(ops, flinkv1beta1.Operation{Type: kind, Generation: step.Generation, StartedAt: step.Now,
-		Outcome: flinkv1beta1.OperationInProgress, Snapshot: step.Snapshot, Message: step.After.Message})
-	if len(ops) > MaxOperations {
-		ops = append([]flinkv1beta1.Operation(nil), ops[len(ops)-MaxOperations:]...)
+	return latest(append(ops, flinkv1beta1.Operation{Type: kind, Generation: step.Generation, StartedAt: step.Now,
+		Outcome: flinkv1beta1.OperationInProgress, Snapshot: step.Snapshot, Message: step.After.Message}))
+}
+
+// latest is the last MaxOperations of ops.
+func latest(ops []flinkv1beta1.Operation) []flinkv1beta1.Operation {
+	if len(ops) <= MaxOperations {
+		return ops
 	}
-	return ops
+	return append([]flinkv1beta1.Operation(nil), ops[len(ops)-MaxOperations:]...)
 }
 
 // continues says a Progressing step of type kind belongs to the open operation: the same type

@@ -104,6 +104,13 @@ func TestRecordOperationsKeepsTheLatest(t *testing.T) {
 	assert.Len(t, ops, MaxOperations)
 	assert.Equal(t, int64(6), ops[0].Generation, "the oldest went first")
 	assert.Equal(t, int64(MaxOperations+5), ops[len(ops)-1].Generation)
+
+	// A status someone else wrote with more is cut to the latest, even at rest.
+	foreign := make([]flinkv1beta1.Operation, 1000)
+	foreign[999].Generation = 999
+	ops = RecordOperations(foreign, OperationStep{After: progressCondition(ReasonSettled), Generation: 1, Now: metav1.Now()})
+	assert.Len(t, ops, MaxOperations)
+	assert.Equal(t, int64(999), ops[len(ops)-1].Generation)
 }
 
 // progressCondition is the Progressing condition assess computes with reason r: True for the
