@@ -37,7 +37,7 @@ func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope,
 	}
 	// Validated at admission; an invalid value falls back to upstream's Foreground.
 	propagation, _ := native.ParseDeletionPropagation(options.DeletionPropagation.Get(conf))
-	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, Owner: s.dep.UID, Objects: r.clusterObjects(),
+	gone, err := native.DeleteCluster(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.DeleteOptions{KeepHAData: keepHA, Owner: s.dep.UID, Objects: r.clusterObjects(), Live: r.APIReader,
 		WaitAtMost: options.ResourceCleanupTimeout.Get(conf), Propagation: propagation})
 	if err != nil || !gone || keepHA {
 		return gone, err

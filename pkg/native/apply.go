@@ -226,6 +226,9 @@ type DeleteOptions struct {
 	// Owner is the FlinkDeployment's UID: only objects it owns (directly or through its
 	// JobManager Deployment) are deleted.
 	Owner types.UID
+	// Live reads from the API server, not the cache: whether HA ConfigMaps are left once the
+	// JobManager is gone. Nil reads through the client.
+	Live client.Reader
 	// Propagation is how the JobManager Deployment's dependents (its ReplicaSet and pods, the
 	// TaskManagers, the cluster's Services and ConfigMaps) are deleted: the value of
 	// kubernetes.operator.resource.deletion.propagation (ParseDeletionPropagation). Empty is
@@ -303,9 +306,27 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 	if opts.KeepHAData {
 		return true, nil
 	}
-	left, err := HAConfigMaps(ctx, c, namespace, cluster)
+	return haMetadataGone(ctx, c, opts.Live, namespace, cluster)
+}
+
+// haMetadataGone deletes the cluster's HA ConfigMaps that the API server itself lists (live; c
+// when nil) and reports whether there were none. It runs once the JobManager is gone, so
+// nothing writes them any more, and asks the API server rather than the cache: the cached list,
+// read right after the deletes above, still showed them for a few milliseconds, and the cluster
+// then waited a whole progress check (10 s) for nothing; and a cached list can miss a ConfigMap
+// the JobManager wrote just before it went, which a new JobManager of the cluster would recover.
+func haMetadataGone(ctx context.Context, c client.Client, live client.Reader, namespace, cluster string) (bool, error) {
+	if live == nil {
+		live = c
+	}
+	left, err := HAConfigMaps(ctx, live, namespace, cluster)
 	if err != nil {
 		return false, err
+	}
+	for i := range left {
+		if err := c.Delete(ctx, &left[i]); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete HA ConfigMap %s/%s: %w", namespace, left[i].Name, err)
+		}
 	}
 	return len(left) == 0, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,4 +114,74 @@ func TestDeleteClusterPropagation(t *testing.T) {
 	}
 	_, err := ParseDeletionPropagation("Eventually")
 	assert.ErrorContains(t, err, options.DeletionPropagation.Key)
+}
+
+// staleCache is a client whose ConfigMap lists answer from a snapshot taken when it was made,
+// as an informer's cache does for the few milliseconds before a change reaches it; every other
+// call, and every write, goes to the API server (the fake's current state).
+func staleCache(apiServer client.WithWatch, snapshot []corev1.ConfigMap) client.Client {
+	return interceptor.NewClient(apiServer, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			cms, ok := list.(*corev1.ConfigMapList)
+			if !ok {
+				return c.List(ctx, list, opts...)
+			}
+			cms.Items = nil
+			for _, cm := range snapshot {
+				cms.Items = append(cms.Items, *cm.DeepCopy())
+			}
+			return nil
+		}})
+}
+
+// Once the JobManager is gone, whether HA metadata is left is asked of the API server: the
+// cache, read right after the deletes, still lists what was just deleted (the cluster then
+// waited a progress check, 10 s, for nothing before an upgrade or a suspend ended), and can
+// miss a ConfigMap the JobManager wrote just before it went, which is deleted all the same.
+func TestDeleteClusterAsksTheAPIServerWhetherHADataIsLeft(t *testing.T) {
+	ctx := context.Background()
+	haLabels := map[string]string{LabelApp: "app", LabelConfigMapType: ConfigMapTypeHA, LabelType: TypeNative}
+	leader := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-cluster-config-map", Labels: haLabels}}
+	checkpoints := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-0123-config-map", Labels: haLabels}}
+	opts := func(live client.Reader) DeleteOptions { return DeleteOptions{Owner: appOwner.UID, Live: live} }
+	haLeft := func(c client.Reader) []string {
+		var names []string
+		cms, err := HAConfigMaps(ctx, c, "ns", "app")
+		require.NoError(t, err)
+		for _, cm := range cms {
+			names = append(names, cm.Name)
+		}
+		return names
+	}
+
+	t.Run("the cache still lists what was just deleted", func(t *testing.T) {
+		apiServer := fake.NewClientBuilder().WithObjects(leader.DeepCopy(), checkpoints.DeepCopy()).Build()
+		cached := staleCache(apiServer, []corev1.ConfigMap{leader, checkpoints})
+		gone, err := DeleteCluster(ctx, cached, "ns", "app", opts(apiServer))
+		require.NoError(t, err)
+		assert.True(t, gone, "the API server has no HA ConfigMap left: the cluster is gone now, not a progress check later")
+		assert.Empty(t, haLeft(apiServer))
+	})
+
+	t.Run("the cache has not seen the last one the JobManager wrote", func(t *testing.T) {
+		apiServer := fake.NewClientBuilder().WithObjects(leader.DeepCopy()).Build()
+		cached := staleCache(apiServer, nil)
+		gone, err := DeleteCluster(ctx, cached, "ns", "app", opts(apiServer))
+		require.NoError(t, err)
+		assert.False(t, gone, "found on the API server: deleted, and not reported gone before that is confirmed")
+		assert.Empty(t, haLeft(apiServer), "deleted although the cache did not list it")
+		gone, err = DeleteCluster(ctx, cached, "ns", "app", opts(apiServer))
+		require.NoError(t, err)
+		assert.True(t, gone)
+	})
+
+	t.Run("kept for last-state: neither deleted nor asked for", func(t *testing.T) {
+		apiServer := fake.NewClientBuilder().WithObjects(leader.DeepCopy()).Build()
+		keep := opts(apiServer)
+		keep.KeepHAData = true
+		gone, err := DeleteCluster(ctx, staleCache(apiServer, []corev1.ConfigMap{leader}), "ns", "app", keep)
+		require.NoError(t, err)
+		assert.True(t, gone)
+		assert.Equal(t, []string{leader.Name}, haLeft(apiServer))
+	})
 }

@@ -28,7 +28,7 @@ const (
 // writes), and a name "<cluster>-cluster-config-map", "<cluster>-<job id>-config-map" or a
 // legacy "<cluster>-...-leader". The operator's own ConfigMaps of the cluster (its
 // configuration, its pod template) never match.
-func HAConfigMaps(ctx context.Context, c client.Client, namespace, cluster string) ([]corev1.ConfigMap, error) {
+func HAConfigMaps(ctx context.Context, c client.Reader, namespace, cluster string) ([]corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
 	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabels{LabelApp: cluster}); err != nil {
 		return nil, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)

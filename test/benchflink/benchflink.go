@@ -63,6 +63,9 @@ type bench struct {
 	// example is Example, parsed.
 	example *flinkv1beta1.FlinkDeployment
 
+	// timeline sees the clusters' Deployments and pods go through each flow's steps.
+	timeline *timeline
+
 	mu      sync.Mutex
 	version string
 }
@@ -96,6 +99,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer b.env.Stop()
 	b.logf("up in %s; operator log %s", time.Since(start).Round(time.Millisecond), b.env.OperatorLog())
+	if b.timeline, err = watchTimeline(b.env.Kube, "benchflink-"); err != nil {
+		return nil, err
+	}
+	defer b.timeline.close()
 
 	res := &Result{Jobs: o.Jobs, Runs: o.Runs, Started: start, Operator: operatorDefaults}
 	for run := 1; run <= o.Runs; run++ {

@@ -57,6 +57,24 @@ func TestBenchFlinkSmoke(t *testing.T) {
 		require.NotEmpty(t, flows[name].Savepoint, "%s: Flink reported the stop's savepoint", name)
 	}
 
+	// The timeline saw every step of each flow's objects: a flow that replaces a cluster went
+	// through all eight, a create and a resume through the new cluster's three, a suspend
+	// through the old cluster's five.
+	spanNames := func(s Sample) []string {
+		var names []string
+		for _, sp := range s.Spans {
+			names = append(names, sp.Name)
+		}
+		return names
+	}
+	stopSpans := []string{SpanOperatorStop, SpanCascade, SpanFlinkShutdown, SpanPodsGone, SpanDeploymentGone}
+	startSpans := []string{SpanOperatorStart, SpanControllers, SpanSchedulerAndNode}
+	require.Equal(t, startSpans, spanNames(flows[FlowCreate]), FlowCreate)
+	require.Equal(t, startSpans, spanNames(flows[FlowResume]), FlowResume)
+	require.Equal(t, stopSpans, spanNames(flows[FlowSuspend]), FlowSuspend)
+	require.Equal(t, append(stopSpans, startSpans...), spanNames(flows[FlowSavepointUpgrade]), FlowSavepointUpgrade)
+	require.Equal(t, append(stopSpans, startSpans...), spanNames(flows[FlowLastStateUpgrade]), FlowLastStateUpgrade)
+
 	upgrade := flows[FlowSavepointUpgrade]
 	require.True(t, upgrade.RestoredSavepoint)
 	require.Equal(t, upgrade.Savepoint, upgrade.Restored, "the upgraded job restored the upgrade's savepoint")

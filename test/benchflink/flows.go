@@ -69,6 +69,7 @@ func (j *job) flows(ctx context.Context, record func(flow string, s Sample)) err
 			return fmt.Errorf("%s, %s: %w", j.key, step.flow, err)
 		}
 		s.Run, s.Job = j.run, j.key.Name
+		s.Spans = j.b.timeline.spans(j.key, s.start)
 		record(step.flow, s)
 		j.b.logf("run %d %s: %s: total %ss, Flink %ss, overhead %ss", j.run, j.key.Name, step.flow, s.Total, s.Flink, s.Overhead)
 	}
@@ -191,6 +192,7 @@ func (j *job) suspend(ctx context.Context) (Sample, error) {
 		return Sample{}, fmt.Errorf("job %s suspended without a savepoint", j.jobID)
 	}
 	s := newSample(gone.Sub(t0), stop.flink, 0)
+	s.start = t0
 	s.JobID, s.Savepoint, s.StopSource = j.jobID, stop.savepoint.ExternalPath, stop.source
 	j.jm = nil
 	return s, j.savepointPath(ctx, &s)
@@ -219,6 +221,7 @@ func (j *job) savepointPath(ctx context.Context, s *Sample) error {
 func (j *job) started(ctx context.Context, t0 time.Time, stop stopped, jm *jobManager, d *flink.JobDetails, restored bool) (Sample, error) {
 	running := time.UnixMilli(d.Timestamps[flink.JobRunning])
 	s := newSample(running.Sub(t0), stop.flink, running.Sub(jm.started))
+	s.start = t0
 	if init := d.Timestamps[flink.JobInitializing]; init > 0 {
 		s.JobStart = Seconds(running.Sub(time.UnixMilli(init)))
 	}

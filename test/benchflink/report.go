@@ -52,6 +52,10 @@ type Sample struct {
 	// reports it (GET /jobs/<id>/checkpoints, latest.restored.external_path).
 	Restored          string `json:"restored,omitempty"`
 	RestoredSavepoint bool   `json:"restored_savepoint,omitempty"`
+	// Spans are the flow's steps as the timeline saw the cluster's objects go through them.
+	Spans []Span `json:"spans,omitempty"`
+	// start is when the flow's request was sent (t0), where its spans begin.
+	start time.Time
 }
 
 // newSample fills in a sample's sums; flinkStop and flinkStart are its two parts of Flink's own.
@@ -68,7 +72,10 @@ type Flow struct {
 	MedianTotal    Seconds  `json:"median_total_s"`
 	MedianFlink    Seconds  `json:"median_flink_s"`
 	MedianOverhead Seconds  `json:"median_overhead_s"`
-	Samples        []Sample `json:"samples"`
+	// MedianSpans are the median of each step over the samples that went through it, in the
+	// order of the steps.
+	MedianSpans []Span   `json:"median_spans"`
+	Samples     []Sample `json:"samples"`
 }
 
 // Result is the benchmark's outcome.
@@ -100,7 +107,28 @@ func (r *Result) summarize() {
 		f.MedianTotal = median(f.Samples, func(s Sample) Seconds { return s.Total })
 		f.MedianFlink = median(f.Samples, func(s Sample) Seconds { return s.Flink })
 		f.MedianOverhead = median(f.Samples, func(s Sample) Seconds { return s.Overhead })
+		f.MedianSpans = medianSpans(f.Samples)
 	}
+}
+
+// medianSpans is the median of each step over the samples that have it, steps in the order
+// they first appear.
+func medianSpans(samples []Sample) []Span {
+	var names []string
+	values := map[string][]Sample{}
+	for _, s := range samples {
+		for _, sp := range s.Spans {
+			if _, ok := values[sp.Name]; !ok {
+				names = append(names, sp.Name)
+			}
+			values[sp.Name] = append(values[sp.Name], Sample{Total: sp.Duration})
+		}
+	}
+	out := make([]Span, len(names))
+	for i, n := range names {
+		out[i] = Span{Name: n, Duration: median(values[n], func(s Sample) Seconds { return s.Total })}
+	}
+	return out
 }
 
 // median of one column of the samples; of an even count, the mean of the middle two.
@@ -137,6 +165,13 @@ func (r *Result) Table() string {
 			cell(f.MedianTotal, func(s Sample) Seconds { return s.Total }),
 			cell(f.MedianFlink, func(s Sample) Seconds { return s.Flink }),
 			cell(f.MedianOverhead, func(s Sample) Seconds { return s.Overhead }))
+	}
+	b.WriteString("\nWhere the time goes, step by step as the cluster's objects went through them (median seconds):\n\n")
+	b.WriteString("| Flow | Step | Median |\n|---|---|---|\n")
+	for _, f := range r.Flows {
+		for _, sp := range f.MedianSpans {
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", f.Name, sp.Name, sp.Duration)
+		}
 	}
 	return b.String()
 }
