@@ -68,10 +68,10 @@ func newSample(total, flinkStop, flinkStart time.Duration) Sample {
 // Flow is one flow's samples over all jobs and runs, with their medians. Each median is of its
 // own column: the median overhead is not the difference of the other two medians.
 type Flow struct {
-	Name           string   `json:"name"`
-	MedianTotal    Seconds  `json:"median_total_s"`
-	MedianFlink    Seconds  `json:"median_flink_s"`
-	MedianOverhead Seconds  `json:"median_overhead_s"`
+	Name           string  `json:"name"`
+	MedianTotal    Seconds `json:"median_total_s"`
+	MedianFlink    Seconds `json:"median_flink_s"`
+	MedianOverhead Seconds `json:"median_overhead_s"`
 	// MedianSpans are the median of each step over the samples that went through it, in the
 	// order of the steps.
 	MedianSpans []Span   `json:"median_spans"`
