@@ -258,20 +258,22 @@ func TestDeleteCluster(t *testing.T) {
 		assert.True(t, has)
 	})
 
-	t.Run("removing HA data keeps unrelated ConfigMaps", func(t *testing.T) {
-		_, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{Owner: dep.UID})
-		require.NoError(t, err)
+	configMapNames := func() []string {
 		var left corev1.ConfigMapList
 		require.NoError(t, c.List(ctx, &left, client.InNamespace(ns)))
 		var names []string
 		for _, cm := range left.Items {
 			names = append(names, cm.Name)
 		}
-		assert.NotContains(t, names, "orders-cluster-config-map")
-		assert.NotContains(t, names, "orders-00000000000000000000000000000001-config-map")
-		assert.Contains(t, names, "autoscaler-orders")
-		assert.Contains(t, names, "payments-cluster-config-map")
-		assert.Contains(t, names, "users-own")
+		return names
+	}
+	t.Run("HA data stays while the JobManager Deployment is being deleted", func(t *testing.T) {
+		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{Owner: dep.UID})
+		require.NoError(t, err)
+		assert.False(t, gone)
+		names := configMapNames()
+		assert.Contains(t, names, "orders-cluster-config-map", "its JobManager may still run")
+		assert.Contains(t, names, "orders-00000000000000000000000000000001-config-map")
 		assert.True(t, apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, &networkingv1.Ingress{})))
 	})
 
@@ -283,6 +285,13 @@ func TestDeleteCluster(t *testing.T) {
 		gone, err := DeleteCluster(ctx, c, ns, "orders", DeleteOptions{Owner: dep.UID})
 		require.NoError(t, err)
 		assert.True(t, gone)
+		// Then its HA data goes, and nothing else.
+		names := configMapNames()
+		assert.NotContains(t, names, "orders-cluster-config-map")
+		assert.NotContains(t, names, "orders-00000000000000000000000000000001-config-map")
+		assert.Contains(t, names, "autoscaler-orders")
+		assert.Contains(t, names, "payments-cluster-config-map")
+		assert.Contains(t, names, "users-own")
 	})
 }
 
