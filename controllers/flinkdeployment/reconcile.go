@@ -131,7 +131,10 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 	}
 	keepHA := plan.Restore == jobs.RestoreLastState
 
-	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing {
+	// A JobManager that went before this step (an earlier call that waited for it, or it was
+	// lost) still leaves its HA metadata to delete: native.DeleteCluster deletes the HA
+	// ConfigMaps only once the JobManager is gone, and deleteCluster then what is in ZooKeeper.
+	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerMissing || !keepHA {
 		gone, err := r.deleteCluster(ctx, s, keepHA)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -140,12 +143,6 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 			return ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}, nil
 		}
 		st.JobManagerDeploymentStatus = flinkv1beta1.JobManagerMissing
-	} else if !keepHA {
-		// The JobManager went before this step (an earlier deleteCluster call that waited
-		// for it, or it was lost): what it left in ZooKeeper must go all the same.
-		if err := r.deleteHAMetadata(ctx, s, conf); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 
 	if desired.Job != nil && desired.Job.State == flinkv1beta1.JobStateSuspended {
