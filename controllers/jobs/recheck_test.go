@@ -22,7 +22,7 @@ func TestRecheck(t *testing.T) {
 		{"a clock behind the trigger time", -5 * time.Second, 10 * time.Second, MinRecheck},
 		{"half of what has elapsed", 3 * time.Second, 10 * time.Second, 1500 * time.Millisecond},
 		{"never later than the ceiling", time.Minute, 10 * time.Second, 10 * time.Second},
-		{"a ceiling below the first look", time.Second, 50 * time.Millisecond, 50 * time.Millisecond},
+		{"a ceiling below the first look", time.Second, 100 * time.Millisecond, 100 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			assert.Equal(t, c.want, Recheck(t0, t0.Add(c.elapsed), c.ceiling))
@@ -40,14 +40,7 @@ func TestRecheckFollowsAShortOperationClosely(t *testing.T) {
 		looks++
 	}
 	assert.LessOrEqual(t, now.Sub(t0), 1200*time.Millisecond, "found done at %s", now.Sub(t0))
-	assert.LessOrEqual(t, looks, 6)
-}
-
-// A small job's stop-with-savepoint, which Flink completes in 30 to 50 ms, is found done by the
-// first look, within 100 ms of the trigger.
-func TestRecheckFindsASmallJobsStopAtTheFirstLook(t *testing.T) {
-	t0 := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	assert.LessOrEqual(t, Recheck(t0, t0, 10*time.Second), 100*time.Millisecond)
+	assert.LessOrEqual(t, looks, 4)
 }
 
 func TestPendingRecheckFollowsTheUpgradeSavepoint(t *testing.T) {
