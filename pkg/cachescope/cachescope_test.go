@@ -3,6 +3,7 @@ package cachescope
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -118,12 +120,14 @@ func TestTransformsDropWhatIsNeverRead(t *testing.T) {
 		out.(*corev1.ConfigMap).ManagedFields, "who manages it stays, not which fields")
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "orders-rest", Labels: flink,
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}},
-		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: flink}}
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: flink, ClusterIP: "10.0.0.9", ClusterIPs: []string{"10.0.0.9"},
+			Ports: []corev1.ServicePort{{Name: "rest", Port: 8081}}, IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}}}
 	out, err = transformOf(&corev1.Service{})(svc)
 	require.NoError(t, err)
 	gotSvc := out.(*corev1.Service)
 	assert.Equal(t, []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}, gotSvc.ManagedFields)
-	assert.Equal(t, flink, gotSvc.Spec.Selector, "what the REST Service check reads stays")
+	assert.Equal(t, corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: flink}, gotSvc.Spec,
+		"what the REST Service check and the JobManager lookup read stays, nothing else")
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "orders-taskmanager-1-1", Labels: flink,
 		Annotations: map[string]string{"a": big}},
@@ -141,15 +145,15 @@ func TestTransformsDropWhatIsNeverRead(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "orders",
 		Annotations:   map[string]string{"a": big, native.AnnotationGeneration: "3", native.AnnotationDeployAttempt: "7"},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, FieldsV1: fieldsV1(`{"f:spec":{}}`)}}},
-		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)),
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"component": "jobmanager"}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"component": "jobmanager"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "flink-main-container", Image: "flink:1.20"}}}}},
 		Status: appsv1.DeploymentStatus{AvailableReplicas: 1}}
 	out, err = transformOf(&appsv1.Deployment{})(d)
 	assert.NoError(t, err)
 	gotDeploy := out.(*appsv1.Deployment)
-	assert.Empty(t, gotDeploy.Spec.Template.Spec.Containers, "pod spec dropped")
-	assert.Equal(t, "jobmanager", gotDeploy.Spec.Template.Labels["component"])
+	assert.Equal(t, corev1.PodTemplateSpec{}, gotDeploy.Spec.Template, "pod template dropped: its spec, labels and annotations")
+	assert.Nil(t, gotDeploy.Spec.Selector)
 	assert.Equal(t, int32(1), *gotDeploy.Spec.Replicas)
 	assert.Equal(t, int32(1), gotDeploy.Status.AvailableReplicas)
 	assert.Equal(t, map[string]string{native.AnnotationGeneration: "3", native.AnnotationDeployAttempt: "7"}, gotDeploy.Annotations,
@@ -199,4 +203,40 @@ func FuzzTrimConfigMap(f *testing.F) {
 			assert.Equal(t, native.IsHAKeyRead(k), kept, k)
 		}
 	})
+}
+
+// A cached resource's last stable spec shares its bytes with the last reconciled spec when they
+// are equal, and keeps its own value when they differ; either way the values are unchanged.
+func TestShareStableSpec(t *testing.T) {
+	spec := `{"job":{"jarURI":"local:///opt/flink/examples/streaming/TopSpeedWindowing.jar","parallelism":2}}`
+	decoded := func(reconciled, stable string) flinkv1beta1.ReconciliationStatus {
+		// Copies of their own, as the JSON decoder makes them.
+		return flinkv1beta1.ReconciliationStatus{LastReconciledSpec: strings.Clone(reconciled), LastStableSpec: strings.Clone(stable)}
+	}
+	transform := Options(nil).DefaultTransform
+
+	dep := &flinkv1beta1.FlinkDeployment{Status: flinkv1beta1.FlinkDeploymentStatus{}}
+	dep.Status.ReconciliationStatus = decoded(spec, spec)
+	require.NotSame(t, unsafe.StringData(dep.Status.ReconciliationStatus.LastReconciledSpec), unsafe.StringData(dep.Status.ReconciliationStatus.LastStableSpec))
+	out, err := transform(dep)
+	require.NoError(t, err)
+	rs := out.(*flinkv1beta1.FlinkDeployment).Status.ReconciliationStatus
+	assert.Equal(t, spec, rs.LastStableSpec)
+	assert.Same(t, unsafe.StringData(rs.LastReconciledSpec), unsafe.StringData(rs.LastStableSpec), "one copy of the bytes")
+
+	job := &flinkv1beta1.FlinkSessionJob{}
+	job.Status.ReconciliationStatus = decoded(spec, spec)
+	out, err = transform(job)
+	require.NoError(t, err)
+	rs = out.(*flinkv1beta1.FlinkSessionJob).Status.ReconciliationStatus
+	assert.Same(t, unsafe.StringData(rs.LastReconciledSpec), unsafe.StringData(rs.LastStableSpec))
+
+	upgrading := &flinkv1beta1.FlinkDeployment{}
+	newer := strings.Replace(spec, `"parallelism":2`, `"parallelism":4`, 1)
+	upgrading.Status.ReconciliationStatus = decoded(newer, spec)
+	out, err = transform(upgrading)
+	require.NoError(t, err)
+	rs = out.(*flinkv1beta1.FlinkDeployment).Status.ReconciliationStatus
+	assert.Equal(t, newer, rs.LastReconciledSpec)
+	assert.Equal(t, spec, rs.LastStableSpec, "a change not yet stable keeps the stable spec it had")
 }
