@@ -268,9 +268,10 @@ test-lane-unit: ## Lane 1: unit, envtest and real-Flink tests of every package.
 	$(call LANE_START,unit)
 	$(MAKE) --no-print-directory unit-latest
 	$(call LANE_END,unit)
-test-lane-e2e: ## Lane 2: the e2e suite on the local cluster.
+test-lane-e2e: ## Lane 2: the e2e suite on the local cluster, then bench-flink's smoke test on one of its own.
 	$(call LANE_START,e2e)
 	$(MAKE) --no-print-directory e2e E2E_SKIP='$(E2E_LATE_FAULT_TESTS)'
+	$(MAKE) --no-print-directory bench-flink-smoke
 	$(call LANE_END,e2e)
 test-lane-upstream: ## Lane 4: the Apache operator's own e2e scripts (test/upstream-e2e) on local clusters of their own, then the fault tests of E2E_LATE_FAULT_TESTS on another.
 	$(call LANE_START,upstream)
@@ -359,6 +360,10 @@ bench: envtest-assets ## Scale benchmark (test/bench): N FlinkDeployments on a l
 .PHONY: bench-flink
 bench-flink: $(GENERATE) cluster-assets flink-dist flink-cds ## The operator's cost on real Flink jobs (test/benchflink): BENCHFLINK_JOBS (3) checkpoint-ha jobs side by side on the local cluster, the operator with its defaults, created, upgraded (savepoint; last-state with Kubernetes HA), suspended and resumed; each flow's total, Flink's own part (its REST timestamps and checkpoint statistics) and the overhead, median of BENCHFLINK_RUNS (3); BENCHFLINK_OUT (bin/bench/flink-result.json).
 	go run ./test/cmd/benchflink
+
+.PHONY: bench-flink-smoke
+bench-flink-smoke: $(GENERATE) cluster-assets flink-dist flink-cds ## make bench-flink once with one job (test/benchflink TestBenchFlinkSmoke): every flow measured, through each of its steps, and what Flink reports it did (the savepoint restored, the job id kept by last-state); no timing is asserted. Part of make test.
+	go test -tags e2e ./test/benchflink -run TestBenchFlinkSmoke -count=1 -timeout 30m -v
 
 .PHONY: bench-micro
 bench-micro: ## Go micro-benchmarks.

@@ -314,18 +314,24 @@ func DeleteCluster(ctx context.Context, c client.Client, namespace, cluster stri
 // later (exit code 239), which every savepoint upgrade and suspend waited for (make
 // bench-flink's timeline). And the ConfigMaps are listed by the API server (live; c when nil),
 // not the cache, which can miss one the JobManager wrote just before it went: a new JobManager
-// of the cluster would recover it.
+// of the cluster would recover it. Only their metadata is listed: any ConfigMap a tenant labels
+// with the cluster's name is in that list, and its data (up to 1 MiB each) is never decoded.
 func haMetadataGone(ctx context.Context, c client.Client, live client.Reader, namespace, cluster string) (bool, error) {
 	if live == nil {
 		live = c
 	}
-	left, err := HAConfigMaps(ctx, live, namespace, cluster)
-	if err != nil {
-		return false, err
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := live.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{LabelApp: cluster}); err != nil {
+		return false, fmt.Errorf("list HA ConfigMaps of %s/%s: %w", namespace, cluster, err)
 	}
-	for i := range left {
-		if err := c.Delete(ctx, &left[i]); client.IgnoreNotFound(err) != nil {
-			return false, fmt.Errorf("delete HA ConfigMap %s/%s: %w", namespace, left[i].Name, err)
+	for _, item := range list.Items {
+		cm := &corev1.ConfigMap{ObjectMeta: item.ObjectMeta}
+		if !IsHAConfigMap(cm) {
+			continue
+		}
+		if err := c.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("delete HA ConfigMap %s/%s: %w", namespace, cm.Name, err)
 		}
 	}
 	return true, nil

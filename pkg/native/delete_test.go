@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +180,26 @@ func TestDeleteClusterDeletesHADataOnceTheJobManagerIsGone(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, gone)
 		assert.Empty(t, haLeft(apiServer), "deleted although the cache did not list it")
+	})
+
+	t.Run("the API server is asked for metadata only", func(t *testing.T) {
+		// A tenant's ConfigMap labelled with the cluster's name is listed too: its data is never
+		// decoded, and it is not deleted.
+		tenants := corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app-blob", Labels: map[string]string{LabelApp: "app"}},
+			Data: map[string]string{"blob": strings.Repeat("x", 1<<20)}}
+		apiServer := fake.NewClientBuilder().WithObjects(leader.DeepCopy(), tenants.DeepCopy()).Build()
+		live := interceptor.NewClient(apiServer, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if _, full := list.(*corev1.ConfigMapList); full {
+					t.Errorf("whole ConfigMaps listed: %T", list)
+				}
+				return c.List(ctx, list, opts...)
+			}})
+		gone, err := DeleteCluster(ctx, apiServer, "ns", "app", opts(live))
+		require.NoError(t, err)
+		assert.True(t, gone)
+		assert.Empty(t, haLeft(apiServer))
+		require.NoError(t, apiServer.Get(ctx, client.ObjectKeyFromObject(&tenants), &corev1.ConfigMap{}), "the tenant's ConfigMap stays")
 	})
 
 	t.Run("kept for last-state: neither deleted nor asked for", func(t *testing.T) {
