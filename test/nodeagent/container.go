@@ -388,14 +388,17 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 		}
 	}
 
-	dynamic := dynamicProperties(args)
-	jvmMem, props, err := resourceParams(ctx, dist, ep.role, confDir, dynamic, procEnv)
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, "", err
+	}
+	calculator, err := memoryCalculator(java, dist, ep.role, confDir, dynamicProperties(args))
 	if err != nil {
 		return nil, "", err
 	}
 	logPath := filepath.Join(r.dir, "logs", c.spec.Name+".log")
-	javaArgs := flinkcluster.JavaModuleFlags()
-	javaArgs = append(javaArgs, jvmMem...)
+	javaArgs := append([]string{java}, flinkcluster.JavaModuleFlags()...)
+	javaArgs = append(javaArgs, jvmMemoryMarker)
 	// Serial GC and C1 only: fewer threads and less compilation on a 2-core machine.
 	javaArgs = append(javaArgs, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 	// Every container's JVM is PID 1 and they share the machine's /tmp: performance data files
@@ -412,19 +415,21 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 		"-Dlog.file="+logPath,
 		"-Dlog4j.configurationFile=file:"+filepath.Join(confDir, "log4j-console.properties"),
 		"-cp", classpath, ep.mainClass, "--configDir", confDir)
-	javaArgs = append(append(javaArgs, props...), args...)
+	javaArgs = append(append(javaArgs, dynamicPropertiesMarker), args...)
 
 	out, err := os.OpenFile(filepath.Join(r.dir, "logs", c.spec.Name+".out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, "", err
 	}
-	program, programArgs := "java", javaArgs
+	// bash runs the launcher, which execs the JVM: the container's process is the one that
+	// runs Flink's memory calculator and becomes the JVM, as in a Flink image.
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		out.Close()
+		return nil, "", err
+	}
+	program, programArgs := bash, launcherArgs(calculator, javaArgs)
 	if rooted {
-		java, err := exec.LookPath("java")
-		if err != nil {
-			out.Close()
-			return nil, "", err
-		}
 		root := filepath.Join(dir, "root")
 		if err := os.RemoveAll(root); err != nil { // what an earlier run staged; its mounts ended with it
 			out.Close()
@@ -436,7 +441,7 @@ func (c *containerRunner) command(ctx context.Context) (*exec.Cmd, string, error
 			return nil, "", err
 		}
 		program = "unshare"
-		programArgs = append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh", java}, javaArgs...)
+		programArgs = append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh", bash}, programArgs...)
 	}
 	cmd, err := c.initCommand(program, programArgs...)
 	if err != nil {

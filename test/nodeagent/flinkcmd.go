@@ -6,14 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/flink-operator/flink-operator/test/logtail"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -259,35 +256,68 @@ func readConfigValue(confDir, key string) string {
 	return ""
 }
 
-// resourceParams runs Flink's memory calculator (what the image's scripts run first) and
-// returns the JVM memory flags and the dynamic properties to pass on.
-func resourceParams(ctx context.Context, dist flinkcluster.Dist, role, confDir string, dynamic []string, env []string) (jvm, props []string, err error) {
+// The places in the JVM's command line where flinkLauncher puts the JVM memory flags and the
+// dynamic properties Flink's memory calculator printed.
+const (
+	jvmMemoryMarker         = "@nodeagent:jvm-memory@"
+	dynamicPropertiesMarker = "@nodeagent:dynamic-properties@"
+)
+
+// flinkLauncher is a Flink container's program, standing in for the image's scripts
+// (kubernetes-jobmanager.sh, taskmanager.sh, flink-console.sh): it runs Flink's memory
+// calculator, then replaces itself with the JVM, given the flags and dynamic properties the
+// calculator printed, word-split as those scripts split them. As in a Flink image, the
+// calculator runs inside the container: the container's PID and start time are the launcher's,
+// and the calculator's half second of JVM is part of the container's start, not something the
+// node does before it. A calculator that fails makes the container exit 1 with its output in
+// the container's log, as Flink's scripts do. Arguments: the number of words of the
+// calculator's command line, those words, then the JVM's command line with the markers.
+const flinkLauncher = `set -f
+n=$1; shift
+calc=("${@:1:n}"); shift "$n"
+if ! out=$("${calc[@]}" 2>&1); then
+  printf '%s\n' "$out" >&2
+  echo "flink memory configuration: the memory calculator failed" >&2
+  exit 1
+fi
+mapfile -t results < <(printf '%s\n' "$out" | sed -n 's/^BASH_JAVA_UTILS_EXEC_RESULT://p')
+if [ "${#results[@]}" -lt 2 ]; then
+  printf '%s\n' "$out" >&2
+  echo "flink memory configuration: the memory calculator printed no result" >&2
+  exit 1
+fi
+args=()
+for a in "$@"; do
+  case $a in
+    ` + jvmMemoryMarker + `) args+=(${results[0]}) ;;
+    ` + dynamicPropertiesMarker + `) args+=(${results[1]}) ;;
+    *) args+=("$a") ;;
+  esac
+done
+exec "${args[@]}"`
+
+// memoryCalculator is the command line of Flink's memory calculator for a role (what the
+// image's scripts run first): java is the JVM's path.
+func memoryCalculator(java string, dist flinkcluster.Dist, role, confDir string, dynamic []string) ([]string, error) {
 	cmd := "GET_TM_RESOURCE_PARAMS"
 	if role == "jobmanager" {
 		cmd = "GET_JM_RESOURCE_PARAMS"
 	}
 	calculatorClasspath, err := dist.MemoryCalculatorClasspath()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	args := append([]string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"},
+	words := append([]string{java, "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"},
 		dist.SharedArchiveFlags(flinkcluster.RoleMemoryCalculator)...)
-	args = append(args, "-cp", calculatorClasspath,
+	words = append(words, "-cp", calculatorClasspath,
 		"org.apache.flink.runtime.util.bash.BashJavaUtils", cmd, "--configDir", confDir)
-	args = append(args, dynamic...)
-	c := exec.CommandContext(ctx, "java", args...)
-	c.Env = env
-	out, err := c.CombinedOutput()
-	var results []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if v, ok := strings.CutPrefix(line, "BASH_JAVA_UTILS_EXEC_RESULT:"); ok {
-			results = append(results, v)
-		}
-	}
-	if err != nil || len(results) < 2 {
-		return nil, nil, fmt.Errorf("flink memory configuration: %v: %s", err, logtail.Lines(string(out), 5))
-	}
-	return strings.Fields(results[0]), strings.Fields(results[1]), nil
+	return append(words, dynamic...), nil
+}
+
+// launcherArgs are flinkLauncher's arguments: the calculator's command line, then the JVM's.
+func launcherArgs(calculator, jvm []string) []string {
+	args := append([]string{"-c", flinkLauncher, "flink-launcher", strconv.Itoa(len(calculator))}, calculator...)
+	return append(args, jvm...)
 }
 
 // dynamicProperties picks the -D properties out of entrypoint arguments.
