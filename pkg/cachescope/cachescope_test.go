@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -239,4 +240,60 @@ func TestShareStableSpec(t *testing.T) {
 	rs = out.(*flinkv1beta1.FlinkDeployment).Status.ReconciliationStatus
 	assert.Equal(t, newer, rs.LastReconciledSpec)
 	assert.Equal(t, spec, rs.LastStableSpec, "a change not yet stable keeps the stable spec it had")
+}
+
+// The cached copies of two clusters' objects share their repeated strings (namespace, label keys
+// and values, owner references) instead of holding a copy each, and keep of managed fields one
+// entry saying the operator applied the object, or none; every value read stays the same.
+func TestCompactMetadata(t *testing.T) {
+	object := func(cluster, uid string, managers ...string) *corev1.Service {
+		var mfs []metav1.ManagedFieldsEntry
+		for _, m := range managers {
+			mfs = append(mfs, metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+				FieldsType: "FieldsV1", FieldsV1: fieldsV1(`{"f:metadata":{}}`), Time: &metav1.Time{}})
+		}
+		// Built from bytes, as a decoder builds them: no string shares its bytes with another.
+		s := func(v string) string { return string([]byte(v)) }
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: s(cluster + "-rest"), Namespace: s("tenant-a"),
+			Labels:          map[string]string{s(native.LabelApp): s(cluster), s(native.LabelType): s(native.TypeNative)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: s("flink.apache.org/v1beta1"), Kind: s("FlinkDeployment"), Name: s(cluster), UID: types.UID(s(uid))}},
+			ManagedFields:   mfs}}
+	}
+	transform := transformOf(&corev1.Service{})
+	compact := func(in *corev1.Service) *corev1.Service {
+		want := in.DeepCopy()
+		out, err := transform(in)
+		require.NoError(t, err)
+		got := out.(*corev1.Service)
+		assert.Equal(t, want.Name, got.Name)
+		assert.Equal(t, want.Namespace, got.Namespace)
+		assert.Equal(t, want.Labels, got.Labels)
+		assert.Equal(t, want.OwnerReferences, got.OwnerReferences)
+		return got
+	}
+	a := compact(object("orders", "uid-1", "kube-controller-manager", native.FieldManager))
+	b := compact(object("payments", "uid-2", native.FieldManager))
+	c := compact(object("orders", "uid-1", "kubectl"))
+
+	assert.Equal(t, []metav1.ManagedFieldsEntry{{Manager: native.FieldManager, Operation: metav1.ManagedFieldsOperationApply}}, a.ManagedFields)
+	assert.Equal(t, a.ManagedFields, b.ManagedFields)
+	assert.Nil(t, c.ManagedFields, "nobody's apply of the operator: nothing kept")
+
+	same := func(x, y string, what string) {
+		assert.Same(t, unsafe.StringData(x), unsafe.StringData(y), "%s: one copy", what)
+	}
+	same(a.Namespace, b.Namespace, "namespace")
+	same(a.OwnerReferences[0].APIVersion, b.OwnerReferences[0].APIVersion, "owner's API version")
+	same(a.OwnerReferences[0].Kind, b.OwnerReferences[0].Kind, "owner's kind")
+	same(a.OwnerReferences[0].Name, c.OwnerReferences[0].Name, "owner's name, in two objects of one cluster")
+	same(string(a.OwnerReferences[0].UID), string(c.OwnerReferences[0].UID), "owner's UID, in two objects of one cluster")
+	same(a.Labels[native.LabelApp], c.Labels[native.LabelApp], "the cluster's name as a label value")
+	same(a.Labels[native.LabelType], b.Labels[native.LabelType], "Flink's type label")
+	for k := range a.Labels {
+		for k2 := range b.Labels {
+			if k == k2 {
+				same(k, k2, "a label key")
+			}
+		}
+	}
 }
