@@ -5,15 +5,20 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
@@ -104,8 +109,27 @@ func (r *FlinkDeploymentReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			// than For's handler; the JobManager Deployments as Owns would watch them.
 			return b.Watches(&flinkv1beta1.FlinkDeployment{}, reconciler.ByIntent{}).
 				Watches(&appsv1.Deployment{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
-					&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner()))
+					&flinkv1beta1.FlinkDeployment{}, handler.OnlyControllerOwner())).
+				// The deletion of an HA ConfigMap, which no owner reference ties to its cluster:
+				// Flink deleting a stopped job's ends its cleanup, which an upgrade waits for
+				// (jobs.FlinkCleanupWait). Only deletions: Flink updates its leader ConfigMaps every
+				// few seconds.
+				Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(haConfigMapCluster),
+					builder.WithPredicates(predicate.Funcs{
+						CreateFunc:  func(event.CreateEvent) bool { return false },
+						UpdateFunc:  func(event.UpdateEvent) bool { return false },
+						GenericFunc: func(event.GenericEvent) bool { return false },
+					}))
 		}}, r)
+}
+
+// haConfigMapCluster maps an HA ConfigMap to the FlinkDeployment its app label names.
+func haConfigMapCluster(_ context.Context, obj client.Object) []reconcile.Request {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || !native.IsHAConfigMap(cm) {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: cm.Namespace, Name: cm.Labels[native.LabelApp]}}}
 }
 
 // Reconcile runs the phases: cleanup on deletion, else observe → validate → reconcile, then

@@ -17,6 +17,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -46,6 +47,24 @@ func (r *FlinkDeploymentReconciler) deleteCluster(ctx context.Context, s *scope,
 		return false, err
 	}
 	return true, nil
+}
+
+// flinkCleanupWait is how long to leave the cluster to Flink's cleanup after its job ended
+// (jobs.FlinkCleanupWait), with the running cluster's configuration and the cache's ConfigMaps.
+func (r *FlinkDeploymentReconciler) flinkCleanupWait(ctx context.Context, s *scope) (time.Duration, error) {
+	st, running := s.status(), s.running()
+	if running == nil || st.JobStatus.JobID == "" || st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing {
+		return 0, nil
+	}
+	conf, err := r.config(s, running)
+	if err != nil || !conf.HAEnabled() || hastore.KindOf(conf) != hastore.KindKubernetes {
+		return 0, nil //nolint:nilerr // a configuration that cannot be built has no HA to wait for
+	}
+	left, err := native.HAConfigMapExists(ctx, r.Client, s.dep.Namespace, s.dep.Name, native.JobHAConfigMapName(s.dep.Name, st.JobStatus.JobID))
+	if err != nil {
+		return 0, err
+	}
+	return jobs.FlinkCleanupWait(&st.JobStatus, true, left, time.Now()), nil
 }
 
 // upgradeTargetChanged: the spec differs from the recorded upgrade target in what restarts the
@@ -130,6 +149,9 @@ func (r *FlinkDeploymentReconciler) continueUpgrade(ctx context.Context, s *scop
 		}
 	}
 	keepHA := plan.Restore == jobs.RestoreLastState
+	if wait, err := r.flinkCleanupWait(ctx, s); err != nil || wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, err
+	}
 
 	// A JobManager that went before this step (an earlier call that waited for it, or it was
 	// lost) still leaves its HA metadata to delete: native.DeleteCluster deletes the HA

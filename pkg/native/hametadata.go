@@ -176,3 +176,25 @@ func HasHACheckpoint(ctx context.Context, c client.Client, namespace, cluster st
 	}
 	return false, nil
 }
+
+// JobHAConfigMapName is the ConfigMap Flink's Kubernetes HA services keep a job's checkpoint
+// pointers and counter in. Flink deletes it last when it cleans up after the job ends for good
+// (stopped with a savepoint, cancelled, finished).
+func JobHAConfigMapName(cluster, jobID string) string {
+	return cluster + "-" + jobID + "-config-map"
+}
+
+// HAConfigMapExists tells whether the named HA ConfigMap of the cluster exists, as c (the
+// cache) sees it: listed through the cluster's label, so a ConfigMap gone costs no request.
+func HAConfigMapExists(ctx context.Context, c client.Reader, namespace, cluster, name string) (bool, error) {
+	list, err := HAConfigMaps(ctx, c, namespace, cluster)
+	if err != nil {
+		return false, err
+	}
+	for i := range list {
+		if list[i].Name == name && list[i].DeletionTimestamp.IsZero() {
+			return true, nil
+		}
+	}
+	return false, nil
+}
