@@ -198,8 +198,9 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.reconcileDeadline, "reconcile-timeout", reconciler.DefaultReconcileDeadline,
 		"Longest time one reconcile may take; a JobManager or jar host that never answers gives its worker back after it.")
 	fs.IntVar(&o.perNamespace, "max-concurrent-reconciles-per-namespace", 0,
-		"Reconciles of one namespace each controller runs at once, so that one tenant's slow resources cannot take every "+
-			"worker; the others wait their turn, retried within 2 s. 0 is a quarter of --reconcile-parallelism (at least 1).")
+		"Reconciles of one namespace each controller runs at once while they are slow (one has run 1 s, or the last took that long), "+
+			"so that one tenant's slow resources cannot take every worker; while they are fast, all workers but this many. "+
+			"The others wait their turn, retried within 2 s. 0 is a quarter of --reconcile-parallelism (at least 1).")
 	fs.StringVar(&o.configMap, "config-map", "",
 		"Operator ConfigMap (config.yaml or flink-conf.yaml, upstream's format): kubernetes.operator.* options and default "+
 			"Flink configuration, watched and applied without a restart. Flags given explicitly win over it.")
@@ -728,7 +729,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		if err != nil {
 			return err
 		}
-		o.rateLimits = reconciler.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace}
+		o.rateLimits = reconciler.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace, Workers: o.reconcileParallelism}
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err

@@ -1,7 +1,8 @@
-// Package nsshare gives each namespace a share of a controller's workers: at most a fixed
-// number of one namespace's reconciles run at once, so that one tenant's slow resources (a
-// jar server that trickles, a JobManager that answers just under its timeout) cannot occupy
-// every worker and starve the other namespaces.
+// Package nsshare gives each namespace a share of a controller's workers: while one namespace's
+// reconciles are slow, at most a fixed number of them run at once, so that one tenant's slow
+// resources (a jar server that trickles, a JobManager that answers just under its timeout)
+// cannot occupy every worker and starve the other namespaces. A namespace whose reconciles are
+// fast may use every worker but one share (Limiter).
 //
 // It wraps the reconciler rather than replacing the workqueue. A reconcile over its
 // namespace's share returns at once, asking to be retried shortly, and so holds a worker for
@@ -45,47 +46,109 @@ func Resolve(option string, configured, workers int) (int, error) {
 	return configured, nil
 }
 
-// Limiter counts the reconciles of each namespace that run. It is safe for concurrent use.
+// SlowAfter is how long a reconcile runs before its namespace counts as slow: a namespace with a
+// reconcile running this long, or whose last reconcile took this long, is held to its share.
+const SlowAfter = time.Second
+
+// Limiter counts the reconciles of each namespace that run, and when each started. A namespace
+// runs its share at once. One whose reconciles are fast (its last one took less than SlowAfter
+// and none runs that long) runs more, up to the ceiling: the workers a share of each other
+// namespace's would leave. With all resources in one namespace, holding it to a quarter of
+// the workers made three quarters of them idle, and postponed requests came back by the
+// thousands per second with nothing else to do. A namespace that has not yet finished a
+// reconcile, or whose reconciles are slow (what the share is for: a jar server that trickles),
+// is held to its share. It is safe for concurrent use.
 type Limiter struct {
-	share   int
-	mu      sync.Mutex
-	running map[string]int
+	share, ceiling int
+	now            func() time.Time
+	mu             sync.Mutex
+	namespaces     map[string]*namespaceRuns
+	// lastTook is how long each namespace's last finished reconcile took: kept for the
+	// namespaces that ran something, a duration each.
+	lastTook map[string]time.Duration
+	next     uint64
 }
 
-// NewLimiter lets share reconciles of one namespace run at once; share < 1 is no limit.
-func NewLimiter(share int) *Limiter {
-	return &Limiter{share: share, running: map[string]int{}}
+type namespaceRuns struct {
+	started map[uint64]time.Time
+}
+
+// NewLimiter lets share reconciles of one namespace run at once, and up to ceiling while the
+// namespace's reconciles are fast (a ceiling below share is share); share < 1 is no limit.
+func NewLimiter(share, ceiling int) *Limiter {
+	return &Limiter{share: share, ceiling: max(share, ceiling), now: time.Now, namespaces: map[string]*namespaceRuns{}, lastTook: map[string]time.Duration{}}
+}
+
+// Ceiling is the most reconciles of one namespace a controller with workers runs at once while
+// the namespace's reconciles are fast: all but one share, which stays for the other namespaces.
+func Ceiling(workers, share int) int {
+	return max(share, workers-share)
 }
 
 // Acquire takes a place for a reconcile of namespace ns. It says false when the namespace's
-// share is taken; else release gives the place back (once).
+// share is taken and it is not fast, or its ceiling is reached; else release gives the place
+// back (once).
 func (l *Limiter) Acquire(ns string) (release func(), ok bool) {
 	if l.share < 1 {
 		return func() {}, true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.running[ns] >= l.share {
+	now := l.now()
+	runs := l.namespaces[ns]
+	if runs != nil && !l.admits(ns, runs, now) {
 		return nil, false
 	}
-	l.running[ns]++
+	if runs == nil {
+		runs = &namespaceRuns{started: map[uint64]time.Time{}}
+		l.namespaces[ns] = runs
+	}
+	l.next++
+	token := l.next
+	runs.started[token] = now
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			if l.running[ns]--; l.running[ns] <= 0 {
-				delete(l.running, ns) // namespaces come and go: the map keeps only running ones
+			l.lastTook[ns] = l.now().Sub(runs.started[token])
+			delete(runs.started, token)
+			if len(runs.started) == 0 {
+				delete(l.namespaces, ns) // namespaces come and go: the map keeps only running ones
 			}
 		})
 	}, true
+}
+
+// admits decides on one more reconcile of ns, which runs some already.
+func (l *Limiter) admits(ns string, runs *namespaceRuns, now time.Time) bool {
+	running := len(runs.started)
+	if running < l.share {
+		return true
+	}
+	if running >= l.ceiling {
+		return false
+	}
+	took, finished := l.lastTook[ns]
+	if !finished || took >= SlowAfter {
+		return false
+	}
+	for _, started := range runs.started {
+		if now.Sub(started) >= SlowAfter {
+			return false
+		}
+	}
+	return true
 }
 
 // Running is the number of namespace ns's reconciles that run.
 func (l *Limiter) Running(ns string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.running[ns]
+	if runs := l.namespaces[ns]; runs != nil {
+		return len(runs.started)
+	}
+	return 0
 }
 
 // Reconciler runs Next within its namespace's share of Limiter.
