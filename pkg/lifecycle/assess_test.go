@@ -17,6 +17,7 @@ import (
 // can do where the reason is one a person must act on.
 func TestAssess(t *testing.T) {
 	stable := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "A", LastStableSpec: "A", State: flinkv1beta1.ReconciliationDeployed}
+	deployed := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "B", LastStableSpec: "A", State: flinkv1beta1.ReconciliationDeployed}
 	upgrading := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "B", LastStableSpec: "A", State: flinkv1beta1.ReconciliationUpgrading}
 	running := flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning}
 	job := func(state flinkv1beta1.JobStatusState) flinkv1beta1.JobStatus {
@@ -36,6 +37,7 @@ func TestAssess(t *testing.T) {
 		s           flinkv1beta1.CommonStatus
 		jm          flinkv1beta1.JobManagerDeploymentStatus
 		target      flinkv1beta1.JobState
+		rescale     *flinkv1beta1.Rescale
 		progressing Reason // "" reads as not progressing, see settled below
 		settled     Reason // Progressing False with this reason
 		degraded    Reason // Degraded True with this reason; "" is Healthy
@@ -57,6 +59,15 @@ func TestAssess(t *testing.T) {
 			jm: ready, target: flinkv1beta1.JobStateRunning, progressing: ReasonSavepointing, message: "trigger 7f1c"},
 		{name: "a manual savepoint is not an action on the resource", s: flinkv1beta1.CommonStatus{ReconciliationStatus: stable, JobStatus: manualSavepoint, LifecycleState: flinkv1beta1.LifecycleStable},
 			jm: ready, settled: ReasonSettled},
+		{name: "rescaling in place: from which to which parallelism", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2,b:2", To: "a:4,b:1", Reported: "a:3,b:1"},
+			jm: ready, progressing: ReasonScaling, message: "from a:2,b:2 to a:4,b:1 (vertex:parallelism); Flink reports a:3,b:1 so far"},
+		{name: "a rescale Flink did not carry out in time", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4", Reported: "a:2", TimedOut: true},
+			jm: ready, settled: ReasonSettled, degraded: ReasonScaleTimedOut, message: "asked for a:4, Flink reports a:2. The adaptive scheduler"},
+		{name: "an upgrade comes before a rescale left behind", s: flinkv1beta1.CommonStatus{ReconciliationStatus: upgrading, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleUpgrading}, rescale: &flinkv1beta1.Rescale{To: "a:4"},
+			jm: ready, target: flinkv1beta1.JobStateRunning, progressing: ReasonUpgrading},
 		{name: "suspending", s: flinkv1beta1.CommonStatus{ReconciliationStatus: upgrading, JobStatus: upgradeSavepoint, LifecycleState: flinkv1beta1.LifecycleUpgrading},
 			jm: ready, target: flinkv1beta1.JobStateSuspended, progressing: ReasonSuspending, message: "savepoint first"},
 		{name: "suspended", s: flinkv1beta1.CommonStatus{ReconciliationStatus: stable, JobStatus: job(flinkv1beta1.JobStatusSuspended), LifecycleState: flinkv1beta1.LifecycleSuspended},
@@ -112,7 +123,7 @@ func TestAssess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := assess(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target})
+			v := assess(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target, rescale: tt.rescale})
 			if tt.progressing != "" {
 				assert.True(t, v.progressing, "progressing")
 				assert.Equal(t, tt.progressing, v.progressingReason)
@@ -134,7 +145,7 @@ func TestAssess(t *testing.T) {
 			assert.Contains(t, msg, tt.message)
 
 			// Progressing and Reconciling are one decision: never apart.
-			conds := progress(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target}, 7)
+			conds := progress(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target, rescale: tt.rescale}, 7)
 			p, r := meta.FindStatusCondition(conds, ConditionProgressing), meta.FindStatusCondition(conds, ConditionReconciling)
 			require.NotNil(t, p)
 			require.NotNil(t, r)

@@ -59,7 +59,8 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 	}
 	dep := &flinkv1beta1.FlinkDeployment{Status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: common,
 		JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady, ClusterInfo: map[string]string{"flink-version": "1.20.3"},
-		TaskManager: &flinkv1beta1.TaskManagerInfo{LabelSelector: "component=taskmanager,app=dep", Replicas: 1}}}
+		TaskManager: &flinkv1beta1.TaskManagerInfo{LabelSelector: "component=taskmanager,app=dep", Replicas: 1},
+		Rescale:     &flinkv1beta1.Rescale{Generation: 1, RequestedAt: metav1.Unix(1764990000, 0), From: "a:2,b:2", To: "a:4,b:1", Reported: "a:2,b:1", TimedOut: true}}}
 	dep.Status.Conditions = withConditions(lifecycle.Conditions(&dep.Status, true, 1, flinkv1beta1.JobStateRunning))
 	job := &flinkv1beta1.FlinkSessionJob{Status: flinkv1beta1.FlinkSessionJobStatus{CommonStatus: common}}
 	job.Status.Conditions = withConditions(lifecycle.SessionJobConditions(&job.Status.CommonStatus, 1, flinkv1beta1.JobStateRunning))
@@ -87,6 +88,9 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			require.NotEmpty(t, written["conditions"], "this operator's conditions are written")
 			if _, common := tt.status.(flinkv1beta1.FlinkDeploymentStatus); common || obj.GetKind() == "FlinkSessionJob" {
 				require.NotEmpty(t, written["operations"], "and its history of operations")
+			}
+			if obj.GetKind() == "FlinkDeployment" {
+				require.NotEmpty(t, written["rescale"], "and the rescale in flight")
 			}
 			require.NoError(t, unstructured.SetNestedMap(obj.Object, written, "status"))
 			require.NoError(t, up.Client.Status().Update(ctx, obj), "upstream's schema accepts this operator's status")
