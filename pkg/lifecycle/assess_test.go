@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -299,4 +300,80 @@ func TestBlueGreenDegraded(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, "ChildDegraded", c.Reason)
 	assert.Equal(t, "The active FlinkDeployment bg-blue is Degraded (JobRestarting): Flink is restarting the job", c.Message)
+}
+
+// TestBlueGreenProgressing is the specification of a FlinkBlueGreenDeployment's Progressing
+// condition (BlueGreenProgressing), and of the operations its transitions record.
+func TestBlueGreenProgressing(t *testing.T) {
+	child := func(name, restore string, progressing *metav1.Condition) *flinkv1beta1.FlinkDeployment {
+		d := &flinkv1beta1.FlinkDeployment{Spec: flinkv1beta1.FlinkDeploymentSpec{Job: &flinkv1beta1.JobSpec{InitialSavepointPath: restore}}}
+		d.Name = name
+		if progressing != nil {
+			d.Status.Conditions = []metav1.Condition{*progressing}
+		}
+		return d
+	}
+	blue, green := child("bg-blue", "", nil), child("bg-green", "file:/sp/savepoint-1", nil)
+	suspending := child("bg-blue", "", &metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: string(ReasonSuspending), Message: "Suspending the job"})
+	tests := []struct {
+		name    string
+		v       BlueGreenView
+		status  metav1.ConditionStatus
+		reason  Reason
+		message string
+	}{
+		{"first child", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToBlue, Target: blue, AbortAt: "2026-12-06T12:10:00Z"},
+			metav1.ConditionTrue, ReasonDeploying, "Deploying the first child bg-blue; it becomes active once its job runs; it is aborted at 2026-12-06T12:10:00Z"},
+		{"a switch's savepoint", BlueGreenView{State: flinkv1beta1.BlueGreenSavepointingBlue, Active: blue, Savepoint: "bg-blue-sp-2"},
+			metav1.ConditionTrue, ReasonSavepointing, "Taking a savepoint of bg-blue (FlinkStateSnapshot bg-blue-sp-2)"},
+		{"a switch", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green},
+			metav1.ConditionTrue, ReasonSwitching, "Starting bg-green from file:/sp/savepoint-1 to replace bg-blue"},
+		{"a switch goes on whatever an earlier one's error says", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green, Error: "Aborting"},
+			metav1.ConditionTrue, ReasonSwitching, "to replace bg-blue"},
+		{"an aborted switch waits for a spec change", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Error: "Aborting deployment 'bg-green'"},
+			metav1.ConditionFalse, ReasonWaitingForUser, "until the spec changes: Aborting deployment 'bg-green'"},
+		{"the active child suspending", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: suspending, Suspended: true},
+			metav1.ConditionTrue, ReasonSuspending, "The active FlinkDeployment bg-blue is Suspending: Suspending the job"},
+		{"suspended", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
+		{"created suspended", BlueGreenView{State: flinkv1beta1.BlueGreenInitializingBlue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
+		{"at rest", BlueGreenView{State: flinkv1beta1.BlueGreenActiveGreen, Active: green}, metav1.ConditionFalse, ReasonSettled, "No switch in progress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := BlueGreenProgressing(tt.v, 4)
+			assert.Equal(t, ConditionProgressing, c.Type)
+			assert.Equal(t, tt.status, c.Status)
+			assert.Equal(t, string(tt.reason), c.Reason)
+			assert.Contains(t, c.Message, tt.message)
+			assert.Equal(t, int64(4), c.ObservedGeneration)
+		})
+	}
+
+	// The history of a switch that was aborted, then of one that succeeded.
+	var ops []flinkv1beta1.Operation
+	var before *metav1.Condition
+	now := metav1.NewTime(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	for _, s := range []struct {
+		v          BlueGreenView
+		generation int64
+	}{
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToBlue, Target: blue}, 1},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue}, 1},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenSavepointingBlue, Active: blue}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Error: "Aborting deployment 'bg-green'"}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green}, 3},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveGreen, Active: green}, 3},
+	} {
+		after := BlueGreenProgressing(s.v, s.generation)
+		degraded := BlueGreenDegraded(false, s.v.Error, s.v.Active, s.generation)
+		ops = RecordOperations(ops, BlueGreenStep(s.v, before, after, degraded, s.generation, now))
+		before = &after
+	}
+	var got []string
+	for _, op := range ops {
+		got = append(got, fmt.Sprintf("%s %s %d %s", op.Type, op.Outcome, op.Generation, op.Snapshot))
+	}
+	assert.Equal(t, []string{"Deploy Succeeded 1 ", "Upgrade Failed 2 file:/sp/savepoint-1", "Upgrade Succeeded 3 file:/sp/savepoint-1"}, got)
+	assert.Contains(t, ops[1].Message, "Aborting deployment 'bg-green': the same spec is not tried again", "an abort says why, as Degraded does")
 }

@@ -47,7 +47,7 @@ func Step(s *flinkv1beta1.CommonStatus, before *metav1.Condition, generation int
 // An upgrade's stop with a savepoint and its new JobManager are steps of the upgrade.
 func operationOf(r Reason) flinkv1beta1.OperationType {
 	switch r {
-	case ReasonUpgrading, ReasonSavepointing:
+	case ReasonUpgrading, ReasonSavepointing, ReasonSwitching:
 		return flinkv1beta1.OperationUpgrade
 	case ReasonSuspending:
 		return flinkv1beta1.OperationSuspend
