@@ -169,10 +169,12 @@ type input struct {
 //	UPGRADING to a suspended job      → Suspending     job FAILED                   → JobFailed
 //	UPGRADING, upgrade savepoint      → Savepointing   JobManager ERROR             → DeploymentFailed
 //	UPGRADING                         → Upgrading      job FAILING / RESTARTING     → JobRestarting
-//	ROLLING_BACK                      → RollingBack    rescale timed out            → ScaleTimedOut
-//	rescale in flight, not timed out  → Scaling        ROLLED_BACK                  → RolledBack
-//	JobManager DEPLOYING / NOT_READY  → Deploying      any other error recorded     → its reason
-//	job CREATED / INITIALIZING / ...  → JobStarting    otherwise                    → Healthy (False)
+//	ROLLING_BACK                      → RollingBack    (not while rescaling: RESTARTING
+//	JobManager DEPLOYING / NOT_READY  → Deploying       is how Flink rescales)
+//	rescale in flight, not timed out  → Scaling        rescale timed out            → ScaleTimedOut
+//	job CREATED / INITIALIZING / ...  → JobStarting    ROLLED_BACK                  → RolledBack
+//	                                                   any other error recorded     → its reason
+//	                                                   otherwise                    → Healthy (False)
 //	(False) error waiting for a user,
 //	        FAILED, JobManager ERROR  → WaitingForUser
 //	(False) SUSPENDED                 → Suspended
@@ -205,10 +207,12 @@ func assess(in input) verdict {
 	case rs.State == flinkv1beta1.ReconciliationRollingBack:
 		act(ReasonRollingBack, "Rolling back to the last stable spec: the change did not become healthy within "+
 			options.ReadinessTimeout.Key)
-	case in.rescale != nil && !in.rescale.TimedOut:
-		act(ReasonScaling, rescaleMessage(in.rescale))
 	case in.jm == flinkv1beta1.JobManagerDeploying || in.jm == flinkv1beta1.JobManagerDeployedNotReady:
 		act(ReasonDeploying, "The JobManager is starting (JobManager deployment "+string(in.jm)+")")
+	case rescaling(in):
+		// Before JobStarting: Flink's adaptive scheduler takes the job through RESTARTING and
+		// CREATED to rescale it, which is the rescale, not a new start.
+		act(ReasonScaling, rescaleMessage(in.rescale))
 	case in.withJob && s.LifecycleState != flinkv1beta1.LifecycleSuspended && (jobState == flinkv1beta1.JobStatusReconciling ||
 		jobState == flinkv1beta1.JobStatusCreated || jobState == flinkv1beta1.JobStatusInitializing):
 		act(ReasonJobStarting, "The job is being submitted or scheduled (job status "+string(jobState)+")")
@@ -234,7 +238,7 @@ func assess(in input) verdict {
 			options.RestartFailed.Key+" it is deployed again; otherwise a spec change (such as spec.restartNonce) runs it again")
 	case in.jm == flinkv1beta1.JobManagerError:
 		degrade(ReasonDeploymentFailed, "The JobManager cannot start: "+errorMessage(s.Error))
-	case jobState == flinkv1beta1.JobStatusFailing || jobState == flinkv1beta1.JobStatusRestarting:
+	case jobState == flinkv1beta1.JobStatusFailing || (jobState == flinkv1beta1.JobStatusRestarting && !rescaling(in)):
 		degrade(ReasonJobRestarting, "Flink is restarting the job after a failure (job status "+string(jobState)+
 			"): its exceptions are the JobException events")
 	case in.rescale != nil && in.rescale.TimedOut:
@@ -254,6 +258,9 @@ func assess(in input) verdict {
 	}
 	return v
 }
+
+// rescaling: an in-place rescale is in flight and has not timed out.
+func rescaling(in input) bool { return in.rescale != nil && !in.rescale.TimedOut }
 
 // overridesKey is Flink's per-vertex parallelism option, which an in-place rescale applies.
 const overridesKey = "pipeline.jobvertex-parallelism-overrides"
