@@ -119,34 +119,7 @@ func TestInPlaceScalingIsProgressingUntilFlinkReportsIt(t *testing.T) {
 	t.Parallel()
 	c := testEnv(t).Client
 	ns, flink, k, events := newScenario(t, "scaling-progress")
-	scaling := func(name string, timeout string) string {
-		dep := fixtures.NewDeployment(t, ns, name)
-		conf := map[string]string{"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "source:2,sink:2"}
-		if timeout != "" {
-			conf["kubernetes.operator.deployment.readiness.timeout"] = timeout
-		}
-		dep.Spec = *withConfig(t, &dep.Spec, conf)
-		require.NoError(t, c.Create(context.Background(), dep))
-		d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
-		jobID := d.Status.JobStatus.JobID
-		k.run(ns, name, jobID)
-		flink.SetVertices(jobID, map[string]int{"source": 2, "sink": 2})
-		flink.SetJobGraph(jobID, []fakeflink.GraphVertex{{ID: "source", Name: "Source", Parallelism: 2}, {ID: "sink", Name: "Sink", Parallelism: 2, Inputs: []string{"source"}}})
-		waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
-		flink.HoldRescale(jobID) // the adaptive scheduler has not got the slots yet
-		require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			d := get(t, c, ns, name)
-			d.Spec = *withConfig(t, &d.Spec, map[string]string{jobs.KeyParallelismOverrides: "source:4,sink:1"})
-			return c.Update(context.Background(), d)
-		}))
-		return jobID
-	}
-	progressing := func(d *flinkv1beta1.FlinkDeployment) metav1.Condition {
-		if p := meta.FindStatusCondition(d.Status.Conditions, "Progressing"); p != nil {
-			return *p
-		}
-		return metav1.Condition{}
-	}
+	scaling := func(name string, timeout string) string { return startRescale(t, c, ns, flink, k, name, timeout) }
 
 	t.Run("reached", func(t *testing.T) {
 		const name = "reached"
@@ -194,4 +167,76 @@ func TestInPlaceScalingIsProgressingUntilFlinkReportsIt(t *testing.T) {
 			return d.Status.Rescale == nil && meta.FindStatusCondition(d.Status.Conditions, "Degraded").Reason == "Healthy"
 		})
 	})
+}
+
+// startRescale creates a FlinkDeployment on the adaptive scheduler (readiness timeout timeout,
+// unless empty), runs it until STABLE with a job graph of two vertices at parallelism 2, makes
+// Flink hold any rescale, and changes the overrides to source:4,sink:1. It returns the job id.
+func startRescale(t *testing.T, c client.Client, ns string, flink *fakeflink.Server, k *cluster, name, timeout string) string {
+	t.Helper()
+	dep := fixtures.NewDeployment(t, ns, name)
+	conf := map[string]string{"jobmanager.scheduler": "adaptive", jobs.KeyParallelismOverrides: "source:2,sink:2"}
+	if timeout != "" {
+		conf["kubernetes.operator.deployment.readiness.timeout"] = timeout
+	}
+	dep.Spec = *withConfig(t, &dep.Spec, conf)
+	require.NoError(t, c.Create(context.Background(), dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	jobID := d.Status.JobStatus.JobID
+	k.run(ns, name, jobID)
+	flink.SetVertices(jobID, map[string]int{"source": 2, "sink": 2})
+	flink.SetJobGraph(jobID, []fakeflink.GraphVertex{{ID: "source", Name: "Source", Parallelism: 2}, {ID: "sink", Name: "Sink", Parallelism: 2, Inputs: []string{"source"}}})
+	waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	flink.HoldRescale(jobID) // the adaptive scheduler has not got the slots yet
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		d := get(t, c, ns, name)
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{jobs.KeyParallelismOverrides: "source:4,sink:1"})
+		return c.Update(context.Background(), d)
+	}))
+	return jobID
+}
+
+func progressing(d *flinkv1beta1.FlinkDeployment) metav1.Condition {
+	if p := meta.FindStatusCondition(d.Status.Conditions, "Progressing"); p != nil {
+		return *p
+	}
+	return metav1.Condition{}
+}
+
+// TestInPlaceScalingIsFollowedAcrossAnOperatorRestart: the rescale in flight is recorded in the
+// status, not in the operator's memory: an operator started after the one that asked Flink
+// follows it to its end without asking Flink again.
+func TestInPlaceScalingIsFollowedAcrossAnOperatorRestart(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns := testEnv(t).NewNamespace(t, "scaling-restart")
+	flink := fakeflink.New(t)
+	k := &cluster{t: t, c: c, flink: flink}
+	_, stop := startStoppableOperator(t, flink, ns)
+	const name = "job"
+	jobID := startRescale(t, c, ns, flink, k, name, "")
+	waitFor(t, c, ns, name, "Progressing Scaling", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return progressing(d).Reason == "Scaling" && d.Status.Rescale != nil
+	})
+	stop()
+	puts := func() int {
+		n := 0
+		for _, r := range flink.Requests() {
+			if r == "PUT /jobs/"+jobID+"/resource-requirements" {
+				n++
+			}
+		}
+		return n
+	}
+	asked := puts()
+	require.Positive(t, asked)
+
+	flink.ReleaseRescale(jobID)
+	events := startOperator(t, flink, ns)
+	d := waitFor(t, c, ns, name, "rescale over", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.Rescale == nil && progressing(d).Status == metav1.ConditionFalse
+	})
+	assert.Equal(t, "Scale Succeeded ", operations(d.Status.Operations)[len(d.Status.Operations)-1])
+	events.seen(t, "Flink runs the job at the parallelism asked for: sink:1,source:4")
+	assert.Equal(t, asked, puts(), "Flink is not asked again")
 }
