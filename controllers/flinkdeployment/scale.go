@@ -161,14 +161,13 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 		logger.Info("in-place scaling not possible; upgrading instead", "error", err.Error())
 		return false
 	}
-	from := map[string]int{}
+	from := rescaleFrom(s.Deployed, reqs, target) // before reqs is changed below
 	for vertex, p := range target {
 		current, ok := reqs[vertex]
 		if !ok {
 			logger.Info("in-place scaling: unknown vertex; upgrading instead", "vertex", vertex)
 			return false
 		}
-		from[vertex] = current.Parallelism.UpperBound
 		reqs[vertex] = flink.VertexResources{Parallelism: flink.ParallelismBounds{LowerBound: min(p, current.Parallelism.LowerBound), UpperBound: p}}
 	}
 	if err := cl.SetResourceRequirements(ctx, st.JobStatus.JobID, reqs); err != nil {
@@ -185,6 +184,23 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 	overrides, _ := desired.FlinkConfiguration.Flatten()
 	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the running job in place: %s", overrides[jobs.KeyParallelismOverrides])
 	return true
+}
+
+// rescaleFrom is the parallelism a rescale to target starts from, per vertex asked for: the
+// deployed spec's override, else the upper bound Flink's requirements had. The override comes
+// first because the requirements alone would read as already rescaled on a retry after Flink was
+// asked and the status write that followed was lost.
+func rescaleFrom(deployed *flinkv1beta1.FlinkDeploymentSpec, reqs map[string]flink.VertexResources, target map[string]int) map[string]int {
+	overrides, _ := parseOverrides(takeOverrides(deployed.DeepCopy()))
+	from := map[string]int{}
+	for vertex := range target {
+		if p, ok := overrides[vertex]; ok {
+			from[vertex] = p
+		} else if r, ok := reqs[vertex]; ok {
+			from[vertex] = r.Parallelism.UpperBound
+		}
+	}
+	return from
 }
 
 // formatParallelism writes per-vertex parallelism as vertexId:parallelism pairs, in the order of

@@ -11,6 +11,7 @@ import (
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -146,4 +147,19 @@ func TestRescaleStep(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "a:4,b:1,c:10", formatParallelism(map[string]int{"c": 10, "b": 1, "a": 4}))
+}
+
+// TestRescaleFrom: what a rescale starts from is the deployed override, so a retry after Flink
+// was asked (its requirements already at the target) still says where it came from.
+func TestRescaleFrom(t *testing.T) {
+	t.Parallel()
+	deployed := fixtures.WithConfig(t, &fixtures.NewDeployment(t, "ns", "job").Spec, map[string]string{jobs.KeyParallelismOverrides: "a:2"})
+	bounds := func(upper int) flink.VertexResources {
+		return flink.VertexResources{Parallelism: flink.ParallelismBounds{LowerBound: 1, UpperBound: upper}}
+	}
+	target := map[string]int{"a": 4, "b": 1}
+	assert.Equal(t, map[string]int{"a": 2, "b": 3}, rescaleFrom(deployed, map[string]flink.VertexResources{"a": bounds(2), "b": bounds(3), "c": bounds(5)}, target),
+		"the override, else Flink's upper bound; only the vertices asked for")
+	assert.Equal(t, map[string]int{"a": 2, "b": 1}, rescaleFrom(deployed, map[string]flink.VertexResources{"a": bounds(4), "b": bounds(1)}, target),
+		"a retry: Flink's requirements are at the target already, the override is not")
 }
