@@ -347,6 +347,9 @@ func TestBlueGreenProgressing(t *testing.T) {
 		{"the active child suspending", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: suspending, Suspended: true},
 			metav1.ConditionTrue, ReasonSuspending, "The active FlinkDeployment bg-blue is Suspending: Suspending the job"},
 		{"suspended", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
+		{"asked to run, the active child not resuming yet", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: child("bg-blue", "",
+			&metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: string(ReasonSuspended)})},
+			metav1.ConditionFalse, ReasonSuspended, "bg-blue is still suspended"},
 		{"created suspended", BlueGreenView{State: flinkv1beta1.BlueGreenInitializingBlue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
 		{"at rest", BlueGreenView{State: flinkv1beta1.BlueGreenActiveGreen, Active: green}, metav1.ConditionFalse, ReasonSettled, "No switch in progress"},
 	}

@@ -68,7 +68,7 @@ type BlueGreenView struct {
 //	status.error (refused spec, failed switch) → WaitingForUser (False)
 //	active child Progressing                 → its reason (True): a suspend, resume or in-place
 //	                                           change applied to the active child
-//	suspended                                → Suspended (False)
+//	suspended, or the active child still is  → Suspended (False)
 //	otherwise                                → Settled (False)
 //
 // The steps of a switch come first: a switch goes on, and is aborted by itself, whatever the
@@ -103,14 +103,22 @@ func BlueGreenProgressing(v BlueGreenView, generation int64) metav1.Condition {
 		c.Reason, c.Message = string(ReasonWaitingForUser), "Nothing is done until the spec changes: "+v.Error
 		return c
 	}
+	var child *metav1.Condition
 	if v.Active != nil {
-		if p := meta.FindStatusCondition(v.Active.Status.Conditions, ConditionProgressing); p != nil && p.Status == metav1.ConditionTrue {
-			act(Reason(p.Reason), "The active FlinkDeployment "+v.Active.Name+" is "+p.Reason+": "+p.Message)
-			return c
-		}
+		child = meta.FindStatusCondition(v.Active.Status.Conditions, ConditionProgressing)
 	}
-	if v.Suspended {
+	if child != nil && child.Status == metav1.ConditionTrue {
+		act(Reason(child.Reason), "The active FlinkDeployment "+v.Active.Name+" is "+child.Reason+": "+child.Message)
+		return c
+	}
+	switch {
+	case v.Suspended:
 		c.Reason, c.Message = string(ReasonSuspended), "The job is suspended as spec.template.spec.job.state asks; set it to running to resume"
+		return c
+	case child != nil && Reason(child.Reason) == ReasonSuspended:
+		// Asked to run, and the active child has not started its resume yet: the job is still
+		// suspended (and the resume that follows is recorded as one).
+		c.Reason, c.Message = string(ReasonSuspended), "The active FlinkDeployment "+v.Active.Name+" is still suspended; it resumes as spec.template.spec.job.state asks"
 		return c
 	}
 	c.Reason, c.Message = string(ReasonSettled), "No switch in progress"
