@@ -132,6 +132,11 @@ func activeBlue(t *testing.T, c client.Client, k *cluster, ns, name, abortGrace 
 		assert.Equal(t, metav1.ConditionFalse, degraded.Status, degraded.Message)
 		assert.Equal(t, bg.Generation, degraded.ObservedGeneration)
 	}
+	if progressing := meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing); assert.NotNil(t, progressing) {
+		assert.Equal(t, string(lifecycle.ReasonSettled), progressing.Reason, progressing.Message)
+		assert.Equal(t, bg.Generation, progressing.ObservedGeneration)
+	}
+	assert.Equal(t, []string{"Deploy Succeeded "}, operations(bg.Status.Operations), "the first child's deployment is recorded")
 	wait.For(t, 10*time.Second, "ingress to blue", func() bool { return fixtures.IngressBackend(t, c, ns, name) == name+"-blue-rest" }, func() string { return "" })
 	return blueJob
 }
@@ -154,6 +159,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 		changeImage(t, c, ns, name, "flink:1.20.3")
 		bg := waitFor(t, c, ns, name, "TRANSITIONING_TO_GREEN", inState(flinkv1beta1.BlueGreenTransitioningToGreen))
 		require.NotEmpty(t, bg.Status.SavepointTriggerID, "the switch records its savepoint")
+		progressing := meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing)
+		require.NotNil(t, progressing)
+		assert.Equal(t, metav1.ConditionTrue, progressing.Status)
+		assert.Equal(t, string(lifecycle.ReasonSwitching), progressing.Reason)
+		assert.Contains(t, progressing.Message, "to replace orders-blue")
+		assert.Equal(t, bg.Generation, progressing.ObservedGeneration)
+		// Its snapshot is set once green exists, which may already be the case here.
+		assert.True(t, strings.HasPrefix(operations(bg.Status.Operations)[len(bg.Status.Operations)-1], "Upgrade InProgress"), operations(bg.Status.Operations))
 		snap := &flinkv1beta1.FlinkStateSnapshot{}
 		require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: bg.Status.SavepointTriggerID}, snap))
 		assert.Equal(t, name+"-blue", snap.Spec.JobReference.Name)
@@ -169,6 +182,8 @@ func TestBlueGreenDeployment(t *testing.T) {
 		bg = waitFor(t, c, ns, name, "ACTIVE_GREEN", inState(flinkv1beta1.BlueGreenActiveGreen))
 		assert.Empty(t, bg.Status.SavepointTriggerID)
 		assert.Empty(t, bg.Status.Error)
+		assert.Equal(t, []string{"Deploy Succeeded ", "Upgrade Succeeded " + strings.TrimPrefix(snap.Status.Path, "file:")}, operations(bg.Status.Operations),
+			"the switch is recorded with the savepoint green started from")
 		wait.For(t, 10*time.Second, "ingress to green", func() bool { return fixtures.IngressBackend(t, c, ns, name) == name+"-green-rest" }, func() string { return "" })
 		wait.For(t, 10*time.Second, "blue deleted", func() bool {
 			blue := &flinkv1beta1.FlinkDeployment{}
@@ -202,6 +217,16 @@ func TestBlueGreenDeployment(t *testing.T) {
 			assert.Equal(t, string(lifecycle.ReasonSwitchFailed), degraded.Reason)
 			assert.Contains(t, degraded.Message, "Aborting deployment 'orders-green'")
 		}
+		// The abort is recorded as a rollback is for a FlinkDeployment: the switch Failed, saying why.
+		if assert.Len(t, bg.Status.Operations, 2) {
+			last := bg.Status.Operations[1]
+			assert.Equal(t, flinkv1beta1.OperationUpgrade, last.Type)
+			assert.Equal(t, flinkv1beta1.OperationFailed, last.Outcome)
+			assert.Equal(t, bg.Generation, last.Generation)
+			assert.NotNil(t, last.EndedAt)
+			assert.Contains(t, last.Message, "Aborting deployment 'orders-green'")
+		}
+		assert.Equal(t, string(lifecycle.ReasonWaitingForUser), meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing).Reason)
 		waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
@@ -269,14 +294,27 @@ func TestBlueGreenDeployment(t *testing.T) {
 		waitFor(t, c, ns, name+"-blue", "blue SUSPENDED", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Status.LifecycleState == flinkv1beta1.LifecycleSuspended
 		})
-		bg := fixtures.GetBlueGreen(t, c, ns, name)
+		// The child's suspend is the resource's: Progressing and the history follow it.
+		progressingIs := func(reason lifecycle.Reason) func(*flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+				p := meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing)
+				return p != nil && p.Reason == string(reason)
+			}
+		}
+		bg := waitFor(t, c, ns, name, "Progressing Suspended", progressingIs(lifecycle.ReasonSuspended))
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, bg.Status.BlueGreenState, "no switch")
 		assert.Equal(t, flinkv1beta1.JobStatusSuspended, bg.Status.JobStatus.State)
+		assert.Equal(t, []string{"Deploy Succeeded ", "Suspend Succeeded "}, operations(bg.Status.Operations))
 
 		setJobState(flinkv1beta1.JobStateRunning)
 		waitFor(t, c, ns, name+"-blue", "blue resumed", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateRunning
 		})
+		bg = waitFor(t, c, ns, name, "the resume recorded", func(bg *flinkv1beta1.FlinkBlueGreenDeployment) bool {
+			return len(bg.Status.Operations) == 3
+		})
+		assert.Equal(t, "Resume InProgress ", operations(bg.Status.Operations)[2], "blue's JobManager is not ready yet")
+		assert.Contains(t, meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing).Message, "The active FlinkDeployment orders-blue is")
 		assert.True(t, apierrors.IsNotFound(c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name + "-green"}, &flinkv1beta1.FlinkDeployment{})),
 			"suspend and resume never start green")
 		assert.Equal(t, flinkv1beta1.BlueGreenActiveBlue, fixtures.GetBlueGreen(t, c, ns, name).Status.BlueGreenState)

@@ -329,7 +329,7 @@ type CommonStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 	// operations is what the operator did to the resource, oldest first, the last 10 kept: each
-	// deployment, upgrade, suspend, resume, rollback and deletion, with the generation it was
+	// deployment, upgrade, suspend, resume, rollback, deletion and in-place rescale, with the generation it was
 	// for, when it started and ended, its outcome, the savepoint or checkpoint it restored or
 	// kept, and its last message. This operator's own field: the Apache operator's schema
 	// prunes it and reads the rest of the status as before.
@@ -339,7 +339,7 @@ type CommonStatus struct {
 }
 
 // OperationType is what an operation in status.operations did.
-// +kubebuilder:validation:Enum=Deploy;Upgrade;Suspend;Resume;Rollback;Delete
+// +kubebuilder:validation:Enum=Deploy;Upgrade;Suspend;Resume;Rollback;Delete;Scale
 type OperationType string
 
 // Operation types.
@@ -352,6 +352,9 @@ const (
 	OperationResume   OperationType = "Resume"
 	OperationRollback OperationType = "Rollback"
 	OperationDelete   OperationType = "Delete"
+	// OperationScale: the running job rescaled in place (FlinkDeployment's status.rescale),
+	// from the request to Flink's REST reporting the new parallelism.
+	OperationScale OperationType = "Scale"
 )
 
 // OperationOutcome is how an operation in status.operations ended.

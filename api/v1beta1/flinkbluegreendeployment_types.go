@@ -82,11 +82,22 @@ type FlinkBlueGreenDeploymentStatus struct {
 	// observedGeneration is the generation whose spec was last acted upon.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// conditions are standard Kubernetes conditions (Ready, Progressing, Degraded) with observedGeneration.
+	// conditions are standard Kubernetes conditions (Ready, Progressing, Degraded) with
+	// observedGeneration. Progressing's reason says what is under way: Deploying (the first
+	// child), Savepointing and Switching (a switch), the active child's own reason (a suspend,
+	// resume or change applied to it in place), else Suspended, WaitingForUser or Settled.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// operations is what the operator did to the resource, oldest first, the last 10 kept: the
+	// first child's deployment, each switch (an Upgrade; Failed when it was aborted), and each
+	// suspend, resume or in-place change of the active child, with the generation it was for,
+	// when it started and ended, its outcome, the savepoint the new child started from, and its
+	// last message. This operator's own field: the Apache operator's schema prunes it.
+	// +listType=atomic
+	// +optional
+	Operations []Operation `json:"operations,omitempty"`
 }
 
 // FlinkBlueGreenDeployment runs a Flink application as two child FlinkDeployments, <name>-blue

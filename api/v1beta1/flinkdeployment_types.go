@@ -191,6 +191,39 @@ type FlinkDeploymentStatus struct {
 	// taskManager replicas and selector, for the scale subresource.
 	// +optional
 	TaskManager *TaskManagerInfo `json:"taskManager,omitempty"`
+
+	// rescale is the in-place rescale of the running job that Flink was asked for and has not
+	// shown yet: set when the operator changes the job's resource requirements, cleared once
+	// Flink's REST reports the new parallelism of every vertex, the job stops running or another
+	// spec is applied. This operator's own field: the Apache operator's schema prunes it.
+	// +optional
+	Rescale *Rescale `json:"rescale,omitempty"`
+}
+
+// Rescale is an in-place rescale in flight (status.rescale): the per-vertex parallelism asked
+// for and what Flink reports, recorded in the status so that an operator restarted meanwhile
+// goes on following it.
+type Rescale struct {
+	// generation is the resource's metadata.generation whose spec asked for the rescale.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// requestedAt is when Flink was asked for the new parallelism.
+	RequestedAt metav1.Time `json:"requestedAt"`
+	// from is the parallelism of each rescaled vertex before, as Flink's resource requirements
+	// said (vertexId:parallelism pairs, comma-separated).
+	// +optional
+	From string `json:"from,omitempty"`
+	// to is the parallelism asked for (vertexId:parallelism pairs, comma-separated).
+	To string `json:"to"`
+	// reported is the parallelism Flink's REST last reported for these vertices, while it
+	// differs from to.
+	// +optional
+	Reported string `json:"reported,omitempty"`
+	// timedOut: Flink did not report the parallelism asked for within
+	// kubernetes.operator.deployment.readiness.timeout; the resource is Degraded (ScaleTimedOut)
+	// until it does.
+	// +optional
+	TimedOut bool `json:"timedOut,omitempty"`
 }
 
 // FlinkDeployment is a Flink cluster: an application cluster running one job, or a session

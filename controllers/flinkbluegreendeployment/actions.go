@@ -104,7 +104,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) lookAgain(t *transition) ctrl.Resul
 // ingress and the retirement of the replaced child as recorded.
 func (r *FlinkBlueGreenDeploymentReconciler) rest(ctx context.Context, t *transition) (ctrl.Result, error) {
 	bg, st := t.bg, t.status()
-	r.mirrorJobStatus(bg, t.target())
+	r.mirrorJobStatus(bg, t.target(), t.obs)
 	if t.obs.wasInvalid {
 		r.setConditions(bg, t.obs) // the refusal's condition goes with it
 	}
@@ -280,7 +280,7 @@ func (r *FlinkBlueGreenDeploymentReconciler) finalize(ctx context.Context, t *tr
 	}
 	t.resetMarkers()
 	t.status().Error = ""
-	r.mirrorJobStatus(bg, t.target())
+	r.mirrorJobStatus(bg, t.target(), t.obs)
 	if err := r.record(ctx, t); err != nil {
 		return ctrl.Result{}, err
 	}

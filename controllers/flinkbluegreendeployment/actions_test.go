@@ -378,7 +378,7 @@ func TestBlueGreenActionWait(t *testing.T) {
 				assert.False(t, *snap.Spec.Savepoint.DisposeOnDelete, "the new child restores from it")
 				assert.True(t, jobs.OwnedBy(snap, f.bg))
 				assert.Equal(t, ctrl.Result{RequeueAfter: bgReschedule}, out.res)
-				assert.Equal(t, "SavepointingBlue", condition(out.bg, ConditionBlueGreenProgressing).Reason)
+				assert.Equal(t, "Savepointing", condition(out.bg, ConditionBlueGreenProgressing).Reason)
 			},
 		},
 		{
@@ -832,6 +832,9 @@ func TestBlueGreenRefusalIsWrittenOnce(t *testing.T) {
 			blue := childOf(t, bg, bluegreen.Blue, "", true)
 			objs := append(tc.setup(bg), blue)
 			recordSpecOf(t, bg)
+			// Conditions of an older generation: the refusal's are for this one.
+			bg.Status.Conditions = []metav1.Condition{{Type: ConditionBlueGreenProgressing, Status: metav1.ConditionFalse, Reason: "Settled",
+				Message: "No switch in progress", ObservedGeneration: bg.Generation - 1, LastTransitionTime: metav1.Now()}}
 			f := newBGFake(t, bg, objs...)
 			reconcile := func() *flinkv1beta1.FlinkBlueGreenDeployment {
 				_, err := f.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bg)})
@@ -841,6 +844,10 @@ func TestBlueGreenRefusalIsWrittenOnce(t *testing.T) {
 			first := reconcile()
 			assert.Equal(t, tc.want, first.Status.Error)
 			assert.Equal(t, ReasonInvalid, condition(first, ConditionBlueGreenReady).Reason)
+			assert.Equal(t, "WaitingForUser", condition(first, ConditionBlueGreenProgressing).Reason)
+			for _, c := range first.Status.Conditions {
+				assert.Equal(t, first.Generation, c.ObservedGeneration, "%s is for the generation refused", c.Type)
+			}
 			for i := 0; i < 3; i++ {
 				again := reconcile()
 				assert.Equal(t, first.ResourceVersion, again.ResourceVersion, "reconcile %d wrote the status again", i+2)

@@ -47,7 +47,8 @@ const (
 const (
 	// ConditionBlueGreenReady: a child is active, its job runs, and no switch failed.
 	ConditionBlueGreenReady = "Ready"
-	// ConditionBlueGreenProgressing: a savepoint or a switch is under way (reason: the state).
+	// ConditionBlueGreenProgressing: the first child, a switch, or a change of the active child
+	// is under way (lifecycle.BlueGreenProgressing).
 	ConditionBlueGreenProgressing = "Progressing"
 )
 
@@ -344,31 +345,41 @@ func (r *FlinkBlueGreenDeploymentReconciler) recordInvalid(ctx context.Context, 
 	bg.Status.Error = msg
 	meta.SetStatusCondition(&bg.Status.Conditions, metav1.Condition{Type: ConditionBlueGreenReady, Status: metav1.ConditionFalse,
 		Reason: ReasonInvalid, Message: msg, ObservedGeneration: bg.Generation})
-	meta.SetStatusCondition(&bg.Status.Conditions, lifecycle.BlueGreenDegraded(true, msg, nil, bg.Generation))
+	degraded := lifecycle.BlueGreenDegraded(true, msg, nil, bg.Generation)
+	meta.SetStatusCondition(&bg.Status.Conditions, degraded)
+	// Progressing too, for this generation: left as it was, it would speak of an older one. The
+	// children are not read when a refusal comes this early; a switch under way waits meanwhile.
+	view := lifecycle.BlueGreenView{State: bg.Status.BlueGreenState, Error: msg, Suspended: bluegreen.IsSuspended(&bg.Spec),
+		Savepoint: bg.Status.SavepointTriggerID, AbortAt: bg.Status.AbortTimestamp}
+	before := meta.FindStatusCondition(bg.Status.Conditions, ConditionBlueGreenProgressing).DeepCopy()
+	progressing := lifecycle.BlueGreenProgressing(view, bg.Generation)
+	meta.SetStatusCondition(&bg.Status.Conditions, progressing)
+	bg.Status.Operations = lifecycle.RecordOperations(bg.Status.Operations, lifecycle.BlueGreenStep(view, before, progressing, degraded, bg.Generation, metav1.NewTime(r.now())))
 	r.Recorder.Event(bg, "Warning", reconciler.ReasonValidationError, msg)
 	return r.writeStatus(ctx, base, bg)
 }
 
 // mirrorJobStatus shows the active child's job in the resource's status, unless a failed
 // switch is being reported.
-func (r *FlinkBlueGreenDeploymentReconciler) mirrorJobStatus(bg *flinkv1beta1.FlinkBlueGreenDeployment, active *flinkv1beta1.FlinkDeployment) {
+func (r *FlinkBlueGreenDeploymentReconciler) mirrorJobStatus(bg *flinkv1beta1.FlinkBlueGreenDeployment, active *flinkv1beta1.FlinkDeployment, obs *observed) {
 	if active != nil && bg.Status.Error == "" {
 		bg.Status.JobStatus = *active.Status.JobStatus.DeepCopy()
 	}
 	if bluegreen.IsSuspended(&bg.Spec) && bg.Status.Error == "" {
 		bg.Status.JobStatus.State = flinkv1beta1.JobStatusSuspended // as upstream reports a suspended resource
 	}
-	r.setConditionsFor(bg, active)
+	r.setConditionsFor(bg, active, obs)
 }
 
 func (r *FlinkBlueGreenDeploymentReconciler) setConditions(bg *flinkv1beta1.FlinkBlueGreenDeployment, obs *observed) {
 	active, _ := bluegreen.Active(bg.Status.BlueGreenState)
-	r.setConditionsFor(bg, obs.children[active])
+	r.setConditionsFor(bg, obs.children[active], obs)
 }
 
-func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.FlinkBlueGreenDeployment, active *flinkv1beta1.FlinkDeployment) {
+// setConditionsFor sets Ready, Progressing and Degraded for the recorded state with active the
+// child serving, and follows Progressing's transitions in status.operations.
+func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.FlinkBlueGreenDeployment, active *flinkv1beta1.FlinkDeployment, obs *observed) {
 	st := &bg.Status
-	state := string(st.BlueGreenState)
 	_, resting := bluegreen.Active(st.BlueGreenState)
 	ready := metav1.Condition{Type: ConditionBlueGreenReady, Status: metav1.ConditionFalse, Reason: "NotReady",
 		Message: "no active child runs its job", ObservedGeneration: bg.Generation}
@@ -379,24 +390,17 @@ func (r *FlinkBlueGreenDeploymentReconciler) setConditionsFor(bg *flinkv1beta1.F
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, "ActiveChildRunning", active.Name+" is active and its job runs"
 	}
 	meta.SetStatusCondition(&st.Conditions, ready)
-	progressing := metav1.Condition{Type: ConditionBlueGreenProgressing, Status: metav1.ConditionFalse, Reason: "Settled",
-		Message: "no switch in progress", ObservedGeneration: bg.Generation}
+	view := lifecycle.BlueGreenView{State: st.BlueGreenState, Error: st.Error, Suspended: bluegreen.IsSuspended(&bg.Spec),
+		Active: active, Savepoint: st.SavepointTriggerID, AbortAt: st.AbortTimestamp}
 	if !resting && st.BlueGreenState != flinkv1beta1.BlueGreenInitializingBlue {
-		progressing.Status, progressing.Reason, progressing.Message = metav1.ConditionTrue, toCamel(state), "state "+state
+		view.Target = obs.children[bluegreen.Target(st.BlueGreenState)]
 	}
+	before := meta.FindStatusCondition(st.Conditions, ConditionBlueGreenProgressing).DeepCopy()
+	progressing := lifecycle.BlueGreenProgressing(view, bg.Generation)
 	meta.SetStatusCondition(&st.Conditions, progressing)
-	meta.SetStatusCondition(&st.Conditions, lifecycle.BlueGreenDegraded(false, st.Error, active, bg.Generation))
-}
-
-// toCamel turns ACTIVE_BLUE into ActiveBlue (a condition reason).
-func toCamel(s string) string {
-	var b strings.Builder
-	for _, part := range strings.Split(strings.ToLower(s), "_") {
-		if part != "" {
-			b.WriteString(strings.ToUpper(part[:1]) + part[1:])
-		}
-	}
-	return b.String()
+	degraded := lifecycle.BlueGreenDegraded(false, st.Error, active, bg.Generation)
+	meta.SetStatusCondition(&st.Conditions, degraded)
+	st.Operations = lifecycle.RecordOperations(st.Operations, lifecycle.BlueGreenStep(view, before, progressing, degraded, bg.Generation, metav1.NewTime(r.now())))
 }
 
 // restorePath is what the new child starts from: the switch's savepoint, else the template's

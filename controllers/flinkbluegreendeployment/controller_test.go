@@ -31,7 +31,6 @@ func TestBlueGreenTimestamps(t *testing.T) {
 	at, ok := parseTimestamp("2026-11-25T16:00:00.5Z")
 	assert.True(t, ok)
 	assert.Equal(t, int64(1795622400), at.Unix())
-	assert.Equal(t, "TransitioningToGreen", toCamel(string(flinkv1beta1.BlueGreenTransitioningToGreen)))
 }
 
 // refusingCreate refuses every create with an error that quotes the object's configuration,

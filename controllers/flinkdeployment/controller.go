@@ -295,7 +295,12 @@ func (s *scope) recordProgress(state flinkv1beta1.ReconciliationState) {
 }
 
 // recordDeployed writes spec as the last reconciled spec in the given reconciliation state,
-// keeping the trigger nonces recorded before (jobRecord.record).
+// keeping the trigger nonces recorded before (jobRecord.record). A rescale in place in flight is
+// over: the new target replaces it (scaleInPlace records its own after this).
 func (s *scope) recordDeployed(spec flinkv1beta1.FlinkDeploymentSpec, state flinkv1beta1.ReconciliationState) error {
-	return s.Record(&s.dep.Status.CommonStatus, s.dep.Generation, spec, state)
+	if err := s.Record(&s.dep.Status.CommonStatus, s.dep.Generation, spec, state); err != nil {
+		return err
+	}
+	s.dep.Status.Rescale = nil
+	return nil
 }

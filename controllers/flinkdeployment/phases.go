@@ -71,6 +71,9 @@ func (r *FlinkDeploymentReconciler) specPhases() []phase {
 // unchangedPhases look after a settled deployment whose spec did not change, in this order.
 func (r *FlinkDeploymentReconciler) unchangedPhases() []phase {
 	return []phase{
+		// An in-place rescale in flight (status.rescale) is followed until Flink reports the new
+		// parallelism; it only observes, the phases below run as well.
+		{Name: "followRescale", Run: r.followRescale},
 		// Not healthy within kubernetes.operator.deployment.readiness.timeout after a change, with
 		// rollback enabled: ROLLING_BACK to the last stable spec, through the upgrade steps keeping
 		// HA metadata, then ROLLED_BACK (the failed spec stays the last reconciled one until the

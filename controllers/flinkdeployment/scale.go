@@ -3,11 +3,14 @@ package flinkdeployment
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -23,6 +26,10 @@ import (
 const (
 	// ReasonScaling is the event of an in-place rescale.
 	ReasonScaling = "Scaling"
+	// ReasonScaled is the event of an in-place rescale Flink carried out, ReasonScaleTimedOut
+	// that of one it did not carry out within the readiness timeout.
+	ReasonScaled        = "Scaled"
+	ReasonScaleTimedOut = "ScaleTimedOut"
 )
 
 // inPlaceScaleTarget decides whether a spec change is a SCALE change that can skip the
@@ -129,8 +136,9 @@ func (r *FlinkDeploymentReconciler) scaleReactive(ctx context.Context, s *scope,
 
 // scaleInPlace applies a SCALE change to the running job through Flink's resource-requirements
 // API: each overridden vertex gets upper bound = its override, lower bound = min(override,
-// current lower bound). On success the new spec is recorded as deployed, without a restart; on
-// any failure the caller upgrades as usual.
+// current lower bound). On success the new spec is recorded as deployed, without a restart, with
+// the rescale in status.rescale until Flink reports the new parallelism (followRescale); on any
+// failure the caller upgrades as usual.
 func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, desired *flinkv1beta1.FlinkDeploymentSpec, conf flinkconf.Config) bool {
 	st := s.status()
 	if st.JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady || st.JobStatus.State != flinkv1beta1.JobStatusRunning {
@@ -153,6 +161,7 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 		logger.Info("in-place scaling not possible; upgrading instead", "error", err.Error())
 		return false
 	}
+	from := rescaleFrom(s.Deployed, reqs, target) // before reqs is changed below
 	for vertex, p := range target {
 		current, ok := reqs[vertex]
 		if !ok {
@@ -169,9 +178,132 @@ func (r *FlinkDeploymentReconciler) scaleInPlace(ctx context.Context, s *scope, 
 	if err := s.recordDeployed(*desired, flinkv1beta1.ReconciliationDeployed); err != nil {
 		return false
 	}
+	// Flink was asked; it shows the new parallelism once its scheduler has the slots and has
+	// restarted the job's tasks. Until then Progressing says Scaling (followRescale).
+	st.Rescale = &flinkv1beta1.Rescale{Generation: s.dep.Generation, RequestedAt: metav1.Now(), From: formatParallelism(from), To: formatParallelism(target)}
 	overrides, _ := desired.FlinkConfiguration.Flatten()
 	r.Recorder.Eventf(s.dep, corev1.EventTypeNormal, ReasonScaling, "Scaled the running job in place: %s", overrides[jobs.KeyParallelismOverrides])
 	return true
+}
+
+// rescaleFrom is the parallelism a rescale to target starts from, per vertex asked for: the
+// deployed spec's override, else the upper bound Flink's requirements had. The override comes
+// first because the requirements alone would read as already rescaled on a retry after Flink was
+// asked and the status write that followed was lost.
+func rescaleFrom(deployed *flinkv1beta1.FlinkDeploymentSpec, reqs map[string]flink.VertexResources, target map[string]int) map[string]int {
+	overrides, _ := parseOverrides(takeOverrides(deployed.DeepCopy()))
+	from := map[string]int{}
+	for vertex := range target {
+		if p, ok := overrides[vertex]; ok {
+			from[vertex] = p
+		} else if r, ok := reqs[vertex]; ok {
+			from[vertex] = r.Parallelism.UpperBound
+		}
+	}
+	return from
+}
+
+// formatParallelism writes per-vertex parallelism as vertexId:parallelism pairs, in the order of
+// the vertex ids (the form of pipeline.jobvertex-parallelism-overrides).
+func formatParallelism(p map[string]int) string {
+	pairs := make([]string, 0, len(p))
+	for vertex, n := range p {
+		pairs = append(pairs, vertex+":"+strconv.Itoa(n))
+	}
+	sort.Strings(pairs)
+	return strings.Join(pairs, ",")
+}
+
+// rescaleOutcome is what a rescale in flight came to at one look.
+type rescaleOutcome int
+
+const (
+	rescaleWaiting   rescaleOutcome = iota // Flink does not report the parallelism asked for yet
+	rescaleReached                         // Flink reports it for every vertex: done
+	rescaleTimedOut                        // not reached within the readiness timeout (reported once)
+	rescaleAbandoned                       // the job no longer runs: nothing to wait for
+)
+
+// rescaleStep decides what an in-place rescale recorded in status.rescale has come to, from the
+// job's state, the per-vertex parallelism Flink's REST reports (nil when it could not be read)
+// and the time. It returns the rescale to record next (nil once it is over) and the outcome:
+//
+//	the job FAILED, ended or is suspended        → abandoned (its Degraded reason says why)
+//	every vertex asked for has its parallelism   → reached, even after a time-out (slots came)
+//	not reached, readiness.timeout passed        → timedOut once, then waiting with timedOut set
+//	otherwise                                    → waiting; reported follows Flink's answer
+//
+// A restarting job is waited for: Flink's adaptive scheduler restarts the tasks to rescale.
+func rescaleStep(r flinkv1beta1.Rescale, job flinkv1beta1.JobStatusState, reported map[string]int, now time.Time, timeout time.Duration) (*flinkv1beta1.Rescale, rescaleOutcome) {
+	if reconciler.IsTerminal(job) || job == flinkv1beta1.JobStatusSuspended {
+		return nil, rescaleAbandoned
+	}
+	asked, err := parseOverrides(r.To)
+	if err != nil || len(asked) == 0 {
+		return nil, rescaleAbandoned // not written by this operator: nothing it can follow
+	}
+	if reported != nil {
+		seen := map[string]int{}
+		reached := true
+		for vertex, p := range asked {
+			n, ok := reported[vertex]
+			if ok {
+				seen[vertex] = n
+			}
+			reached = reached && ok && n == p
+		}
+		if reached {
+			return nil, rescaleReached
+		}
+		r.Reported = formatParallelism(seen)
+	}
+	if !r.TimedOut && now.Sub(r.RequestedAt.Time) >= timeout {
+		r.TimedOut = true
+		return &r, rescaleTimedOut
+	}
+	return &r, rescaleWaiting
+}
+
+// followRescale follows an in-place rescale in flight (status.rescale) until Flink's REST
+// reports the parallelism asked for: it reads the job's vertices, records what Flink reports and
+// ends the rescale when it matches (rescaleStep). It never acts on the cluster, so the phases
+// after it run as usual.
+func (r *FlinkDeploymentReconciler) followRescale(ctx context.Context, p *pass) (jobs.PhaseResult, error) {
+	st := p.status()
+	if st.Rescale == nil {
+		return jobs.Next(), nil
+	}
+	var reported map[string]int
+	if st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady && st.JobStatus.JobID != "" {
+		if cl, err := r.RestClient(ctx, p.scope); err == nil {
+			if details, err := cl.JobDetails(ctx, st.JobStatus.JobID); err == nil {
+				reported = map[string]int{}
+				for _, v := range details.Vertices {
+					reported[v.ID] = v.Parallelism
+				}
+			} else {
+				log.FromContext(ctx).V(1).Info("rescale: job vertices not read", "reason", err.Error())
+			}
+		}
+	}
+	timeout := options.ReadinessTimeout.Get(p.conf)
+	next, outcome := rescaleStep(*st.Rescale, st.JobStatus.State, reported, time.Now(), timeout)
+	switch outcome {
+	case rescaleReached:
+		r.Recorder.Eventf(p.dep, corev1.EventTypeNormal, ReasonScaled, "Flink runs the job at the parallelism asked for: %s", st.Rescale.To)
+	case rescaleTimedOut:
+		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, ReasonScaleTimedOut, "Flink did not reach the parallelism asked for within %s: asked for %s, it reports %s",
+			timeout, next.To, next.Reported)
+	}
+	st.Rescale = next
+	if next == nil {
+		return jobs.Next(), nil
+	}
+	left := time.Until(next.RequestedAt.Add(timeout))
+	if next.TimedOut || left > r.Intervals.ProgressCheck {
+		left = r.Intervals.ProgressCheck
+	}
+	return jobs.NextWithin(left), nil
 }
 
 // scaleChanged is upstream's SpecChanged event for a change applied without a restart (a SCALE

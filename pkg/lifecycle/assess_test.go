@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,7 @@ import (
 // can do where the reason is one a person must act on.
 func TestAssess(t *testing.T) {
 	stable := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "A", LastStableSpec: "A", State: flinkv1beta1.ReconciliationDeployed}
+	deployed := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "B", LastStableSpec: "A", State: flinkv1beta1.ReconciliationDeployed}
 	upgrading := flinkv1beta1.ReconciliationStatus{LastReconciledSpec: "B", LastStableSpec: "A", State: flinkv1beta1.ReconciliationUpgrading}
 	running := flinkv1beta1.JobStatus{State: flinkv1beta1.JobStatusRunning}
 	job := func(state flinkv1beta1.JobStatusState) flinkv1beta1.JobStatus {
@@ -36,6 +38,7 @@ func TestAssess(t *testing.T) {
 		s           flinkv1beta1.CommonStatus
 		jm          flinkv1beta1.JobManagerDeploymentStatus
 		target      flinkv1beta1.JobState
+		rescale     *flinkv1beta1.Rescale
 		progressing Reason // "" reads as not progressing, see settled below
 		settled     Reason // Progressing False with this reason
 		degraded    Reason // Degraded True with this reason; "" is Healthy
@@ -57,6 +60,27 @@ func TestAssess(t *testing.T) {
 			jm: ready, target: flinkv1beta1.JobStateRunning, progressing: ReasonSavepointing, message: "trigger 7f1c"},
 		{name: "a manual savepoint is not an action on the resource", s: flinkv1beta1.CommonStatus{ReconciliationStatus: stable, JobStatus: manualSavepoint, LifecycleState: flinkv1beta1.LifecycleStable},
 			jm: ready, settled: ReasonSettled},
+		{name: "rescaling in place: from which to which parallelism", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2,b:2", To: "a:4,b:1", Reported: "a:3,b:1"},
+			jm: ready, progressing: ReasonScaling, message: "from a:2,b:2 to a:4,b:1 (vertex:parallelism); Flink reports a:3,b:1 so far"},
+		{name: "a rescale Flink did not carry out in time", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4", Reported: "a:2", TimedOut: true},
+			jm: ready, settled: ReasonSettled, degraded: ReasonScaleTimedOut, message: "asked for a:4, Flink reports a:2. The adaptive scheduler"},
+		{name: "Flink restarts the job's tasks to rescale it: not a failure", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed,
+			JobStatus: job(flinkv1beta1.JobStatusRestarting), LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4"},
+			jm: ready, progressing: ReasonScaling, message: "to a:4"},
+		{name: "and schedules it again: still the rescale", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed,
+			JobStatus: job(flinkv1beta1.JobStatusCreated), LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4"},
+			jm: ready, progressing: ReasonScaling, message: "to a:4"},
+		{name: "a job failing during a rescale is Degraded", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed,
+			JobStatus: job(flinkv1beta1.JobStatusFailing), LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4"},
+			jm: ready, progressing: ReasonScaling, degraded: ReasonJobRestarting},
+		{name: "a JobManager lost during a rescale is deployed again first", s: flinkv1beta1.CommonStatus{ReconciliationStatus: deployed,
+			LifecycleState: flinkv1beta1.LifecycleDeployed}, rescale: &flinkv1beta1.Rescale{From: "a:2", To: "a:4"},
+			jm: flinkv1beta1.JobManagerDeploying, progressing: ReasonDeploying},
+		{name: "an upgrade comes before a rescale left behind", s: flinkv1beta1.CommonStatus{ReconciliationStatus: upgrading, JobStatus: running,
+			LifecycleState: flinkv1beta1.LifecycleUpgrading}, rescale: &flinkv1beta1.Rescale{To: "a:4"},
+			jm: ready, target: flinkv1beta1.JobStateRunning, progressing: ReasonUpgrading},
 		{name: "suspending", s: flinkv1beta1.CommonStatus{ReconciliationStatus: upgrading, JobStatus: upgradeSavepoint, LifecycleState: flinkv1beta1.LifecycleUpgrading},
 			jm: ready, target: flinkv1beta1.JobStateSuspended, progressing: ReasonSuspending, message: "savepoint first"},
 		{name: "suspended", s: flinkv1beta1.CommonStatus{ReconciliationStatus: stable, JobStatus: job(flinkv1beta1.JobStatusSuspended), LifecycleState: flinkv1beta1.LifecycleSuspended},
@@ -112,7 +136,7 @@ func TestAssess(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := assess(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target})
+			v := assess(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target, rescale: tt.rescale})
 			if tt.progressing != "" {
 				assert.True(t, v.progressing, "progressing")
 				assert.Equal(t, tt.progressing, v.progressingReason)
@@ -134,7 +158,7 @@ func TestAssess(t *testing.T) {
 			assert.Contains(t, msg, tt.message)
 
 			// Progressing and Reconciling are one decision: never apart.
-			conds := progress(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target}, 7)
+			conds := progress(input{s: &tt.s, jm: tt.jm, withJob: true, target: tt.target, rescale: tt.rescale}, 7)
 			p, r := meta.FindStatusCondition(conds, ConditionProgressing), meta.FindStatusCondition(conds, ConditionReconciling)
 			require.NotNil(t, p)
 			require.NotNil(t, r)
@@ -288,4 +312,83 @@ func TestBlueGreenDegraded(t *testing.T) {
 	assert.Equal(t, metav1.ConditionTrue, c.Status)
 	assert.Equal(t, "ChildDegraded", c.Reason)
 	assert.Equal(t, "The active FlinkDeployment bg-blue is Degraded (JobRestarting): Flink is restarting the job", c.Message)
+}
+
+// TestBlueGreenProgressing is the specification of a FlinkBlueGreenDeployment's Progressing
+// condition (BlueGreenProgressing), and of the operations its transitions record.
+func TestBlueGreenProgressing(t *testing.T) {
+	child := func(name, restore string, progressing *metav1.Condition) *flinkv1beta1.FlinkDeployment {
+		d := &flinkv1beta1.FlinkDeployment{Spec: flinkv1beta1.FlinkDeploymentSpec{Job: &flinkv1beta1.JobSpec{InitialSavepointPath: restore}}}
+		d.Name = name
+		if progressing != nil {
+			d.Status.Conditions = []metav1.Condition{*progressing}
+		}
+		return d
+	}
+	blue, green := child("bg-blue", "", nil), child("bg-green", "file:/sp/savepoint-1", nil)
+	suspending := child("bg-blue", "", &metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionTrue, Reason: string(ReasonSuspending), Message: "Suspending the job"})
+	tests := []struct {
+		name    string
+		v       BlueGreenView
+		status  metav1.ConditionStatus
+		reason  Reason
+		message string
+	}{
+		{"first child", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToBlue, Target: blue, AbortAt: "2026-12-06T12:10:00Z"},
+			metav1.ConditionTrue, ReasonDeploying, "Deploying the first child bg-blue; it becomes active once its job runs; it is aborted at 2026-12-06T12:10:00Z"},
+		{"a switch's savepoint", BlueGreenView{State: flinkv1beta1.BlueGreenSavepointingBlue, Active: blue, Savepoint: "bg-blue-sp-2"},
+			metav1.ConditionTrue, ReasonSavepointing, "Taking a savepoint of bg-blue (FlinkStateSnapshot bg-blue-sp-2)"},
+		{"a switch", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green},
+			metav1.ConditionTrue, ReasonSwitching, "Starting bg-green from file:/sp/savepoint-1 to replace bg-blue"},
+		{"a switch goes on whatever an earlier one's error says", BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green, Error: "Aborting"},
+			metav1.ConditionTrue, ReasonSwitching, "to replace bg-blue"},
+		{"an aborted switch waits for a spec change", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Error: "Aborting deployment 'bg-green'"},
+			metav1.ConditionFalse, ReasonWaitingForUser, "until the spec changes: Aborting deployment 'bg-green'"},
+		{"the active child suspending", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: suspending, Suspended: true},
+			metav1.ConditionTrue, ReasonSuspending, "The active FlinkDeployment bg-blue is Suspending: Suspending the job"},
+		{"suspended", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
+		{"asked to run, the active child not resuming yet", BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: child("bg-blue", "",
+			&metav1.Condition{Type: ConditionProgressing, Status: metav1.ConditionFalse, Reason: string(ReasonSuspended)})},
+			metav1.ConditionFalse, ReasonSuspended, "bg-blue is still suspended"},
+		{"created suspended", BlueGreenView{State: flinkv1beta1.BlueGreenInitializingBlue, Suspended: true}, metav1.ConditionFalse, ReasonSuspended, "set it to running"},
+		{"at rest", BlueGreenView{State: flinkv1beta1.BlueGreenActiveGreen, Active: green}, metav1.ConditionFalse, ReasonSettled, "No switch in progress"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := BlueGreenProgressing(tt.v, 4)
+			assert.Equal(t, ConditionProgressing, c.Type)
+			assert.Equal(t, tt.status, c.Status)
+			assert.Equal(t, string(tt.reason), c.Reason)
+			assert.Contains(t, c.Message, tt.message)
+			assert.Equal(t, int64(4), c.ObservedGeneration)
+		})
+	}
+
+	// The history of a switch that was aborted, then of one that succeeded.
+	var ops []flinkv1beta1.Operation
+	var before *metav1.Condition
+	now := metav1.NewTime(time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC))
+	for _, s := range []struct {
+		v          BlueGreenView
+		generation int64
+	}{
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToBlue, Target: blue}, 1},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue}, 1},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenSavepointingBlue, Active: blue}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveBlue, Active: blue, Error: "Aborting deployment 'bg-green'"}, 2},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenTransitioningToGreen, Active: blue, Target: green}, 3},
+		{BlueGreenView{State: flinkv1beta1.BlueGreenActiveGreen, Active: green}, 3},
+	} {
+		after := BlueGreenProgressing(s.v, s.generation)
+		degraded := BlueGreenDegraded(false, s.v.Error, s.v.Active, s.generation)
+		ops = RecordOperations(ops, BlueGreenStep(s.v, before, after, degraded, s.generation, now))
+		before = &after
+	}
+	var got []string
+	for _, op := range ops {
+		got = append(got, fmt.Sprintf("%s %s %d %s", op.Type, op.Outcome, op.Generation, op.Snapshot))
+	}
+	assert.Equal(t, []string{"Deploy Succeeded 1 ", "Upgrade Failed 2 file:/sp/savepoint-1", "Upgrade Succeeded 3 file:/sp/savepoint-1"}, got)
+	assert.Contains(t, ops[1].Message, "Aborting deployment 'bg-green': the same spec is not tried again", "an abort says why, as Degraded does")
 }

@@ -93,6 +93,7 @@ const (
 	ReasonSuspending     Reason = "Suspending"     // the job is being suspended
 	ReasonRollingBack    Reason = "RollingBack"    // the last stable spec is being deployed again
 	ReasonDeleting       Reason = "Deleting"       // the job and cluster are being removed
+	ReasonScaling        Reason = "Scaling"        // the running job is rescaled in place (status.rescale)
 	ReasonSettled        Reason = "Settled"        // nothing in flight
 	ReasonSuspended      Reason = "Suspended"      // suspended as the spec asks
 	ReasonRolledBack     Reason = "RolledBack"     // a change was rolled back; a new spec is awaited
@@ -107,6 +108,7 @@ const (
 	ReasonJobRestarting    Reason = "JobRestarting"    // Flink restarts the job after a failure
 	ReasonDeploymentFailed Reason = "DeploymentFailed" // the JobManager Deployment is in ERROR
 	ReasonError            Reason = "Error"            // status.error with a reason this version does not know (a newer operator wrote it)
+	ReasonScaleTimedOut    Reason = "ScaleTimedOut"    // Flink did not reach an in-place rescale's parallelism in time
 )
 
 // errorReasons are the typed reasons of status.error, each a Degraded reason of the same name.
@@ -155,6 +157,8 @@ type input struct {
 	jm      flinkv1beta1.JobManagerDeploymentStatus
 	withJob bool
 	target  flinkv1beta1.JobState
+	// rescale is a FlinkDeployment's in-place rescale in flight (nil for none, and for session jobs).
+	rescale *flinkv1beta1.Rescale
 }
 
 // assess is the one decision behind Progressing, Reconciling and Degraded, first match wins
@@ -165,9 +169,12 @@ type input struct {
 //	UPGRADING to a suspended job      → Suspending     job FAILED                   → JobFailed
 //	UPGRADING, upgrade savepoint      → Savepointing   JobManager ERROR             → DeploymentFailed
 //	UPGRADING                         → Upgrading      job FAILING / RESTARTING     → JobRestarting
-//	ROLLING_BACK                      → RollingBack    ROLLED_BACK                  → RolledBack
-//	JobManager DEPLOYING / NOT_READY  → Deploying      any other error recorded     → its reason
-//	job CREATED / INITIALIZING / ...  → JobStarting    otherwise                    → Healthy (False)
+//	ROLLING_BACK                      → RollingBack    (not while rescaling: RESTARTING
+//	JobManager DEPLOYING / NOT_READY  → Deploying       is how Flink rescales)
+//	rescale in flight, not timed out  → Scaling        rescale timed out            → ScaleTimedOut
+//	job CREATED / INITIALIZING / ...  → JobStarting    ROLLED_BACK                  → RolledBack
+//	                                                   any other error recorded     → its reason
+//	                                                   otherwise                    → Healthy (False)
 //	(False) error waiting for a user,
 //	        FAILED, JobManager ERROR  → WaitingForUser
 //	(False) SUSPENDED                 → Suspended
@@ -202,6 +209,10 @@ func assess(in input) verdict {
 			options.ReadinessTimeout.Key)
 	case in.jm == flinkv1beta1.JobManagerDeploying || in.jm == flinkv1beta1.JobManagerDeployedNotReady:
 		act(ReasonDeploying, "The JobManager is starting (JobManager deployment "+string(in.jm)+")")
+	case rescaling(in):
+		// Before JobStarting: Flink's adaptive scheduler takes the job through RESTARTING and
+		// CREATED to rescale it, which is the rescale, not a new start.
+		act(ReasonScaling, rescaleMessage(in.rescale))
 	case in.withJob && s.LifecycleState != flinkv1beta1.LifecycleSuspended && (jobState == flinkv1beta1.JobStatusReconciling ||
 		jobState == flinkv1beta1.JobStatusCreated || jobState == flinkv1beta1.JobStatusInitializing):
 		act(ReasonJobStarting, "The job is being submitted or scheduled (job status "+string(jobState)+")")
@@ -227,9 +238,13 @@ func assess(in input) verdict {
 			options.RestartFailed.Key+" it is deployed again; otherwise a spec change (such as spec.restartNonce) runs it again")
 	case in.jm == flinkv1beta1.JobManagerError:
 		degrade(ReasonDeploymentFailed, "The JobManager cannot start: "+errorMessage(s.Error))
-	case jobState == flinkv1beta1.JobStatusFailing || jobState == flinkv1beta1.JobStatusRestarting:
+	case jobState == flinkv1beta1.JobStatusFailing || (jobState == flinkv1beta1.JobStatusRestarting && !rescaling(in)):
 		degrade(ReasonJobRestarting, "Flink is restarting the job after a failure (job status "+string(jobState)+
 			"): its exceptions are the JobException events")
+	case in.rescale != nil && in.rescale.TimedOut:
+		degrade(ReasonScaleTimedOut, "Flink did not reach the parallelism asked for within "+options.ReadinessTimeout.Key+": asked for "+
+			in.rescale.To+", Flink reports "+orUnknown(in.rescale.Reported)+". The adaptive scheduler runs the job with the task slots "+
+			"it has: add TaskManagers or slots, or lower "+overridesKey+"; this clears once Flink reports the parallelism asked for")
 	case s.LifecycleState == flinkv1beta1.LifecycleRolledBack:
 		degrade(ReasonRolledBack, rolledBackMessage)
 	case s.Error != "":
@@ -242,6 +257,29 @@ func assess(in input) verdict {
 		v.degradedReason, v.degradedMessage = ReasonHealthy, "Nothing wrong observed"
 	}
 	return v
+}
+
+// rescaling: an in-place rescale is in flight and has not timed out.
+func rescaling(in input) bool { return in.rescale != nil && !in.rescale.TimedOut }
+
+// overridesKey is Flink's per-vertex parallelism option, which an in-place rescale applies.
+const overridesKey = "pipeline.jobvertex-parallelism-overrides"
+
+// rescaleMessage says what an in-place rescale in flight is waiting for.
+func rescaleMessage(r *flinkv1beta1.Rescale) string {
+	msg := "Rescaling the running job in place, without a restart of its cluster: from " + orUnknown(r.From) + " to " + r.To +
+		" (vertex:parallelism)"
+	if r.Reported != "" {
+		msg += "; Flink reports " + r.Reported + " so far"
+	}
+	return msg
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }
 
 const rolledBackMessage = "The last spec change was rolled back to the last stable spec, which runs; it is not tried again: " +
@@ -348,7 +386,7 @@ func Conditions(s *flinkv1beta1.FlinkDeploymentStatus, application bool, generat
 		running.Status = boolStatus(s.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady)
 		running.Reason, running.Message = sessionReason(s.JobManagerDeploymentStatus)
 	}
-	in := input{s: &s.CommonStatus, jm: s.JobManagerDeploymentStatus, withJob: application, target: target}
+	in := input{s: &s.CommonStatus, jm: s.JobManagerDeploymentStatus, withJob: application, target: target, rescale: s.Rescale}
 	return append([]metav1.Condition{running, readyCondition(in, running, generation)}, progress(in, generation)...)
 }
 

@@ -47,7 +47,7 @@ func Step(s *flinkv1beta1.CommonStatus, before *metav1.Condition, generation int
 // An upgrade's stop with a savepoint and its new JobManager are steps of the upgrade.
 func operationOf(r Reason) flinkv1beta1.OperationType {
 	switch r {
-	case ReasonUpgrading, ReasonSavepointing:
+	case ReasonUpgrading, ReasonSavepointing, ReasonSwitching:
 		return flinkv1beta1.OperationUpgrade
 	case ReasonSuspending:
 		return flinkv1beta1.OperationSuspend
@@ -57,6 +57,8 @@ func operationOf(r Reason) flinkv1beta1.OperationType {
 		return flinkv1beta1.OperationDelete
 	case ReasonDeploying, ReasonJobStarting:
 		return flinkv1beta1.OperationDeploy
+	case ReasonScaling:
+		return flinkv1beta1.OperationScale
 	}
 	return ""
 }
@@ -74,7 +76,7 @@ func operationOf(r Reason) flinkv1beta1.OperationType {
 //	True, same type, another generation     → a newer spec replaced the target: Superseded, new one
 //	Progressing turns False                 → the open one ends: Failed when the resource waits
 //	                                          for a person or was rolled back (a rollback itself
-//	                                          succeeds then), else Succeeded
+//	                                          succeeds then) or a rescale timed out, else Succeeded
 //
 // Nothing changes while Progressing stays False, so a resource at rest costs no status write.
 // Messages are the conditions', already redacted. At most MaxOperations are kept, whatever the
@@ -96,6 +98,9 @@ func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv
 		switch reason := Reason(step.After.Reason); {
 		case reason == ReasonWaitingForUser:
 			end(flinkv1beta1.OperationFailed, step.Degraded.Message)
+		case open.Type == flinkv1beta1.OperationScale && step.Degraded.Status == metav1.ConditionTrue &&
+			Reason(step.Degraded.Reason) == ReasonScaleTimedOut:
+			end(flinkv1beta1.OperationFailed, step.Degraded.Message)
 		case reason == ReasonRolledBack && open.Type != flinkv1beta1.OperationRollback:
 			end(flinkv1beta1.OperationFailed, step.Degraded.Message)
 		case reason == ReasonSettled:
@@ -112,6 +117,11 @@ func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv
 	}
 	if kind == flinkv1beta1.OperationUpgrade && step.NeverStable {
 		kind = flinkv1beta1.OperationDeploy // the first spec is recorded as an upgrade from nothing
+	}
+	if kind == flinkv1beta1.OperationScale {
+		// A rescale in place restores nothing the operator chose: the path recorded is that of an
+		// earlier upgrade.
+		step.Snapshot = ""
 	}
 	if open != nil {
 		switch {
@@ -147,7 +157,8 @@ func latest(ops []flinkv1beta1.Operation) []flinkv1beta1.Operation {
 // resume or rollback.
 func continues(open *flinkv1beta1.Operation, kind flinkv1beta1.OperationType, generation int64) bool {
 	if kind == flinkv1beta1.OperationDeploy {
-		return open.Type != flinkv1beta1.OperationDelete && open.Type != flinkv1beta1.OperationSuspend
+		// A JobManager starting during a rescale in place is a recovery, not a step of it.
+		return open.Type != flinkv1beta1.OperationDelete && open.Type != flinkv1beta1.OperationSuspend && open.Type != flinkv1beta1.OperationScale
 	}
 	if kind == flinkv1beta1.OperationUpgrade && (open.Type == flinkv1beta1.OperationResume || open.Type == flinkv1beta1.OperationRollback) {
 		return open.Generation == generation // a rollback deploys the stable spec as an upgrade

@@ -61,6 +61,13 @@ func TestRecordOperations(t *testing.T) {
 			[]wantOp{{flinkv1beta1.OperationDeploy, flinkv1beta1.OperationSucceeded, 1, ""}}},
 		{"a spec change while the first deployment starts supersedes it", []progressStep{{ReasonDeploying, 1, "", false}, {ReasonUpgrading, 2, "", false}},
 			[]wantOp{{flinkv1beta1.OperationDeploy, flinkv1beta1.OperationSuperseded, 1, ""}, {flinkv1beta1.OperationUpgrade, flinkv1beta1.OperationInProgress, 2, ""}}},
+		{"a rescale in place: the upgrade's savepoint is not its snapshot", []progressStep{
+			{ReasonSettled, 1, sp1, false}, {ReasonScaling, 2, sp1, false}, {ReasonScaling, 2, sp1, false}, {ReasonSettled, 2, sp1, false}},
+			[]wantOp{{flinkv1beta1.OperationScale, flinkv1beta1.OperationSucceeded, 2, ""}}},
+		{"a rescale replaced by another one", []progressStep{{ReasonScaling, 2, "", false}, {ReasonScaling, 3, "", false}, {ReasonSettled, 3, "", false}},
+			[]wantOp{{flinkv1beta1.OperationScale, flinkv1beta1.OperationSuperseded, 2, ""}, {flinkv1beta1.OperationScale, flinkv1beta1.OperationSucceeded, 3, ""}}},
+		{"a JobManager lost during a rescale is recovered as a deployment of its own", []progressStep{{ReasonScaling, 2, "", false}, {ReasonDeploying, 2, "", false}},
+			[]wantOp{{flinkv1beta1.OperationScale, flinkv1beta1.OperationSuperseded, 2, ""}, {flinkv1beta1.OperationDeploy, flinkv1beta1.OperationInProgress, 2, ""}}},
 		{"adopted mid-upgrade (no condition before): the upgrade is recorded from then", []progressStep{{ReasonUpgrading, 5, sp1, false}},
 			[]wantOp{{flinkv1beta1.OperationUpgrade, flinkv1beta1.OperationInProgress, 5, sp1}}},
 	} {
@@ -93,6 +100,17 @@ func TestRecordOperationsSaysWhyAnOperationFailed(t *testing.T) {
 	ops = RecordOperations(ops, OperationStep{After: progressCondition(ReasonWaitingForUser),
 		Degraded: metav1.Condition{Message: "ManualRestoreRequired: choose the state to restore"}, Generation: 2, Now: now})
 	assert.Equal(t, "ManualRestoreRequired: choose the state to restore", ops[0].Message)
+}
+
+// TestRecordOperationsScaleTimedOut: a rescale Flink did not carry out in time ends Failed with
+// what Degraded says, not Succeeded because Progressing turned False.
+func TestRecordOperationsScaleTimedOut(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC))
+	ops := RecordOperations(nil, OperationStep{After: progressCondition(ReasonScaling), Generation: 2, Now: now})
+	ops = RecordOperations(ops, OperationStep{After: progressCondition(ReasonSettled), Degraded: metav1.Condition{Type: ConditionDegraded,
+		Status: metav1.ConditionTrue, Reason: string(ReasonScaleTimedOut), Message: "asked for a:4, Flink reports a:2"}, Generation: 2, Now: now})
+	assert.Equal(t, flinkv1beta1.OperationFailed, ops[0].Outcome)
+	assert.Equal(t, "asked for a:4, Flink reports a:2", ops[0].Message)
 }
 
 func TestRecordOperationsKeepsTheLatest(t *testing.T) {

@@ -59,7 +59,8 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 	}
 	dep := &flinkv1beta1.FlinkDeployment{Status: flinkv1beta1.FlinkDeploymentStatus{CommonStatus: common,
 		JobManagerDeploymentStatus: flinkv1beta1.JobManagerReady, ClusterInfo: map[string]string{"flink-version": "1.20.3"},
-		TaskManager: &flinkv1beta1.TaskManagerInfo{LabelSelector: "component=taskmanager,app=dep", Replicas: 1}}}
+		TaskManager: &flinkv1beta1.TaskManagerInfo{LabelSelector: "component=taskmanager,app=dep", Replicas: 1},
+		Rescale:     &flinkv1beta1.Rescale{Generation: 1, RequestedAt: metav1.Unix(1764990000, 0), From: "a:2,b:2", To: "a:4,b:1", Reported: "a:2,b:1", TimedOut: true}}}
 	dep.Status.Conditions = withConditions(lifecycle.Conditions(&dep.Status, true, 1, flinkv1beta1.JobStateRunning))
 	job := &flinkv1beta1.FlinkSessionJob{Status: flinkv1beta1.FlinkSessionJobStatus{CommonStatus: common}}
 	job.Status.Conditions = withConditions(lifecycle.SessionJobConditions(&job.Status.CommonStatus, 1, flinkv1beta1.JobStateRunning))
@@ -70,7 +71,11 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 	snap.Status.Conditions = withConditions(lifecycle.SnapshotConditions(snap))
 	bg := &flinkv1beta1.FlinkBlueGreenDeployment{Status: flinkv1beta1.FlinkBlueGreenDeploymentStatus{
 		JobStatus: common.JobStatus, BlueGreenState: flinkv1beta1.BlueGreenActiveBlue, Error: "Aborting deployment 'bg-green'"}}
-	bg.Status.Conditions = withConditions([]metav1.Condition{lifecycle.BlueGreenDegraded(false, bg.Status.Error, nil, 1)})
+	bgView := lifecycle.BlueGreenView{State: bg.Status.BlueGreenState, Error: bg.Status.Error}
+	bg.Status.Conditions = withConditions([]metav1.Condition{lifecycle.BlueGreenProgressing(bgView, 1), lifecycle.BlueGreenDegraded(false, bg.Status.Error, nil, 1)})
+	bg.Status.Operations = []flinkv1beta1.Operation{{Type: flinkv1beta1.OperationUpgrade, Generation: 1, StartedAt: metav1.Unix(1764990000, 0),
+		EndedAt: ptr.To(metav1.Unix(1764990600, 0)), Outcome: flinkv1beta1.OperationFailed, Snapshot: "s3://b/savepoints/savepoint-1",
+		Message: "Aborting deployment 'bg-green'"}}
 
 	for _, tt := range []struct {
 		doc    string
@@ -85,8 +90,11 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			written, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&tt.status)
 			require.NoError(t, err)
 			require.NotEmpty(t, written["conditions"], "this operator's conditions are written")
-			if _, common := tt.status.(flinkv1beta1.FlinkDeploymentStatus); common || obj.GetKind() == "FlinkSessionJob" {
+			if obj.GetKind() != "FlinkStateSnapshot" { // a snapshot is one operation: its own status is its history
 				require.NotEmpty(t, written["operations"], "and its history of operations")
+			}
+			if obj.GetKind() == "FlinkDeployment" {
+				require.NotEmpty(t, written["rescale"], "and the rescale in flight")
 			}
 			require.NoError(t, unstructured.SetNestedMap(obj.Object, written, "status"))
 			require.NoError(t, up.Client.Status().Update(ctx, obj), "upstream's schema accepts this operator's status")

@@ -44,6 +44,8 @@ type graphs struct {
 	metrics  map[string]map[string]map[string]Aggregate
 	counters map[string]map[string]counters
 	tm       map[string]Aggregate
+	// held are the parallelisms reported by job and vertex while a rescale is held (HoldRescale).
+	held map[string]map[string]int
 }
 
 func (s *Server) graphsLocked() *graphs {
@@ -135,7 +137,34 @@ func (s *Server) serveGraph(w http.ResponseWriter, r *http.Request, parts []stri
 	return true
 }
 
+// HoldRescale makes a job's details report each vertex's parallelism as it is now, whatever
+// resource requirements are set meanwhile (real Flink's adaptive scheduler waiting for slots);
+// ReleaseRescale lets them follow the requirements again.
+func (s *Server) HoldRescale(jobID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.graphsLocked()
+	if g.held == nil {
+		g.held = map[string]map[string]int{}
+	}
+	now := map[string]int{}
+	for _, v := range g.vertices[jobID] {
+		now[v.ID] = s.parallelismLocked(jobID, v)
+	}
+	g.held[jobID] = now
+}
+
+// ReleaseRescale ends HoldRescale: the job's vertices report the parallelism asked for.
+func (s *Server) ReleaseRescale(jobID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.graphsLocked().held, jobID)
+}
+
 func (s *Server) parallelismLocked(jobID string, v GraphVertex) int {
+	if p, ok := s.graphs.held[jobID][v.ID]; ok {
+		return p
+	}
 	if req, ok := s.requirements[jobID][v.ID]; ok {
 		return req["parallelism"]["upperBound"]
 	}
