@@ -199,7 +199,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 		"Longest time one reconcile may take; a JobManager or jar host that never answers gives its worker back after it.")
 	fs.IntVar(&o.perNamespace, "max-concurrent-reconciles-per-namespace", 0,
 		"Reconciles of one namespace each controller runs at once while they are slow (one has run 1 s, or the last took that long), "+
-			"so that one tenant's slow resources cannot take every worker; while they are fast, all workers but this many. "+
+			"so that one tenant's slow resources cannot take every worker; a namespace whose reconciles are fast is not held to it. "+
 			"The others wait their turn, retried within 2 s. 0 is a quarter of --reconcile-parallelism (at least 1).")
 	fs.StringVar(&o.configMap, "config-map", "",
 		"Operator ConfigMap (config.yaml or flink-conf.yaml, upstream's format): kubernetes.operator.* options and default "+
@@ -729,7 +729,7 @@ func run(ctx context.Context, cfg *rest.Config, o options, explicit map[string]b
 		if err != nil {
 			return err
 		}
-		o.rateLimits = reconciler.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace, Workers: o.reconcileParallelism}
+		o.rateLimits = reconciler.RateLimits{Retry: settings.Retry, Limit: settings.RateLimit, PerNamespace: perNamespace}
 		mgr, err := newManager(cfg, o)
 		if err != nil {
 			return err

@@ -108,7 +108,7 @@ func TestTarpitJarsInOneNamespaceDoNotStarveAnother(t *testing.T) {
 				Flink:     &clients.Factory{URLTemplate: flink.URL, Timeout: 10 * time.Second},
 				Artifacts: &artifact.Fetcher{LocalDir: "/", AllowedNetworks: loopback},
 				Validator: &validation.Validator{AllowedJarSchemes: []string{"file", "http"}, AllowedNetworks: loopback},
-				Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{RateLimits: reconciler.RateLimits{PerNamespace: share, Workers: workers}},
+				Intervals: fixtures.FastIntervals(), ReconcilerOptions: reconciler.ReconcilerOptions{RateLimits: reconciler.RateLimits{PerNamespace: share}},
 			}).SetupWithManager(mgr)
 		}})
 	// Before the manager stops (cleanups run last first): the reconciles in the tarpit end.

@@ -29,10 +29,6 @@ type RateLimits struct {
 	// PerNamespace is how many reconciles of one namespace a controller runs at once
 	// (--max-concurrent-reconciles-per-namespace, pkg/nsshare); zero is no limit.
 	PerNamespace int
-	// Workers is each controller's number of workers (--reconcile-parallelism): a namespace
-	// whose reconciles are fast runs up to all of them but one share (nsshare.Ceiling). Zero
-	// holds every namespace to PerNamespace.
-	Workers int
 }
 
 // pace returns the options and the reconciler that apply p to controller name, whose
@@ -70,18 +66,17 @@ func (p RateLimits) pace(mgr ctrl.Manager, name string, settled time.Duration, o
 	}
 	// Outermost: a resource retried while its namespace's share is taken does not spend its
 	// reconcile budget on those retries.
-	return opts, shareNamespaces(r, p.PerNamespace, nsshare.Ceiling(p.Workers, p.PerNamespace), backoff), nil
+	return opts, shareNamespaces(r, p.PerNamespace, backoff), nil
 }
 
 // shareNamespaces keeps r's reconciles of one namespace to perNamespace at once (none when
-// below 1), or ceiling while they are fast, so that one tenant's slow resources cannot take
-// every worker of the controller. A postponed resource keeps its failure count in backoff (when
-// set).
-func shareNamespaces(r reconcile.Reconciler, perNamespace, ceiling int, backoff *ratelimit.Backoff[reconcile.Request]) reconcile.Reconciler {
+// below 1), so that one tenant's slow resources cannot take every worker of the controller.
+// A postponed resource keeps its failure count in backoff (when set).
+func shareNamespaces(r reconcile.Reconciler, perNamespace int, backoff *ratelimit.Backoff[reconcile.Request]) reconcile.Reconciler {
 	if perNamespace < 1 {
 		return r
 	}
-	shared := &nsshare.Reconciler{Next: r, Limiter: nsshare.NewLimiter(perNamespace, ceiling)}
+	shared := &nsshare.Reconciler{Next: r, Limiter: nsshare.NewLimiter(perNamespace)}
 	if backoff != nil {
 		shared.Postponed = backoff.Postpone
 	}

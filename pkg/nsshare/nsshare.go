@@ -2,7 +2,7 @@
 // reconciles are slow, at most a fixed number of them run at once, so that one tenant's slow
 // resources (a jar server that trickles, a JobManager that answers just under its timeout)
 // cannot occupy every worker and starve the other namespaces. A namespace whose reconciles are
-// fast may use every worker but one share (Limiter).
+// fast is not held to it (Limiter).
 //
 // It wraps the reconciler rather than replacing the workqueue. A reconcile over its
 // namespace's share returns at once, asking to be retried shortly, and so holds a worker for
@@ -52,14 +52,14 @@ const SlowAfter = time.Second
 
 // Limiter counts the reconciles of each namespace that run, and when each started. A namespace
 // runs its share at once. One whose reconciles are fast (its last one took less than SlowAfter
-// and none runs that long) runs more, up to the ceiling: the workers a share of each other
-// namespace's would leave. With all resources in one namespace, holding it to a quarter of
-// the workers made three quarters of them idle, and postponed requests came back by the
-// thousands per second with nothing else to do. A namespace that has not yet finished a
-// reconcile, or whose reconciles are slow (what the share is for: a jar server that trickles),
-// is held to its share. It is safe for concurrent use.
+// and none runs that long) is not held to it: with all resources in one namespace, holding it
+// to a quarter of the workers left three quarters of them idle, postponed requests came back by
+// the thousands per second with nothing else to do, and a user's change to one resource waited
+// through postponements behind them. A namespace that has not yet finished a reconcile, or whose
+// reconciles are slow (what the share is for: a jar server that trickles), is held to its share.
+// It is safe for concurrent use.
 type Limiter struct {
-	share, ceiling int
+	share          int
 	now            func() time.Time
 	mu             sync.Mutex
 	namespaces     map[string]*namespaceRuns
@@ -73,21 +73,14 @@ type namespaceRuns struct {
 	started map[uint64]time.Time
 }
 
-// NewLimiter lets share reconciles of one namespace run at once, and up to ceiling while the
-// namespace's reconciles are fast (a ceiling below share is share); share < 1 is no limit.
-func NewLimiter(share, ceiling int) *Limiter {
-	return &Limiter{share: share, ceiling: max(share, ceiling), now: time.Now, namespaces: map[string]*namespaceRuns{}, lastTook: map[string]time.Duration{}}
-}
-
-// Ceiling is the most reconciles of one namespace a controller with workers runs at once while
-// the namespace's reconciles are fast: all but one share, which stays for the other namespaces.
-func Ceiling(workers, share int) int {
-	return max(share, workers-share)
+// NewLimiter lets share reconciles of one namespace run at once while the namespace's
+// reconciles are slow; share < 1 is no limit.
+func NewLimiter(share int) *Limiter {
+	return &Limiter{share: share, now: time.Now, namespaces: map[string]*namespaceRuns{}, lastTook: map[string]time.Duration{}}
 }
 
 // Acquire takes a place for a reconcile of namespace ns. It says false when the namespace's
-// share is taken and it is not fast, or its ceiling is reached; else release gives the place
-// back (once).
+// share is taken and its reconciles are not fast; else release gives the place back (once).
 func (l *Limiter) Acquire(ns string) (release func(), ok bool) {
 	if l.share < 1 {
 		return func() {}, true
@@ -125,9 +118,6 @@ func (l *Limiter) admits(ns string, runs *namespaceRuns, now time.Time) bool {
 	running := len(runs.started)
 	if running < l.share {
 		return true
-	}
-	if running >= l.ceiling {
-		return false
 	}
 	took, finished := l.lastTook[ns]
 	if !finished || took >= SlowAfter {

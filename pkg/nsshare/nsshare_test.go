@@ -41,7 +41,9 @@ func TestResolve(t *testing.T) {
 }
 
 func TestLimiter(t *testing.T) {
-	l := NewLimiter(2, 2)
+	l := NewLimiter(2)
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
 	r1, ok := l.Acquire("a")
 	require.True(t, ok)
 	r2, ok := l.Acquire("a")
@@ -50,6 +52,7 @@ func TestLimiter(t *testing.T) {
 	require.False(t, ok, "a's share of 2 is in use")
 	rb, ok := l.Acquire("b")
 	require.True(t, ok, "another namespace has a share of its own")
+	now = now.Add(SlowAfter) // a's reconciles are slow: it stays held to its share
 	r1()
 	r1() // releasing twice gives back one place only
 	require.Equal(t, 1, l.Running("a"))
@@ -62,7 +65,7 @@ func TestLimiter(t *testing.T) {
 	rb()
 	require.Empty(t, l.namespaces, "no namespace runs anything: none is kept")
 
-	unlimited := NewLimiter(0, 0)
+	unlimited := NewLimiter(0)
 	for range 100 {
 		_, ok := unlimited.Acquire("a")
 		require.True(t, ok)
@@ -98,7 +101,7 @@ func req(ns, name string) reconcile.Request {
 func TestReconcilerKeepsOneNamespaceToItsShare(t *testing.T) {
 	next := &blocking{release: make(chan struct{}), running: map[string]int{}, maxRunning: map[string]int{}}
 	var postponed atomic.Int32
-	r := &Reconciler{Next: next, Limiter: NewLimiter(Default(25), Ceiling(25, Default(25))), Retry: 50 * time.Millisecond,
+	r := &Reconciler{Next: next, Limiter: NewLimiter(Default(25)), Retry: 50 * time.Millisecond,
 		Postponed: func(reconcile.Request) { postponed.Add(1) }}
 	var wg sync.WaitGroup
 	results := make(chan reconcile.Result, 25)
@@ -145,21 +148,18 @@ func TestReconcilerKeepsOneNamespaceToItsShare(t *testing.T) {
 func TestReconcilerReleasesOnPanic(t *testing.T) {
 	r := &Reconciler{Next: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
 		panic("boom")
-	}), Limiter: NewLimiter(1, 1)}
+	}), Limiter: NewLimiter(1)}
 	require.Panics(t, func() { _, _ = r.Reconcile(context.Background(), req("a", "x")) })
 	require.Equal(t, 0, r.Limiter.Running("a"))
 }
 
-// TestLimiterLetsAFastNamespaceUseTheWorkersOthersLeave: a namespace runs its share; once a
-// reconcile of it finished fast, it runs up to the ceiling (all workers but one share), and it
-// is held to its share again as soon as one of its reconciles has run SlowAfter, or its last
-// one took that long.
-func TestLimiterLetsAFastNamespaceUseTheWorkersOthersLeave(t *testing.T) {
-	workers := 25
-	share := Default(workers)
-	require.Equal(t, 19, Ceiling(workers, share))
+// TestLimiterLetsAFastNamespaceRunMore: a namespace runs its share; once a reconcile of it
+// finished fast, it runs more, and it is held to its share again as soon as one of its
+// reconciles has run SlowAfter, or its last one took that long.
+func TestLimiterLetsAFastNamespaceRunMore(t *testing.T) {
+	share := Default(25)
 	now := time.Unix(1000, 0)
-	l := NewLimiter(share, Ceiling(workers, share))
+	l := NewLimiter(share)
 	l.now = func() time.Time { return now }
 	acquire := func(n int) (releases []func()) {
 		t.Helper()
@@ -180,11 +180,10 @@ func TestLimiterLetsAFastNamespaceUseTheWorkersOthersLeave(t *testing.T) {
 	refused("no reconcile of a has finished yet: a is held to its share")
 	now = now.Add(10 * time.Millisecond)
 	first[0]()
-	more := acquire(Ceiling(workers, share) - share + 1)
-	require.Equal(t, 19, l.Running("a"), "a's reconciles are fast: it runs all workers but one share")
-	refused("the ceiling: one share stays for the other namespaces")
+	more := acquire(25 - share + 1)
+	require.Equal(t, 25, l.Running("a"), "a's reconciles are fast: it is not held to its share")
 	other, ok := l.Acquire("b")
-	require.True(t, ok, "another namespace runs within the share left")
+	require.True(t, ok, "another namespace has a share of its own")
 	other()
 
 	now = now.Add(SlowAfter)
