@@ -82,7 +82,35 @@ func Options(namespaces map[string]cache.Config) cache.Options {
 	for obj, sel := range scoped() {
 		byObject[obj] = cache.ByObject{Label: sel, Transform: transformOf(obj)}
 	}
-	return cache.Options{DefaultNamespaces: namespaces, ByObject: byObject, DefaultTransform: chain(StripForeignManagedFields, ShareStableSpec)}
+	return cache.Options{DefaultNamespaces: namespaces, ByObject: byObject, DefaultTransform: chain(StripForeignManagedFields, ShareStableSpec, InternStatusStrings)}
+}
+
+// InternStatusStrings makes the strings a FlinkDeployment's or FlinkSessionJob's metadata and
+// status conditions share with other resources one copy each (internMetadata; the conditions'
+// types, statuses, reasons and messages, and the lifecycle and job states): decoded, each
+// resource had copies of its own, and its six conditions were a third of a cached resource
+// (about 1.3 of 4.4 KB). The values read are unchanged.
+func InternStatusStrings(in any) (any, error) {
+	var st *flinkv1beta1.CommonStatus
+	switch o := in.(type) {
+	case *flinkv1beta1.FlinkDeployment:
+		internMetadata(o)
+		st = &o.Status.CommonStatus
+		o.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerDeploymentStatus(intern(string(o.Status.JobManagerDeploymentStatus)))
+	case *flinkv1beta1.FlinkSessionJob:
+		internMetadata(o)
+		st = &o.Status.CommonStatus
+	default:
+		return in, nil
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		c.Type, c.Status, c.Reason, c.Message = intern(c.Type), metav1.ConditionStatus(intern(string(c.Status))), intern(c.Reason), intern(c.Message)
+	}
+	st.LifecycleState = flinkv1beta1.LifecycleState(intern(string(st.LifecycleState)))
+	st.JobStatus.State = flinkv1beta1.JobStatusState(intern(string(st.JobStatus.State)))
+	st.ReconciliationStatus.State = flinkv1beta1.ReconciliationState(intern(string(st.ReconciliationStatus.State)))
+	return in, nil
 }
 
 // ShareStableSpec makes a FlinkDeployment's or FlinkSessionJob's status.reconciliationStatus
@@ -239,12 +267,16 @@ func compactMetadata(obj metav1.Object) {
 
 // internMetadata makes the strings an object's metadata shares with the other objects of its
 // cluster and of other clusters one copy each: the namespace, label keys and values (the
-// cluster's name, Flink's type and component), annotation keys and owner references. Decoded,
+// cluster's name, Flink's type and component), annotation keys, finalizers and owner references. Decoded,
 // every object had copies of its own; with 10,000 clusters the metadata of their objects was
 // the largest part of the caches after the FlinkDeployments themselves. Names, UIDs of the
 // objects themselves and resource versions are left alone: no other object has them.
 func internMetadata(obj metav1.Object) {
 	obj.SetNamespace(intern(obj.GetNamespace()))
+	finalizers := obj.GetFinalizers()
+	for i := range finalizers {
+		finalizers[i] = intern(finalizers[i])
+	}
 	obj.SetLabels(internMap(obj.GetLabels(), true))
 	obj.SetAnnotations(internMap(obj.GetAnnotations(), false))
 	refs := obj.GetOwnerReferences()

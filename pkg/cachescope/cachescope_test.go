@@ -297,3 +297,36 @@ func TestCompactMetadata(t *testing.T) {
 		}
 	}
 }
+
+// Two resources decoded apart share their conditions' strings and their namespace after the
+// transform, and every value read stays the same.
+func TestInternStatusStrings(t *testing.T) {
+	s := func(v string) string { return string([]byte(v)) } // as a decoder builds them
+	resource := func(name string) *flinkv1beta1.FlinkDeployment {
+		fd := &flinkv1beta1.FlinkDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s("tenant-a"),
+			Finalizers: []string{s("flinkdeployments.flink.apache.org/finalizer")}}}
+		fd.Status.LifecycleState = flinkv1beta1.LifecycleState(s("STABLE"))
+		fd.Status.JobStatus.State = flinkv1beta1.JobStatusState(s("RUNNING"))
+		fd.Status.Conditions = []metav1.Condition{{Type: s("Degraded"), Status: metav1.ConditionStatus(s("False")),
+			Reason: s("Healthy"), Message: s("Nothing wrong observed"), ObservedGeneration: 3}}
+		return fd
+	}
+	transform := func(fd *flinkv1beta1.FlinkDeployment) *flinkv1beta1.FlinkDeployment {
+		want := fd.DeepCopy()
+		out, err := Options(nil).DefaultTransform(fd)
+		require.NoError(t, err)
+		require.Equal(t, want, out)
+		return out.(*flinkv1beta1.FlinkDeployment)
+	}
+	a, b := transform(resource("orders")), transform(resource("payments"))
+	ca, cb := a.Status.Conditions[0], b.Status.Conditions[0]
+	for what, pair := range map[string][2]string{
+		"namespace": {a.Namespace, b.Namespace}, "finalizer": {a.Finalizers[0], b.Finalizers[0]},
+		"condition type": {ca.Type, cb.Type}, "condition status": {string(ca.Status), string(cb.Status)},
+		"condition reason": {ca.Reason, cb.Reason}, "condition message": {ca.Message, cb.Message},
+		"lifecycle state": {string(a.Status.LifecycleState), string(b.Status.LifecycleState)},
+		"job state": {string(a.Status.JobStatus.State), string(b.Status.JobStatus.State)},
+	} {
+		assert.Same(t, unsafe.StringData(pair[0]), unsafe.StringData(pair[1]), "%s: one copy", what)
+	}
+}
