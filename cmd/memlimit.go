@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"math"
+	"runtime/debug"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -29,4 +30,25 @@ func setMemoryLimit(log logr.Logger, limit memlimit.Provider) int64 {
 		log.Info("Go memory limit", "GOMEMLIMIT", set)
 	}
 	return set
+}
+
+// defaultGCPercent is the garbage collector's target when GOGC is not set: the heap may grow
+// to 1.5 times what is live after a collection, not Go's 2 times. The operator's live heap is
+// mostly its caches, which grow with the resources; at 10,000 FlinkDeployments Go's default let
+// the process hold about 2.7 times its live heap (make bench: 129 MB live, 348 MiB anonymous
+// memory). Prometheus lowers its default for the same reason. GOGC set, even to 100, wins.
+const defaultGCPercent = 50
+
+// setGCPercent applies defaultGCPercent unless GOGC is set (getenv: os.Getenv), and returns the
+// percentage in effect.
+func setGCPercent(log logr.Logger, getenv func(string) string) int {
+	if v := getenv("GOGC"); v != "" {
+		log.Info("garbage collector target from GOGC", "GOGC", v)
+		percent := debug.SetGCPercent(-1)
+		debug.SetGCPercent(percent)
+		return percent
+	}
+	debug.SetGCPercent(defaultGCPercent)
+	log.Info("garbage collector target", "GOGC", defaultGCPercent)
+	return defaultGCPercent
 }

@@ -29,3 +29,23 @@ func TestMemoryLimitFromContainer(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "100MiB") // read by the runtime at start only; here it means "set by the user"
 	assert.Equal(t, int64(math.MaxInt64), setMemoryLimit(logr.Discard(), memlimit.Limit(limit)), "GOMEMLIMIT wins")
 }
+
+// TestGCPercent: without GOGC the collector's target is defaultGCPercent; GOGC set wins (the
+// runtime has read it at start: the percentage in effect stays).
+func TestGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	none := func(string) string { return "" }
+	assert.Equal(t, defaultGCPercent, setGCPercent(logr.Discard(), none))
+	assert.Equal(t, defaultGCPercent, debug.SetGCPercent(defaultGCPercent))
+
+	debug.SetGCPercent(200) // as GOGC=200 makes the runtime start
+	gogc := func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	}
+	assert.Equal(t, 200, setGCPercent(logr.Discard(), gogc))
+	assert.Equal(t, 200, debug.SetGCPercent(200), "GOGC wins")
+}
