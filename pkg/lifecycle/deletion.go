@@ -48,6 +48,9 @@ const (
 	BlockUnreachable DeletionBlock = "Unreachable"
 	// BlockDependents: resources or jobs that must go first are still there.
 	BlockDependents DeletionBlock = "Dependents"
+	// BlockGone: what the step needs is gone for good (no JobManager to take the savepoint,
+	// its JobManager failed): waiting cannot help, the step is given up at once.
+	BlockGone DeletionBlock = "Gone"
 )
 
 // DeletionObserved is what a deletion step sees.
@@ -135,7 +138,7 @@ func DeletionBound(step DeletionStep, timeout time.Duration) time.Duration {
 }
 
 // DecideDeletion decides a deletion step: go on when it is done, wait while its bound is not
-// reached, give it up once it is. A step whose timeout is not positive waits not at all: a
+// reached, give it up once it is, or at once when what it needs is gone. A step whose timeout is not positive waits not at all: a
 // deletion is never unbounded. An unknown step is given up at the timeout, with no reason of
 // its own; every step of this operator is in deletionBound.
 func DecideDeletion(o DeletionObserved) DeletionDecision {
@@ -143,7 +146,7 @@ func DecideDeletion(o DeletionObserved) DeletionDecision {
 	if o.Blocked == BlockNone {
 		return DeletionDecision{Action: DeletionProceed, Bound: bound}
 	}
-	if o.Elapsed < bound {
+	if o.Elapsed < bound && o.Blocked != BlockGone {
 		return DeletionDecision{Action: DeletionWait, Bound: bound, RecheckWithin: bound - o.Elapsed}
 	}
 	return DeletionDecision{Action: DeletionGiveUp, Reason: deletionBound[o.Step].reason, Bound: bound}

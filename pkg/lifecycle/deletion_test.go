@@ -25,6 +25,7 @@ func TestDecideDeletion(t *testing.T) {
 		{"final savepoint failing", StepFinalSavepoint, BlockFailed, T - time.Second, DeletionDecision{Action: DeletionWait, Bound: T, RecheckWithin: time.Second}},
 		{"final savepoint failing at the bound", StepFinalSavepoint, BlockFailed, T, DeletionDecision{Action: DeletionGiveUp, Reason: ReasonNoFinalSavepoint, Bound: T}},
 		{"JobManager unreachable at the bound", StepFinalSavepoint, BlockUnreachable, T + time.Hour, DeletionDecision{Action: DeletionGiveUp, Reason: ReasonNoFinalSavepoint, Bound: T}},
+		{"JobManager gone", StepFinalSavepoint, BlockGone, 0, DeletionDecision{Action: DeletionGiveUp, Reason: ReasonNoFinalSavepoint, Bound: T}},
 		// A session cluster.
 		{"session jobs left", StepSessionJobs, BlockDependents, time.Minute, DeletionDecision{Action: DeletionWait, Bound: T, RecheckWithin: 4 * time.Minute}},
 		{"session jobs left at the bound", StepSessionJobs, BlockDependents, T, DeletionDecision{Action: DeletionGiveUp, Reason: ReasonSessionJobsDeleted, Bound: T}},

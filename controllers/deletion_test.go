@@ -1,0 +1,229 @@
+package controllers
+
+// Deletion always ends: one test per row of the table in docs/concepts/deletion.md (decided by
+// pkg/lifecycle DecideDeletion). Each runs with a short kubernetes.operator.resource.cleanup.timeout
+// and checks that the resource is gone within its bound, and that what was given up is said in a
+// Warning event (and, for a final savepoint, in the status the resource had last).
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/internal/fixtures"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/test/fakeflink"
+	"github.com/flink-operator/flink-operator/test/wait"
+)
+
+// deletionTimeout is the cleanup timeout of these tests: long enough for a loaded machine to
+// take a few reconciles within it, short enough for a test.
+const deletionTimeout = 3 * time.Second
+
+// deletionSlack is what a bound may be overrun by: the reconcile at the bound, the status and
+// finalizer writes, and the cache seeing them, on a loaded machine.
+const deletionSlack = 10 * time.Second
+
+// savepointOnDeletion is a running application deployment with savepoint on deletion and a
+// short cleanup timeout; it returns the deployment and its job id.
+func savepointOnDeletion(t *testing.T, c client.Client, k *cluster, ns, name string) (*flinkv1beta1.FlinkDeployment, string) {
+	t.Helper()
+	dep := fixtures.NewDeployment(t, ns, name)
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"kubernetes.operator.job.savepoint-on-deletion": "true", "kubernetes.operator.resource.cleanup.timeout": deletionTimeout.String()})
+	require.NoError(t, c.Create(context.Background(), dep))
+	d := waitFor(t, c, ns, name, "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	k.run(ns, name, d.Status.JobStatus.JobID)
+	d = waitFor(t, c, ns, name, "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+	return d, d.Status.JobStatus.JobID
+}
+
+// deleteNow deletes obj and returns when its deletion started (its deletionTimestamp, read
+// back while its finalizer holds it).
+func deleteNow(t *testing.T, c client.Client, obj client.Object) time.Time {
+	t.Helper()
+	require.NoError(t, c.Delete(context.Background(), obj))
+	var started time.Time
+	wait.For(t, 10*time.Second, "the deletion started", func() bool {
+		cur := obj.DeepCopyObject().(client.Object)
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), cur); err != nil || cur.GetDeletionTimestamp() == nil {
+			return false
+		}
+		started = cur.GetDeletionTimestamp().Time
+		return true
+	})
+	return started
+}
+
+// goneWithin waits until the object is gone, and fails when that took longer than bound (and
+// the slack of a loaded machine) after its deletion started.
+func goneWithin(t *testing.T, c client.Client, obj client.Object, started time.Time, bound time.Duration) {
+	t.Helper()
+	key := client.ObjectKeyFromObject(obj)
+	wait.For(t, bound+deletionSlack+20*time.Second, "the resource is gone", func() bool {
+		return apierrors.IsNotFound(c.Get(context.Background(), key, obj.DeepCopyObject().(client.Object)))
+	})
+	// deletionTimestamp has a second's resolution.
+	took := time.Since(started)
+	assert.LessOrEqual(t, took, bound+deletionSlack+time.Second, "gone within the bound (%s) and its slack", bound)
+	t.Logf("gone %s after its deletion started (bound %s)", took.Round(100*time.Millisecond), bound)
+}
+
+// noFinalSavepoint waits for the status that says the deployment goes without its final
+// savepoint: written before the cluster is deleted, it is what the resource shows last.
+func noFinalSavepoint(t *testing.T, c client.Client, ns, name string) {
+	t.Helper()
+	d := waitFor(t, c, ns, name, "status.error says there is no final savepoint", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return flinkv1beta1.ErrorReason(d.Status.Error) == flinkv1beta1.ErrorReasonNoFinalSavepoint
+	})
+	assert.Nil(t, d.Status.JobStatus.SavepointInfo.LastSavepoint, "no savepoint was recorded")
+	assert.Empty(t, d.Status.JobStatus.SavepointInfo.TriggerID, "no savepoint left pending")
+}
+
+// TestDeletionGivesUpAFailingFinalSavepoint (row: savepoint on deletion failing): Flink fails
+// every savepoint; the deletion tries until the cleanup timeout, then says there is no final
+// savepoint (Warning NoFinalSavepoint, status.error) and deletes the cluster.
+func TestDeletionGivesUpAFailingFinalSavepoint(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, flink, k, events := newScenario(t, "delete-sp-fails")
+	d, jobID := savepointOnDeletion(t, c, k, ns, "orders")
+	flink.SetSavepointFailure("the checkpoint storage is full")
+
+	started := deleteNow(t, c, d)
+	events.seen(t, "Savepoint for the upgrade failed")
+	noFinalSavepoint(t, c, ns, "orders")
+	events.seen(t, "Warning "+string(lifecycle.ReasonNoFinalSavepoint))
+	events.seen(t, "the checkpoint storage is full")
+	k.collect(ns, "orders")
+	goneWithin(t, c, d, started, deletionTimeout)
+	assert.NotEmpty(t, flink.StopsOf(jobID), "a savepoint was tried")
+}
+
+// TestDeletionGivesUpTheFinalSavepointOfAnUnreachableJobManager (row: JobManager unreachable):
+// the JobManager answers nothing; the deletion is not retried with a growing back-off past its
+// bound, and goes without the savepoint once the cleanup timeout is reached.
+func TestDeletionGivesUpTheFinalSavepointOfAnUnreachableJobManager(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, flink, k, events := newScenario(t, "delete-jm-unreachable")
+	d, _ := savepointOnDeletion(t, c, k, ns, "orders")
+	flink.SetUnreachable("JobManager cut off")
+
+	started := deleteNow(t, c, d)
+	noFinalSavepoint(t, c, ns, "orders")
+	events.seen(t, "Warning "+string(lifecycle.ReasonNoFinalSavepoint))
+	k.collect(ns, "orders")
+	goneWithin(t, c, d, started, deletionTimeout)
+}
+
+// TestDeletionOfAClusterWhosePodsNeverGo (row: JobManager pods stuck terminating): nothing
+// finishes the JobManager Deployment's foreground deletion (no garbage collector in envtest, as
+// a node lost with its pods); the wait is given up at the cleanup timeout (pkg/native
+// DeleteOptions.WaitAtMost) and the resource goes.
+func TestDeletionOfAClusterWhosePodsNeverGo(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, _, k, _ := newScenario(t, "delete-pods-stuck")
+	dep := fixtures.NewDeployment(t, ns, "orders")
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(map[string]string{
+		"state.checkpoints.dir": "file:///cp", "state.savepoints.dir": "file:///sp", "taskmanager.numberOfTaskSlots": "2",
+		"kubernetes.operator.resource.cleanup.timeout": deletionTimeout.String()})
+	require.NoError(t, c.Create(context.Background(), dep))
+	d := waitFor(t, c, ns, "orders", "deployed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.JobStatus.JobID != "" })
+	k.run(ns, "orders", d.Status.JobStatus.JobID)
+	d = waitFor(t, c, ns, "orders", "STABLE", lifecycleIs(flinkv1beta1.LifecycleStable))
+
+	started := deleteNow(t, c, d)
+	// The job is cancelled, then the cluster deleted; its JobManager waited for at most T.
+	goneWithin(t, c, d, started, 2*deletionTimeout)
+}
+
+// TestDeletionEndsAcrossAnOperatorRestart (row: operator restarted mid-deletion): the savepoint
+// on deletion never completes; the operator is stopped while it waits, and a new one started
+// once the bound has passed. The bound is counted from metadata.deletionTimestamp, not from when
+// an operator first saw the deletion: the new operator gives the savepoint up at once.
+func TestDeletionEndsAcrossAnOperatorRestart(t *testing.T) {
+	t.Parallel()
+	flink := fakeflink.New(t)
+	c := testEnv(t).Client
+	ns := testEnv(t).NewNamespace(t, "delete-restart")
+	k := &cluster{t: t, c: c, flink: flink}
+	_, stop := startStoppableOperator(t, flink, ns)
+	d, jobID := savepointOnDeletion(t, c, k, ns, "orders")
+	flink.SetAutoComplete(false)
+
+	started := deleteNow(t, c, d)
+	wait.For(t, 20*time.Second, "stop-with-savepoint sent", func() bool { return len(flink.StopsOf(jobID)) > 0 })
+	stop()
+	d = get(t, c, ns, "orders")
+	time.Sleep(time.Until(d.DeletionTimestamp.Add(deletionTimeout + time.Second)))
+
+	events, _ := startStoppableOperator(t, flink, ns)
+	restarted := time.Now()
+	noFinalSavepoint(t, c, ns, "orders")
+	events.seen(t, "Warning "+string(lifecycle.ReasonNoFinalSavepoint))
+	k.collect(ns, "orders")
+	goneWithin(t, c, d, started, deletionTimeout+time.Second)
+	assert.Less(t, time.Since(restarted), deletionSlack, "the new operator did not wait a bound of its own")
+	assert.Len(t, flink.StopsOf(jobID), 1, "the savepoint was not triggered again")
+}
+
+// TestSessionDeletionDeletesItsSessionJobsAtTheBound (row: session with FlinkSessionJobs): a
+// session cluster waits for its FlinkSessionJobs as upstream, but not forever: at the cleanup
+// timeout it deletes them itself (Warning SessionJobsDeleted naming them) and goes once they
+// are gone.
+func TestSessionDeletionDeletesItsSessionJobsAtTheBound(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns, fake, k, events := newScenario(t, "delete-session-jobs")
+	const ended = "0123456789abcdef0123456789abcdef"
+	readySession(t, c, k, ns, map[string]string{"kubernetes.operator.resource.cleanup.timeout": deletionTimeout.String()}, ended)
+	fake.SetJob(ended, "FINISHED")
+	job := &flinkv1beta1.FlinkSessionJob{}
+	job.Namespace, job.Name = ns, "orders"
+	job.Spec = flinkv1beta1.FlinkSessionJobSpec{DeploymentName: "session", Job: &flinkv1beta1.JobSpec{JarURI: "file:///job.jar", Parallelism: 1,
+		UpgradeMode: flinkv1beta1.UpgradeModeStateless, State: flinkv1beta1.JobStateRunning}}
+	require.NoError(t, c.Create(ctx, job))
+
+	session := get(t, c, ns, "session")
+	started := deleteNow(t, c, session)
+	events.seen(t, "Waiting for the session jobs of this session cluster to be deleted: orders")
+	wait.Never(t, time.Second, "the session job is deleted before the bound", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(job), &flinkv1beta1.FlinkSessionJob{}))
+	})
+	events.seen(t, "Warning "+string(lifecycle.ReasonSessionJobsDeleted))
+	wait.For(t, 20*time.Second, "the session job deleted by the session's deletion", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(job), &flinkv1beta1.FlinkSessionJob{}))
+	})
+	k.collect(ns, "session")
+	goneWithin(t, c, session, started, deletionTimeout)
+}
+
+// TestSessionDeletionEndsWithUnmanagedJobsAtTheBound (row: session with running jobs no
+// FlinkSessionJob manages): the session waits for them as upstream, then at the cleanup timeout
+// is deleted with them, with a Warning UnmanagedJobsStopped naming them.
+func TestSessionDeletionEndsWithUnmanagedJobsAtTheBound(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, fake, k, events := newScenario(t, "delete-unmanaged-bound")
+	const cliJob = "0123456789abcdef0123456789abcdef"
+	readySession(t, c, k, ns, map[string]string{"kubernetes.operator.resource.cleanup.timeout": deletionTimeout.String()}, cliJob)
+
+	session := get(t, c, ns, "session")
+	started := deleteNow(t, c, session)
+	events.seen(t, "non terminated jobs ["+cliJob+"]")
+	events.seen(t, "Warning "+string(lifecycle.ReasonUnmanagedJobsStopped))
+	events.seen(t, cliJob+"]; they end with it")
+	assert.Equal(t, "RUNNING", fake.Job(cliJob), "the operator does not cancel a job it does not manage")
+	k.collect(ns, "session")
+	goneWithin(t, c, session, started, deletionTimeout)
+}
