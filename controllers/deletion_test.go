@@ -176,6 +176,29 @@ func TestDeletionEndsAcrossAnOperatorRestart(t *testing.T) {
 	assert.Len(t, flink.StopsOf(jobID), 1, "the savepoint was not triggered again")
 }
 
+// withCleanupTimeout sets the cleanup timeout (and extra options) on a FlinkDeployment's
+// configuration, retried on conflicts with the operator's writes.
+func withCleanupTimeout(t *testing.T, c client.Client, ns, name string, extra map[string]string) {
+	t.Helper()
+	wait.Until(t, context.Background(), 10*time.Second, "the cleanup timeout set on "+name, func() (bool, error) {
+		d := get(t, c, ns, name)
+		conf, err := d.Spec.FlinkConfiguration.Flatten()
+		if err != nil {
+			return false, err
+		}
+		if conf == nil {
+			conf = map[string]string{}
+		}
+		conf["kubernetes.operator.resource.cleanup.timeout"] = deletionTimeout.String()
+		for k, v := range extra {
+			conf[k] = v
+		}
+		d.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+		err = c.Update(context.Background(), d)
+		return err == nil, err // a conflict with the operator's write: again
+	})
+}
+
 // TestSessionDeletionDeletesItsSessionJobsAtTheBound (row: session with FlinkSessionJobs): a
 // session cluster waits for its FlinkSessionJobs as upstream, but not forever: at the cleanup
 // timeout it deletes them itself (Warning SessionJobsDeleted naming them) and goes once they
@@ -226,4 +249,42 @@ func TestSessionDeletionEndsWithUnmanagedJobsAtTheBound(t *testing.T) {
 	assert.Equal(t, "RUNNING", fake.Job(cliJob), "the operator does not cancel a job it does not manage")
 	k.collect(ns, "session")
 	goneWithin(t, c, session, started, deletionTimeout)
+}
+
+// TestDeletedSessionJobGoesAtItsBoundWhenItsSessionCannotBeAsked (row: JobManager unreachable,
+// session job): the session answers nothing; the deletion waits as upstream (the job may run),
+// but at twice the cleanup timeout the resource goes, with a Warning JobStopUnconfirmed that the
+// job may still run there.
+func TestDeletedSessionJobGoesAtItsBoundWhenItsSessionCannotBeAsked(t *testing.T) {
+	t.Parallel()
+	e := newSessionJobs(t, "delete-job-unreachable", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeStateless)
+	withCleanupTimeout(t, e.c, e.ns, "session", nil)
+	e.flink.SetUnreachable("JobManager cut off")
+
+	job := e.get(key)
+	started := deleteNow(t, e.c, job)
+	wait.Never(t, time.Second, "the finalizer goes before the bound", func() bool { return e.get(key) == nil })
+	goneWithin(t, e.c, job, started, 2*deletionTimeout)
+	e.events.seen(t, "Warning "+string(lifecycle.ReasonJobStopUnconfirmed))
+	e.events.seen(t, "Job "+jobID+" may still run on session session")
+}
+
+// TestDeletedSessionJobGivesUpAFailingFinalSavepoint (row: savepoint on deletion failing,
+// session job): every savepoint fails; at the cleanup timeout the job is cancelled instead, with
+// a Warning NoFinalSavepoint, and the resource goes once the cancel is confirmed.
+func TestDeletedSessionJobGivesUpAFailingFinalSavepoint(t *testing.T) {
+	t.Parallel()
+	e := newSessionJobs(t, "delete-job-sp-fails", false, "session")
+	key, jobID := e.run("orders", flinkv1beta1.UpgradeModeSavepoint)
+	withCleanupTimeout(t, e.c, e.ns, "session", map[string]string{"kubernetes.operator.job.savepoint-on-deletion": "true"})
+	e.flink.SetSavepointFailure("the checkpoint storage is full")
+
+	job := e.get(key)
+	started := deleteNow(t, e.c, job)
+	e.events.seen(t, "Warning "+string(lifecycle.ReasonNoFinalSavepoint))
+	e.events.seen(t, "the checkpoint storage is full")
+	goneWithin(t, e.c, job, started, 2*deletionTimeout)
+	assert.NotEmpty(t, e.flink.StopsOf(jobID), "a savepoint was tried")
+	assert.Equal(t, "CANCELED", e.flink.Job(jobID), "cancelled without the savepoint")
 }
