@@ -288,3 +288,83 @@ func TestDeletedSessionJobGivesUpAFailingFinalSavepoint(t *testing.T) {
 	assert.NotEmpty(t, e.flink.StopsOf(jobID), "a savepoint was tried")
 	assert.Equal(t, "CANCELED", e.flink.Job(jobID), "cancelled without the savepoint")
 }
+
+// snapshotOf creates a savepoint resource of the deployment's job with disposeOnDelete.
+func snapshotOf(t *testing.T, c client.Client, ns, name, dep string, existing string) *flinkv1beta1.FlinkStateSnapshot {
+	t.Helper()
+	yes := true
+	s := &flinkv1beta1.FlinkStateSnapshot{}
+	s.Namespace, s.Name = ns, name
+	s.Spec = flinkv1beta1.FlinkStateSnapshotSpec{JobReference: &flinkv1beta1.JobReference{Kind: flinkv1beta1.JobKindFlinkDeployment, Name: dep},
+		Savepoint: &flinkv1beta1.SavepointSpec{DisposeOnDelete: &yes}}
+	if existing != "" {
+		s.Spec.Savepoint.Path, s.Spec.Savepoint.AlreadyExists = existing, &yes
+	}
+	require.NoError(t, c.Create(context.Background(), s))
+	return s
+}
+
+// snapshotWorld is a deployment (not reconciled: only its status, as written here) whose job
+// runs on fl, a cleanup timeout on it, and the snapshot operator.
+func snapshotWorld(t *testing.T, prefix string, jobState flinkv1beta1.JobStatusState) (string, *fakeflink.Server, *recordedEvents) {
+	t.Helper()
+	fl := fakeflink.New(t)
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns := testEnv(t).NewNamespace(t, prefix)
+	dep := fixtures.NewDeployment(t, ns, "orders")
+	conf, err := dep.Spec.FlinkConfiguration.Flatten()
+	require.NoError(t, err)
+	conf["kubernetes.operator.resource.cleanup.timeout"] = deletionTimeout.String()
+	dep.Spec.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(conf)
+	require.NoError(t, c.Create(ctx, dep))
+	const jobID = "0000000000000000000000000000abcd"
+	dep.Status.JobStatus.JobID, dep.Status.JobStatus.State = jobID, jobState
+	dep.Status.JobManagerDeploymentStatus = flinkv1beta1.JobManagerReady
+	require.NoError(t, c.Status().Update(ctx, dep))
+	fl.SetJob(jobID, string(jobState))
+	events, _ := startManager(t, managerOptions{namespaces: []string{ns}, setup: snapshotController(fl)})
+	return ns, fl, events
+}
+
+// TestDeletingASavepointInProgressEndsAtTheBound (row: snapshot in progress): Flink never
+// completes the savepoint; the resource waits for it as upstream, then goes at the cleanup
+// timeout with a Warning SnapshotAbandonedOnDeletion.
+func TestDeletingASavepointInProgressEndsAtTheBound(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, fl, events := snapshotWorld(t, "delete-snapshot-bound", flinkv1beta1.JobStatusRunning)
+	fl.SetAutoComplete(false)
+	s := snapshotOf(t, c, ns, "writing", "orders", "")
+	wait.For(t, 20*time.Second, "IN_PROGRESS with its finalizer", func() bool {
+		return c.Get(context.Background(), client.ObjectKeyFromObject(s), s) == nil && s.Status.State == flinkv1beta1.SnapshotInProgress && len(s.Finalizers) > 0
+	})
+
+	started := deleteNow(t, c, s)
+	events.seen(t, "still in progress")
+	goneWithin(t, c, s, started, deletionTimeout)
+	events.seen(t, "Warning "+string(lifecycle.ReasonSnapshotAbandonedOnDeletion))
+	assert.Empty(t, fl.Disposed(), "nothing disposed of")
+}
+
+// TestDeletingASavepointWhoseJobDoesNotRunEndsAtTheBound (row: savepoint disposal impossible):
+// a completed savepoint with disposeOnDelete whose job does not run cannot be disposed of; the
+// resource waits as upstream, then goes at twice the cleanup timeout with a Warning
+// SavepointNotDisposed naming the path left in the storage.
+func TestDeletingASavepointWhoseJobDoesNotRunEndsAtTheBound(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ns, fl, events := snapshotWorld(t, "delete-dispose-bound", flinkv1beta1.JobStatusFinished)
+	const path = "file:///sp/savepoint-kept"
+	s := snapshotOf(t, c, ns, "done", "orders", path)
+	wait.For(t, 20*time.Second, "COMPLETED with its finalizer", func() bool {
+		return c.Get(context.Background(), client.ObjectKeyFromObject(s), s) == nil && s.Status.State == flinkv1beta1.SnapshotCompleted && len(s.Finalizers) > 0
+	})
+
+	started := deleteNow(t, c, s)
+	events.seen(t, "Waiting to dispose "+path)
+	goneWithin(t, c, s, started, 2*deletionTimeout)
+	events.seen(t, "Warning "+string(lifecycle.ReasonSavepointNotDisposed))
+	events.seen(t, path)
+	assert.Empty(t, fl.Disposed(), "nothing disposed of")
+}
