@@ -368,3 +368,32 @@ func TestDeletingASavepointWhoseJobDoesNotRunEndsAtTheBound(t *testing.T) {
 	events.seen(t, path)
 	assert.Empty(t, fl.Disposed(), "nothing disposed of")
 }
+
+// TestBlueGreenDeletionEndsAtOnce (row: FlinkBlueGreenDeployment, any state): it has no
+// finalizer of its own, so it goes at once, in the middle of a switch too; its children are
+// owned by it and deleted by the garbage collector (played here, envtest has none), each then
+// going as a FlinkDeployment does.
+func TestBlueGreenDeletionEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns := testEnv(t).NewNamespace(t, "delete-bluegreen")
+	flink := fakeflink.New(t)
+	k := &cluster{t: t, c: c, flink: flink}
+	startManager(t, managerOptions{namespaces: []string{ns}, setup: blueGreenOperator(flink, nil)})
+	activeBlue(t, c, k, ns, "orders", "10 min")
+	flink.SetAutoComplete(false) // the switch's savepoint stays in flight
+	changeImage(t, c, ns, "orders", "flink:1.20.3")
+	bg := waitFor(t, c, ns, "orders", "SAVEPOINTING_BLUE", inState(flinkv1beta1.BlueGreenSavepointingBlue))
+	assert.Empty(t, bg.Finalizers, "no finalizer keeps a FlinkBlueGreenDeployment")
+
+	require.NoError(t, c.Delete(ctx, bg, client.PropagationPolicy("Background")))
+	wait.For(t, 10*time.Second, "the FlinkBlueGreenDeployment gone at once", func() bool {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(bg), &flinkv1beta1.FlinkBlueGreenDeployment{}))
+	})
+	// The garbage collector's part: the owned child deleted.
+	blue := get(t, c, ns, "orders-blue")
+	started := deleteNow(t, c, blue)
+	k.collect(ns, "orders-blue")
+	goneWithin(t, c, blue, started, deletionTimeout)
+}
