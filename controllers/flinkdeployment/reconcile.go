@@ -552,9 +552,16 @@ func (r *FlinkDeploymentReconciler) awaitSessionJobs(ctx context.Context, p *pas
 			}
 			return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
 		}
-		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
-			"Waiting for the session jobs of this session cluster to be deleted: %s (the operator deletes them %s after the deletion started)",
-			strings.Join(waiting, ", "), decision.Bound)
+		if len(notDeleted) == 0 {
+			// All of them are being deleted (by the user, or by this deletion at its bound):
+			// each ends within its own bounds.
+			r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+				"Waiting for the session jobs of this session cluster to go: %s (being deleted)", strings.Join(waiting, ", "))
+		} else {
+			r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+				"Waiting for the session jobs of this session cluster to be deleted: %s (the operator deletes them %s after the deletion started)",
+				strings.Join(waiting, ", "), decision.Bound)
+		}
 		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 	}
 	running, err := r.awaitUnmanagedJobs(ctx, p.scope)
