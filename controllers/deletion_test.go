@@ -397,3 +397,27 @@ func TestBlueGreenDeletionEndsAtOnce(t *testing.T) {
 	k.collect(ns, "orders-blue")
 	goneWithin(t, c, blue, started, deletionTimeout)
 }
+
+// TestDeletionWithoutAJobManagerSaysThereIsNoFinalSavepoint (row: JobManager gone): the
+// JobManager Deployment vanished (recovery off, so it stays gone) while the job ran; deleting
+// the resource with savepoint on deletion cannot take one, and says so at once (Warning
+// NoFinalSavepoint, status.error) instead of deleting without a word.
+func TestDeletionWithoutAJobManagerSaysThereIsNoFinalSavepoint(t *testing.T) {
+	t.Parallel()
+	c := testEnv(t).Client
+	ctx := context.Background()
+	ns, _, k, events := newScenario(t, "delete-jm-gone")
+	d, _ := savepointOnDeletion(t, c, k, ns, "orders")
+	update(t, c, ns, "orders", func(d *flinkv1beta1.FlinkDeployment) {
+		d.Spec.FlinkConfiguration = configWith(t, d.Spec.FlinkConfiguration, "kubernetes.operator.jm-deployment-recovery.enabled", "false")
+	})
+	require.NoError(t, c.Delete(ctx, k.jobManager(ns, "orders"), client.PropagationPolicy("Background")))
+	d = waitFor(t, c, ns, "orders", "JobManager MISSING", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
+	})
+
+	started := deleteNow(t, c, d)
+	events.seen(t, "Warning "+string(lifecycle.ReasonNoFinalSavepoint))
+	events.seen(t, "its JobManager is MISSING")
+	goneWithin(t, c, d, started, 0)
+}

@@ -438,10 +438,12 @@ func (r *FlinkDeploymentReconciler) savepointOnDeletion(ctx context.Context, p *
 // reasonCleanupFailed is upstream's Warning event reason while a deletion waits.
 const reasonCleanupFailed = "CleanupFailed"
 
-// finalSavepointDue: the job may still run and no final savepoint was taken or given up yet:
-// it runs, a savepoint of it is in flight, or its JobManager runs but did not say how the job
-// is (RECONCILING: the job likely runs, and its state would be lost unsaid). The status is the
-// one last observed: a deletion does not observe again.
+// finalSavepointDue: the job may still run, or ran until its JobManager went, and no final
+// savepoint was taken or given up yet: it runs, a savepoint of it is in flight, or it was not
+// seen to end (RECONCILING) while its JobManager runs but did not say how the job is, or is
+// missing or failed. In the last two cases no savepoint can be taken, and the deletion says so
+// at once (finalSavepointBlock: lifecycle.BlockGone) instead of going without a word. The status
+// is the one last observed: a deletion does not observe again.
 func finalSavepointDue(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 	if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonNoFinalSavepoint {
 		return false // given up already, and said so
@@ -454,7 +456,10 @@ func finalSavepointDue(st *flinkv1beta1.FlinkDeploymentStatus) bool {
 	case flinkv1beta1.JobStatusRunning:
 		return true
 	case flinkv1beta1.JobStatusReconciling:
-		return st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady || st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerDeployedNotReady
+		switch st.JobManagerDeploymentStatus {
+		case flinkv1beta1.JobManagerReady, flinkv1beta1.JobManagerDeployedNotReady, flinkv1beta1.JobManagerMissing, flinkv1beta1.JobManagerError:
+			return true
+		}
 	}
 	return false
 }
