@@ -39,6 +39,11 @@ const (
 	// Service, a ConfigMap, the Ingress) exists under its name and belongs to someone else; the
 	// operator leaves it unchanged and deploys nothing until it is gone.
 	ErrorReasonForeignObject StatusErrorReason = "ForeignObject"
+	// ErrorReasonNoFinalSavepoint: the resource is being deleted without the savepoint on
+	// deletion it was asked to take (it failed, or the JobManager could not be asked, until
+	// kubernetes.operator.resource.cleanup.timeout): the job's state since its last savepoint
+	// or retained checkpoint is not kept.
+	ErrorReasonNoFinalSavepoint StatusErrorReason = "NoFinalSavepoint"
 	// ErrorReasonReconcileFailed: any other error of a reconcile; retried.
 	ErrorReasonReconcileFailed StatusErrorReason = "ReconcileFailed"
 )

@@ -18,6 +18,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/hastore"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
@@ -417,10 +418,13 @@ func (r *FlinkDeploymentReconciler) deletionPhases() []phase {
 }
 
 // savepointOnDeletion is kubernetes.operator.job.savepoint-on-deletion: the job's state is kept
-// in a savepoint before its cluster goes. Bounded by the cleanup timeout, so deletion never
-// deadlocks.
+// in a savepoint before its cluster goes. The step is decided by lifecycle.DecideDeletion: a
+// savepoint that fails, or a JobManager that cannot be asked, is waited for until the cleanup
+// timeout after the deletion started (metadata.deletionTimestamp, so a restarted operator does
+// not start it again); then, or at once when no JobManager runs, the deployment goes without it
+// (withoutFinalSavepoint), never silently.
 func (r *FlinkDeploymentReconciler) savepointOnDeletion(ctx context.Context, p *pass) (jobs.PhaseResult, error) {
-	if p.dep.Spec.Job == nil || p.Deployed == nil {
+	if p.dep.Spec.Job == nil || p.Deployed == nil || p.Deployed.Job == nil {
 		return jobs.Next(), nil
 	}
 	conf, err := r.config(p.scope, p.Deployed)
@@ -428,31 +432,120 @@ func (r *FlinkDeploymentReconciler) savepointOnDeletion(ctx context.Context, p *
 		return jobs.PhaseResult{}, err
 	}
 	st := p.status()
-	info := st.JobStatus.SavepointInfo
-	pending := info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade
-	if !options.SavepointOnDeletion.Get(conf) || (!jobRunning(st) && !pending) {
+	if !options.SavepointOnDeletion.Get(conf) || !finalSavepointDue(st) {
 		return jobs.Next(), nil
 	}
 	timeout := options.ResourceCleanupTimeout.Get(conf)
-	if time.Since(p.dep.DeletionTimestamp.Time) >= timeout {
-		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, "CleanupFailed",
-			"No savepoint on deletion after %s; deleting the cluster without one", timeout)
-		return jobs.Next(), nil
+	block := finalSavepointBlock(st)
+	decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepFinalSavepoint, Blocked: block,
+		Elapsed: time.Since(p.dep.DeletionTimestamp.Time), Timeout: timeout})
+	if decision.Action == lifecycle.DeletionGiveUp {
+		return jobs.Next(), r.withoutFinalSavepoint(ctx, p, block, timeout)
 	}
 	progress, err := r.jobStop(p.scope, conf).WithSavepoint(ctx, options.DrainOnSavepointDeletion.Get(conf))
 	if err != nil {
-		return jobs.PhaseResult{}, err
+		// Not returned: a JobManager that does not answer would be retried with a growing
+		// back-off, past the bound; it is asked again at the progress-check interval, and at
+		// the bound at the latest.
+		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+			"Cannot take the savepoint on deletion yet (given up %s after the deletion started): %v", decision.Bound, err)
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 	}
 	if progress != jobs.StopDone {
-		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 	}
 	return jobs.Acted(reconciler.RequeueSoon()), nil
 }
 
+// reasonCleanupFailed is upstream's Warning event reason while a deletion waits.
+const reasonCleanupFailed = "CleanupFailed"
+
+// finalSavepointDue: the job may still run, or ran until its JobManager went, and no final
+// savepoint was taken or given up yet: it runs, a savepoint of it is in flight, or it was not
+// seen to end (RECONCILING) while its JobManager runs but did not say how the job is, or is
+// missing or failed. In the last two cases no savepoint can be taken, and the deletion says so
+// at once (finalSavepointBlock: lifecycle.BlockGone) instead of going without a word. The status
+// is the one last observed: a deletion does not observe again.
+func finalSavepointDue(st *flinkv1beta1.FlinkDeploymentStatus) bool {
+	if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonNoFinalSavepoint {
+		return false // given up already, and said so
+	}
+	info := st.JobStatus.SavepointInfo
+	if info != nil && info.TriggerID != "" && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		return true
+	}
+	switch st.JobStatus.State {
+	case flinkv1beta1.JobStatusRunning:
+		return true
+	case flinkv1beta1.JobStatusReconciling:
+		switch st.JobManagerDeploymentStatus {
+		case flinkv1beta1.JobManagerReady, flinkv1beta1.JobManagerDeployedNotReady, flinkv1beta1.JobManagerMissing, flinkv1beta1.JobManagerError:
+			return true
+		}
+	}
+	return false
+}
+
+// finalSavepointBlock is why the final savepoint is not taken yet, as the status says.
+func finalSavepointBlock(st *flinkv1beta1.FlinkDeploymentStatus) lifecycle.DeletionBlock {
+	switch st.JobManagerDeploymentStatus {
+	case flinkv1beta1.JobManagerMissing, flinkv1beta1.JobManagerError:
+		return lifecycle.BlockGone
+	case flinkv1beta1.JobManagerReady:
+		if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonUpgradeFailed {
+			return lifecycle.BlockFailed
+		}
+		return lifecycle.BlockInProgress
+	default:
+		return lifecycle.BlockUnreachable
+	}
+}
+
+// withoutFinalSavepoint records that the deployment goes without the savepoint on deletion the
+// user asked for: status.error (reason NoFinalSavepoint) is written before the cluster is
+// deleted, so it is the status the resource shows last, and a Warning event says what was
+// skipped, why, and what state is left.
+func (r *FlinkDeploymentReconciler) withoutFinalSavepoint(ctx context.Context, p *pass, block lifecycle.DeletionBlock, timeout time.Duration) error {
+	st := p.status()
+	var why string
+	switch block {
+	case lifecycle.BlockGone:
+		why = fmt.Sprintf("its JobManager is %s, so no savepoint can be taken", st.JobManagerDeploymentStatus)
+	case lifecycle.BlockFailed:
+		why = fmt.Sprintf("the savepoint kept failing for %s (kubernetes.operator.resource.cleanup.timeout): %s", timeout, flinkv1beta1.ErrorMessage(st.Error))
+	case lifecycle.BlockUnreachable:
+		why = fmt.Sprintf("its JobManager was %s for %s (kubernetes.operator.resource.cleanup.timeout)", st.JobManagerDeploymentStatus, timeout)
+	default:
+		why = fmt.Sprintf("the savepoint did not complete within %s (kubernetes.operator.resource.cleanup.timeout)", timeout)
+	}
+	kept := "there is no earlier savepoint"
+	if info := st.JobStatus.SavepointInfo; info != nil && info.LastSavepoint != nil && info.LastSavepoint.Location != "" {
+		kept = "the last savepoint taken is " + info.LastSavepoint.Location
+	}
+	msg := fmt.Sprintf("No final savepoint of job %s: %s. The cluster is deleted without one; the job's state since its last savepoint or retained checkpoint is not kept (%s)",
+		st.JobStatus.JobID, why, kept)
+	if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		// The savepoint given up is no longer followed: nothing waits for it any more.
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+	}
+	st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonNoFinalSavepoint, msg)
+	if err := r.persist(ctx, p.scope); err != nil {
+		return fmt.Errorf("record that there is no final savepoint: %w", err)
+	}
+	r.Recorder.Event(p.dep, corev1.EventTypeWarning, string(lifecycle.ReasonNoFinalSavepoint), msg)
+	return nil
+}
+
 // awaitSessionJobs: a session cluster outlives its session jobs (upstream's
 // kubernetes.operator.session.deletion.block-on-session-jobs, default true), since deleting it
-// first would strand their state: its FlinkSessionJobs are deleted first, then the jobs no
+// first would strand their state: its FlinkSessionJobs go first, then the jobs no
 // FlinkSessionJob manages are waited for (awaitUnmanagedJobs), then the session goes.
+//
+// Upstream waits for the user to delete the session jobs, without end. A deleted resource never
+// comes back, so that wait can only end with the user deleting them or removing a finalizer by
+// hand (which strands the jobs); here, once the cleanup timeout has passed since the session's
+// deletion started (lifecycle.DecideDeletion), the operator deletes them itself, and each goes
+// within its own bounds (its job stopped, with a savepoint on deletion when asked for).
 func (r *FlinkDeploymentReconciler) awaitSessionJobs(ctx context.Context, p *pass) (jobs.PhaseResult, error) {
 	if p.dep.Spec.Job != nil {
 		return jobs.Next(), nil
@@ -466,24 +559,80 @@ func (r *FlinkDeploymentReconciler) awaitSessionJobs(ctx context.Context, p *pas
 		return jobs.PhaseResult{}, fmt.Errorf("list session jobs: %w", err)
 	}
 	var waiting []string
-	for _, j := range sessionJobs.Items {
+	var notDeleted []*flinkv1beta1.FlinkSessionJob
+	for i, j := range sessionJobs.Items {
 		if j.Spec.DeploymentName == p.dep.Name {
 			waiting = append(waiting, j.Name)
+			if j.DeletionTimestamp.IsZero() {
+				notDeleted = append(notDeleted, &sessionJobs.Items[i])
+			}
 		}
 	}
+	timeout := r.cleanupTimeout(p.scope)
+	elapsed := time.Since(p.dep.DeletionTimestamp.Time)
 	if len(waiting) > 0 {
-		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, "CleanupFailed",
-			"Waiting for the session jobs of this session cluster to be deleted: %s", strings.Join(waiting, ", "))
-		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+		decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepSessionJobs, Blocked: lifecycle.BlockDependents,
+			Elapsed: elapsed, Timeout: timeout})
+		if decision.Action == lifecycle.DeletionGiveUp && len(notDeleted) > 0 {
+			if err := r.deleteSessionJobs(ctx, p, notDeleted, timeout); err != nil {
+				return jobs.PhaseResult{}, err
+			}
+			return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+		}
+		if len(notDeleted) == 0 {
+			// All of them are being deleted (by the user, or by this deletion at its bound):
+			// each ends within its own bounds.
+			r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+				"Waiting for the session jobs of this session cluster to go: %s (being deleted)", strings.Join(waiting, ", "))
+		} else {
+			r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+				"Waiting for the session jobs of this session cluster to be deleted: %s (the operator deletes them %s after the deletion started)",
+				strings.Join(waiting, ", "), decision.Bound)
+		}
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 	}
-	wait, err := r.awaitUnmanagedJobs(ctx, p.scope)
-	if err != nil {
-		return jobs.PhaseResult{}, err
+	running, err := r.awaitUnmanagedJobs(ctx, p.scope)
+	if err != nil || len(running) == 0 {
+		return jobs.Next(), err
 	}
-	if wait {
-		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.Reconcile}), nil
+	decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepUnmanagedJobs, Blocked: lifecycle.BlockDependents,
+		Elapsed: elapsed, Timeout: timeout})
+	if decision.Action == lifecycle.DeletionGiveUp {
+		r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, string(decision.Reason),
+			"Deleting the session cluster with jobs no FlinkSessionJob manages still running after %s (kubernetes.operator.resource.cleanup.timeout): [%s]; they end with it, without a savepoint, and their HA metadata is deleted",
+			timeout, strings.Join(running, ", "))
+		return jobs.Next(), nil
 	}
-	return jobs.Next(), nil
+	r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, reasonCleanupFailed,
+		"The session cluster has non terminated jobs [%s] that should be cancelled first (it is deleted with them %s after the deletion started)",
+		strings.Join(running, ", "), decision.Bound)
+	return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.Reconcile)}), nil
+}
+
+// deleteSessionJobs deletes the FlinkSessionJobs a deleted session cluster waited for past its
+// bound, and says so; the next reconciles wait for them to go.
+func (r *FlinkDeploymentReconciler) deleteSessionJobs(ctx context.Context, p *pass, left []*flinkv1beta1.FlinkSessionJob, timeout time.Duration) error {
+	names := make([]string, 0, len(left))
+	for _, j := range left {
+		if err := r.Client.Delete(ctx, j); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete session job %s of the deleted session cluster: %w", j.Name, err)
+		}
+		names = append(names, j.Name)
+	}
+	r.Recorder.Eventf(p.dep, corev1.EventTypeWarning, string(lifecycle.ReasonSessionJobsDeleted),
+		"The session jobs of this session cluster were not deleted within %s (kubernetes.operator.resource.cleanup.timeout): deleting them: %s; each stops its job first",
+		timeout, strings.Join(names, ", "))
+	return nil
+}
+
+// cleanupTimeout is kubernetes.operator.resource.cleanup.timeout of the deployed spec (the
+// default when nothing was deployed, or its configuration cannot be read).
+func (r *FlinkDeploymentReconciler) cleanupTimeout(s *scope) time.Duration {
+	var conf flinkconf.Config
+	if running := s.running(); running != nil {
+		conf, _ = r.config(s, running)
+	}
+	return options.ResourceCleanupTimeout.Get(conf)
 }
 
 // deleteClusterOnDeletion deletes the cluster with its HA metadata and waits until it is gone.
@@ -509,41 +658,35 @@ func (r *FlinkDeploymentReconciler) removeFinalizer(ctx context.Context, p *pass
 	return jobs.Acted(ctrl.Result{}), nil
 }
 
-// awaitUnmanagedJobs says whether the deletion of a session cluster waits for jobs no
+// awaitUnmanagedJobs are the jobs the deletion of a session cluster waits for: those no
 // FlinkSessionJob manages (its FlinkSessionJobs are gone by now, so every job still running
 // is one submitted another way: the CLI, the SQL gateway). Deleting the cluster would kill them
 // and delete their HA metadata. As upstream's SessionReconciler.cleanupInternal, with
 // kubernetes.operator.session.deletion.block-on-unmanaged-jobs (default true) from the deployed
 // spec's configuration: a JobManager that is not ready, or that cannot list its jobs, does not
 // keep the deletion (there is no job to wait for that could be told apart).
-func (r *FlinkDeploymentReconciler) awaitUnmanagedJobs(ctx context.Context, s *scope) (bool, error) {
+func (r *FlinkDeploymentReconciler) awaitUnmanagedJobs(ctx context.Context, s *scope) ([]string, error) {
 	if s.Deployed == nil || s.status().JobManagerDeploymentStatus != flinkv1beta1.JobManagerReady {
-		return false, nil
+		return nil, nil
 	}
 	conf, err := r.config(s, s.running())
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if !options.BlockOnUnmanagedJobs.Get(conf) {
-		return false, nil
+		return nil, nil
 	}
 	cl, err := r.RestClient(ctx, s)
 	if err != nil {
 		log.FromContext(ctx).Info("cannot list the session's jobs before deleting it", "error", err.Error())
-		return false, nil
+		return nil, nil
 	}
 	jobs, err := cl.JobsOverview(ctx)
 	if err != nil {
 		log.FromContext(ctx).Info("cannot list the session's jobs before deleting it", "error", err.Error())
-		return false, nil
+		return nil, nil
 	}
-	running := nonTerminalJobs(jobs)
-	if len(running) == 0 {
-		return false, nil
-	}
-	r.Recorder.Eventf(s.dep, corev1.EventTypeWarning, "CleanupFailed",
-		"The session cluster has non terminated jobs [%s] that should be cancelled first", strings.Join(running, ", "))
-	return true, nil
+	return nonTerminalJobs(jobs), nil
 }
 
 // nonTerminalJobs are the ids of the jobs that can still run (not FINISHED, CANCELED or

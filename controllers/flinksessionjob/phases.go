@@ -3,6 +3,7 @@ package flinksessionjob
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/metrics"
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
@@ -238,13 +240,52 @@ func (r *FlinkSessionJobReconciler) jobDeletionPhases() []jobPhase {
 	}
 }
 
-// stopJobOnDeletion keeps the finalizer until the job is known not to run (stopBeforeDeletion).
+// stopJobOnDeletion keeps the finalizer until the job is known not to run (stopBeforeDeletion),
+// or until the stop was waited for as long as lifecycle.DecideDeletion allows (twice the cleanup
+// timeout from the deletion's start: a savepoint on deletion may have taken the first). Then the
+// resource goes, and a Warning event and the status written last say that the job may still
+// run on its session, managed by nothing.
 func (r *FlinkSessionJobReconciler) stopJobOnDeletion(ctx context.Context, p *jobPass) (jobs.PhaseResult, error) {
-	wait, err := r.stopBeforeDeletion(ctx, p.jobScope)
-	if wait || err != nil {
+	block, err := r.stopBeforeDeletion(ctx, p.jobScope)
+	if err != nil {
 		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), errors.Join(err, r.persistJob(ctx, p.jobScope))
 	}
+	timeout := options.ResourceCleanupTimeout.Get(p.conf)
+	decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepJobStop, Blocked: block,
+		Elapsed: time.Since(p.job.DeletionTimestamp.Time), Timeout: timeout})
+	switch decision.Action {
+	case lifecycle.DeletionWait:
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), r.persistJob(ctx, p.jobScope)
+	case lifecycle.DeletionGiveUp:
+		st := p.status()
+		session := p.job.Spec.DeploymentName
+		if p.session != nil {
+			session = p.session.Name
+		}
+		msg := fmt.Sprintf("Job %s may still run on session %s: its stop was not confirmed within %s of the deletion (twice kubernetes.operator.resource.cleanup.timeout; the session %s). Nothing manages it any more: cancel it on the session if it still runs",
+			st.JobStatus.JobID, session, decision.Bound, blockSaid(block))
+		if flinkv1beta1.ErrorReason(st.Error) != flinkv1beta1.ErrorReasonNoFinalSavepoint {
+			// A NoFinalSavepoint error stays: it is what the user asked for and did not get.
+			st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonReconcileFailed, msg)
+		}
+		if err := r.persistJob(ctx, p.jobScope); err != nil {
+			return jobs.PhaseResult{}, err
+		}
+		r.Recorder.Event(p.job, corev1.EventTypeWarning, string(decision.Reason), msg)
+	}
 	return jobs.Next(), nil
+}
+
+// blockSaid is why a stop was not confirmed, in words.
+func blockSaid(block lifecycle.DeletionBlock) string {
+	switch block {
+	case lifecycle.BlockUnreachable:
+		return "could not be asked"
+	case lifecycle.BlockFailed:
+		return "refused the stop"
+	default:
+		return "did not finish the stop"
+	}
 }
 
 // removeJobFinalizer lets the deleted session job go, with its autoscaler metrics.

@@ -18,6 +18,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
 	"github.com/flink-operator/flink-operator/pkg/jarstage"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/native"
 	"github.com/flink-operator/flink-operator/pkg/options"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -318,60 +319,64 @@ func (r *FlinkSessionJobReconciler) jobRequeue(s *jobScope) time.Duration {
 }
 
 // stopBeforeDeletion makes sure a deleted session job's Flink job does not run on unmanaged
-// (upstream's SessionJobReconciler.cleanupInternal): wait says the finalizer must stay. The job
-// is stopped (with a savepoint when kubernetes.operator.job.savepoint-on-deletion is set, else
-// cancelled) unless it is known to be gone: never submitted, ended, unknown to its session, or
-// gone with its session (deleted, or being deleted with no JobManager left). While the session
-// cannot be asked, or the stop fails, deletion waits with a Warning event: with HA the job
-// comes back with the JobManager, and a ready session still runs it.
+// (upstream's SessionJobReconciler.cleanupInternal): a block other than lifecycle.BlockNone says
+// the finalizer stays, and why. The job is stopped (with a savepoint when
+// kubernetes.operator.job.savepoint-on-deletion is set, else cancelled) unless it is known to be
+// gone: never submitted, ended, unknown to its session, or gone with its session (deleted, or
+// being deleted with no JobManager left). While the session cannot be asked, or the stop fails,
+// deletion waits with a Warning event: with HA the job comes back with the JobManager, and a
+// ready session still runs it.
 //
-// There is no upper bound on confirming the job stopped (as upstream, which reschedules the
-// delete for as long as the cancel fails): letting the resource go would leave the job running
-// with nothing tracking it, and re-creating the resource would run a second copy against the
-// same sources and sinks. A user who accepts that removes the finalizer, or deletes the
-// session. Only the savepoint is bounded: after kubernetes.operator.resource.cleanup.timeout
-// the job is cancelled instead, since a savepoint that never completes must not keep a job the
-// user deleted running.
-func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *jobScope) (wait bool, err error) {
+// Both waits are bounded (lifecycle.DecideDeletion, from the job's deletionTimestamp): the
+// savepoint is given up after kubernetes.operator.resource.cleanup.timeout and the job cancelled
+// instead, since a savepoint that never completes must not keep a job the user deleted running;
+// the stop itself is waited for one more timeout (stopJobOnDeletion), after which the resource
+// goes with a Warning that the job may still run, unmanaged.
+func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *jobScope) (lifecycle.DeletionBlock, error) {
 	st := s.status()
 	switch {
 	case st.JobStatus.JobID == "" || reconciler.IsTerminal(st.JobStatus.State):
-		return false, nil
+		return lifecycle.BlockNone, nil
 	case s.session == nil || (!s.session.DeletionTimestamp.IsZero() && s.session.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing):
-		return false, nil // the session cluster is gone, and its jobs with it
+		return lifecycle.BlockNone, nil // the session cluster is gone, and its jobs with it
 	case s.flink == nil && s.sessionReady():
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot reach session %s to stop job %s: %v",
 			s.session.Name, st.JobStatus.JobID, s.unreachable)
-		return true, nil
+		return lifecycle.BlockUnreachable, nil
 	case s.flink == nil && (s.conf == nil || s.conf.HAEnabled()):
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed,
 			"Waiting for session %s to be ready to stop job %s (with HA it comes back with its JobManager)", s.session.Name, st.JobStatus.JobID)
-		return true, nil
+		return lifecycle.BlockUnreachable, nil
 	case s.flink == nil:
-		return false, nil // without HA, a session JobManager that is not running took the job with it
+		return lifecycle.BlockNone, nil // without HA, a session JobManager that is not running took the job with it
 	}
 	state, err := s.flink.JobStatus(ctx, st.JobStatus.JobID)
 	switch {
 	case flink.IsNotFound(err):
-		return false, nil
+		return lifecycle.BlockNone, nil
 	case err != nil:
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot ask session %s about job %s: %v", s.session.Name, st.JobStatus.JobID, err)
-		return true, nil
+		return lifecycle.BlockUnreachable, nil
 	case reconciler.IsTerminal(flinkv1beta1.JobStatusState(state)):
 		if st.JobStatus.State == flinkv1beta1.JobStatusCancelling {
 			// The cancel this deletion sent (a step of its own) is done.
 			r.Recorder.Event(s.job, corev1.EventTypeNormal, reconciler.ReasonCleanup, "Job stopped")
 		}
-		return false, nil
+		return lifecycle.BlockNone, nil
 	}
 	mode := flinkv1beta1.UpgradeModeStateless
-	timeout := options.ResourceCleanupTimeout.Get(s.conf)
-	if options.SavepointOnDeletion.Get(s.conf) && time.Since(s.job.DeletionTimestamp.Time) < timeout {
-		mode = flinkv1beta1.UpgradeModeSavepoint
-	} else if options.SavepointOnDeletion.Get(s.conf) {
-		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "No savepoint of job %s after %s; cancelling it", st.JobStatus.JobID, timeout)
-		if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
-			info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+	if options.SavepointOnDeletion.Get(s.conf) && flinkv1beta1.ErrorReason(st.Error) != flinkv1beta1.ErrorReasonNoFinalSavepoint {
+		timeout := options.ResourceCleanupTimeout.Get(s.conf)
+		block := lifecycle.BlockInProgress
+		if flinkv1beta1.ErrorReason(st.Error) == flinkv1beta1.ErrorReasonUpgradeFailed {
+			block = lifecycle.BlockFailed
+		}
+		decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepFinalSavepoint, Blocked: block,
+			Elapsed: time.Since(s.job.DeletionTimestamp.Time), Timeout: timeout})
+		if decision.Action == lifecycle.DeletionGiveUp {
+			r.withoutFinalSavepoint(s, block, timeout)
+		} else {
+			mode = flinkv1beta1.UpgradeModeSavepoint
 		}
 	}
 	stop := r.jobStop(s, s.Deployed)
@@ -383,13 +388,32 @@ func (r *FlinkSessionJobReconciler) stopBeforeDeletion(ctx context.Context, s *j
 	}
 	if err != nil {
 		r.Recorder.Eventf(s.job, corev1.EventTypeWarning, reasonCleanupFailed, "Cannot stop job %s on session %s: %v", st.JobStatus.JobID, s.session.Name, err)
-		return true, nil
+		return lifecycle.BlockFailed, nil
 	}
 	if progress != jobs.StopDone {
-		return true, nil
+		return lifecycle.BlockInProgress, nil
 	}
 	r.Recorder.Event(s.job, corev1.EventTypeNormal, reconciler.ReasonCleanup, "Job stopped")
-	return false, nil
+	return lifecycle.BlockNone, nil
+}
+
+// withoutFinalSavepoint records that the session job's savepoint on deletion is given up: the
+// job is cancelled instead, its pending savepoint no longer followed. status.error (reason
+// NoFinalSavepoint) says so in the status the resource shows last, and a Warning event names
+// what was skipped and why.
+func (r *FlinkSessionJobReconciler) withoutFinalSavepoint(s *jobScope, block lifecycle.DeletionBlock, timeout time.Duration) {
+	st := s.status()
+	why := fmt.Sprintf("the savepoint did not complete within %s (kubernetes.operator.resource.cleanup.timeout)", timeout)
+	if block == lifecycle.BlockFailed {
+		why = fmt.Sprintf("the savepoint kept failing for %s (kubernetes.operator.resource.cleanup.timeout): %s", timeout, flinkv1beta1.ErrorMessage(st.Error))
+	}
+	msg := fmt.Sprintf("No final savepoint of job %s: %s. The job is cancelled without one; its state since its last savepoint or retained checkpoint is not kept",
+		st.JobStatus.JobID, why)
+	if info := st.JobStatus.SavepointInfo; info != nil && info.TriggerType == flinkv1beta1.SnapshotTriggerUpgrade {
+		info.TriggerID, info.TriggerType, info.TriggerTimestamp = "", "", nil
+	}
+	st.Error = flinkv1beta1.NewStatusError(flinkv1beta1.ExceptionReconciliation, flinkv1beta1.ErrorReasonNoFinalSavepoint, msg)
+	r.Recorder.Event(s.job, corev1.EventTypeWarning, string(lifecycle.ReasonNoFinalSavepoint), msg)
 }
 
 // reasonCleanupFailed is the Warning event reason while a deletion waits (upstream's).

@@ -8,12 +8,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
 	"github.com/flink-operator/flink-operator/controllers/jobs"
 	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
+	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
+	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
 // A FlinkStateSnapshot reconcile reads the resource once into a snapshotScope and runs the
@@ -301,10 +305,20 @@ func (r *FlinkStateSnapshotReconciler) released(_ context.Context, s *snapshotSc
 // with it (upstream's StateSnapshotReconciler.cleanup keeps the finalizer on IN_PROGRESS), so it
 // is not left behind undisposed. Upstream only waits; here its progress is also followed
 // (statePhases), so that the wait ends; a failed attempt is not retried: the resource is going
-// away.
+// away. The wait is bounded (lifecycle.DecideDeletion): past the cleanup timeout since the
+// deletion started, the snapshot goes with a Warning that the savepoint is not disposed of.
 func (r *FlinkStateSnapshotReconciler) awaitInProgress(ctx context.Context, s *snapshotScope) (jobs.PhaseResult, error) {
 	ref := s.snap.Spec.JobReference
 	if !s.disposeOnDelete() || ref == nil || ref.Name == "" || s.snap.Status.State != flinkv1beta1.SnapshotInProgress {
+		return jobs.Next(), nil
+	}
+	timeout := r.cleanupTimeout(ctx, s.snap)
+	decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepSnapshotInProgress, Blocked: lifecycle.BlockInProgress,
+		Elapsed: s.now.Sub(s.snap.DeletionTimestamp.Time), Timeout: timeout})
+	if decision.Action == lifecycle.DeletionGiveUp {
+		r.Recorder.Eventf(s.snap, corev1.EventTypeWarning, string(decision.Reason),
+			"The savepoint (trigger %s) was still in progress %s after the deletion started (kubernetes.operator.resource.cleanup.timeout): the resource goes without disposing of it; if Flink completes it, it stays in the savepoint storage",
+			s.snap.Status.TriggerID, timeout)
 		return jobs.Next(), nil
 	}
 	s.original = s.snap.DeepCopy()
@@ -321,34 +335,93 @@ func (r *FlinkStateSnapshotReconciler) awaitInProgress(ctx context.Context, s *s
 		return jobs.Next(), nil
 	}
 	r.Recorder.Eventf(s.snap, corev1.EventTypeNormal, ReasonSnapshotDeletionWaits,
-		"Cannot delete yet: the savepoint is still in progress; it is disposed of once Flink completes it")
-	return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+		"Cannot delete yet: the savepoint is still in progress; it is disposed of once Flink completes it (the deletion goes without it %s after it started)", decision.Bound)
+	return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 }
 
 // disposeSavepoint disposes of a completed savepoint with disposeOnDelete through the
 // referenced job's cluster. Without a running job there is nothing to dispose with, so the
-// deletion waits (as upstream) unless the referenced resource is gone.
+// deletion waits (as upstream) unless the referenced resource is gone; unlike upstream, not
+// forever: past twice the cleanup timeout since the deletion started (the first may have gone
+// to the savepoint's writing), the snapshot goes with a Warning naming the savepoint left in
+// the storage.
 func (r *FlinkStateSnapshotReconciler) disposeSavepoint(ctx context.Context, s *snapshotScope) (jobs.PhaseResult, error) {
 	st := s.snap.Status
 	if !s.disposeOnDelete() || st.State != flinkv1beta1.SnapshotCompleted || st.Path == "" {
 		return jobs.Next(), nil
 	}
 	tgt, why, err := r.target(ctx, s)
-	switch {
-	case err != nil:
+	if err != nil {
 		return jobs.PhaseResult{}, err
-	case why != "" && r.targetExists(ctx, s.snap):
-		r.Recorder.Eventf(s.snap, corev1.EventTypeWarning, ReasonSnapshotError, "Waiting to dispose %s: %s", st.Path, why)
-		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.Reconcile}), nil
-	case why != "":
+	}
+	if why != "" && !r.targetExists(ctx, s.snap) {
 		return jobs.Next(), nil
+	}
+	block := lifecycle.BlockUnreachable
+	if why == "" {
+		block = lifecycle.BlockInProgress
+	}
+	timeout := r.cleanupTimeout(ctx, s.snap)
+	decision := lifecycle.DecideDeletion(lifecycle.DeletionObserved{Step: lifecycle.StepSavepointDisposal, Blocked: block,
+		Elapsed: s.now.Sub(s.snap.DeletionTimestamp.Time), Timeout: timeout})
+	if decision.Action == lifecycle.DeletionGiveUp {
+		r.Recorder.Eventf(s.snap, corev1.EventTypeWarning, string(decision.Reason),
+			"Savepoint %s not disposed of within %s of the deletion (twice kubernetes.operator.resource.cleanup.timeout): the resource goes, the savepoint stays in the storage",
+			st.Path, decision.Bound)
+		return jobs.Next(), nil
+	}
+	if why != "" {
+		r.Recorder.Eventf(s.snap, corev1.EventTypeWarning, ReasonSnapshotError, "Waiting to dispose %s: %s", st.Path, why)
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.Reconcile)}), nil
 	}
 	if _, err := tgt.Flink.DisposeSavepoint(ctx, st.Path); err != nil {
 		r.Recorder.Eventf(s.snap, corev1.EventTypeWarning, ReasonSnapshotError, "Disposing %s failed: %v", st.Path, err)
-		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), nil
+		return jobs.Acted(ctrl.Result{RequeueAfter: decision.Requeue(r.Intervals.ProgressCheck)}), nil
 	}
 	r.Recorder.Eventf(s.snap, corev1.EventTypeNormal, "SnapshotDisposed", "Savepoint %s disposed", st.Path)
 	return jobs.Next(), nil
+}
+
+// cleanupTimeout is kubernetes.operator.resource.cleanup.timeout of the snapshot's job's
+// cluster, as that cluster's reconciler reads it (the operator's defaults when the cluster is
+// not found or its configuration cannot be read).
+func (r *FlinkStateSnapshotReconciler) cleanupTimeout(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) time.Duration {
+	_, defaults, _ := reconciler.LiveSettings(r.Live, r.Intervals, r.Defaults, r.Flink)
+	fallback := flinkconf.Config{}
+	for k, v := range defaults.Operator {
+		fallback[k] = v
+	}
+	cluster := r.referencedCluster(ctx, snap)
+	if cluster == nil {
+		return options.ResourceCleanupTimeout.Get(fallback)
+	}
+	conf, err := reconciler.ClusterConfig(cluster, defaults)
+	if err != nil {
+		return options.ResourceCleanupTimeout.Get(fallback)
+	}
+	return options.ResourceCleanupTimeout.Get(conf)
+}
+
+// referencedCluster is the FlinkDeployment the snapshot's job runs on (a session job's
+// session), or nil when it is not found.
+func (r *FlinkStateSnapshotReconciler) referencedCluster(ctx context.Context, snap *flinkv1beta1.FlinkStateSnapshot) *flinkv1beta1.FlinkDeployment {
+	ref := snap.Spec.JobReference
+	if ref == nil || ref.Name == "" {
+		return nil
+	}
+	name := ref.Name
+	if ref.Kind == flinkv1beta1.JobKindFlinkSessionJob {
+		job := &flinkv1beta1.FlinkSessionJob{}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: ref.Name}, job); err != nil {
+			return nil
+		}
+		name = job.Spec.DeploymentName
+	}
+	dep := &flinkv1beta1.FlinkDeployment{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: snap.Namespace, Name: name}, dep); err != nil {
+		return nil
+	}
+	return dep
 }
 
 // removeFinalizer lets the deleted snapshot go.

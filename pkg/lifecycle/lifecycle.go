@@ -126,6 +126,7 @@ var errorReasons = map[flinkv1beta1.StatusErrorReason]Reason{
 	flinkv1beta1.ErrorReasonArtifactFailed:        "ArtifactFailed",
 	flinkv1beta1.ErrorReasonForeignObject:         "ForeignObject",
 	flinkv1beta1.ErrorReasonReconcileFailed:       "ReconcileFailed",
+	flinkv1beta1.ErrorReasonNoFinalSavepoint:      "NoFinalSavepoint",
 }
 
 // waitsForUser are the reasons of status.error the operator cannot get past alone, with what a

@@ -62,7 +62,7 @@ var table = []Entry{
 	{Key: op + "jm-deployment.startup.probe.enabled", Support: Honoured, Why: "read by pkg/native when it builds the JobManager: upstream's startup probe on the REST port's /config, unless the pod template has one"},
 	{Key: op + "pod-template.merge-arrays-by-name", Support: Honoured, Why: "read by pkg/native when it merges spec.podTemplate with the JobManager's and TaskManager's templates: lists by index, or by name when true, as upstream"},
 	{Key: op + "ingress.manage", Support: Honoured},
-	{Key: op + "session.deletion.block-on-session-jobs", Support: Warned, HonouredValue: "true", Why: "a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them)"},
+	{Key: op + "session.deletion.block-on-session-jobs", Support: Warned, HonouredValue: "true", Why: "a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them); past kubernetes.operator.resource.cleanup.timeout it deletes them itself (Warning SessionJobsDeleted) and goes once they are gone"},
 	{Key: op + "session.deletion.block-on-unmanaged-jobs", Support: Honoured},
 
 	// Upgrades, rollback, restarts.

@@ -80,7 +80,7 @@ func TestUnhonouredOptionsAreWarned(t *testing.T) {
 			"kubernetes.operator.checkpoint.type": "INCREMENTAL"},
 			want: []string{
 				"spec.flinkConfiguration.kubernetes.operator.checkpoint.type (an Apache operator option) is not honoured by this operator and is ignored: the checkpoints the operator triggers are always FULL (upstream's default)",
-				"spec.flinkConfiguration.kubernetes.operator.session.deletion.block-on-session-jobs (an Apache operator option) is not honoured by this operator and is ignored: a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them)",
+				"spec.flinkConfiguration.kubernetes.operator.session.deletion.block-on-session-jobs (an Apache operator option) is not honoured by this operator and is ignored: a session cluster is never deleted while FlinkSessionJobs reference it (Warning CleanupFailed names them); past kubernetes.operator.resource.cleanup.timeout it deletes them itself (Warning SessionJobsDeleted) and goes once they are gone",
 			}},
 		{name: "set another way, and a family of options", conf: map[string]string{"kubernetes.operator.health.probe.port": "8085",
 			"kubernetes.operator.plugins.listeners.audit.class": "org.example.Audit"},

@@ -41,7 +41,9 @@ const settleBound = 3 * time.Minute
 // started again, and the invariants are checked on what Flink and the disk say, not on our
 // status: at most one savepoint per stop (exactly one per manual nonce), a stateful job never
 // starts without its state, Flink runs the latest spec applied, and the resource settles within
-// two minutes of the operator being back. Seeded: CHAOS_SEED replays the random choices (kill
+// two minutes of the operator being back. The deletion flow (chaos_deletion_test.go) deletes a
+// resource with a savepoint on deletion around the kills: gone within its bound, the final
+// savepoint on disk. Seeded: CHAOS_SEED replays the random choices (kill
 // delays, offline changes), CHAOS_ROUNDS sets the rounds per flow (default 2, sized to the CI budget; each run draws a new seed).
 func TestChaos(t *testing.T) {
 	seed := time.Now().UnixNano()
@@ -80,6 +82,18 @@ func TestChaos(t *testing.T) {
 			c.run()
 		})
 	}
+	// Deletion always ends (docs/concepts/deletion.md), the operator killed around it.
+	t.Run("deletion", func(t *testing.T) {
+		c := &chaos{t: t, flow: chaosFlow{name: "deletion", upgradeMode: flinkv1beta1.UpgradeModeSavepoint}, seed: seed, rounds: rounds,
+			rng: rand.New(rand.NewSource(seed + int64(len(flows))))}
+		t.Cleanup(func() {
+			_ = env.RestartOperator(context.Background())
+			if t.Failed() {
+				t.Logf("chaos flow deletion failed: replay with CHAOS_SEED=%d CHAOS_ROUNDS=%d go test -tags e2e ./test/e2e -run 'TestChaos/deletion' -v", seed, rounds)
+			}
+		})
+		c.runDeletion()
+	})
 }
 
 type chaosFlow struct {

@@ -37,6 +37,11 @@ var unexercised = map[auditcheck.Permission]string{
 	// pkg/native Apply (deleteIfOurs): a FlinkDeployment switched to HA no longer has the
 	// JobManager's internal Service, which is deleted; no scenario turns HA on later.
 	{Group: "", Resource: "services", Verb: "delete"}: "internal Service dropped when HA is turned on",
+	// controllers/flinkdeployment awaitSessionJobs: a deleted session cluster deletes the
+	// FlinkSessionJobs still referencing it once kubernetes.operator.resource.cleanup.timeout
+	// (5 min) has passed; no scenario keeps a session job that long (envtest's
+	// TestSessionDeletionDeletesItsSessionJobsAtTheBound does, with a short timeout).
+	{Group: "flink.apache.org", Resource: "flinksessionjobs", Verb: "delete"}: "a session cluster's deletion past its cleanup timeout",
 	// The manager's informers (client-go v0.37, WatchListClient on by default) fill their caches
 	// with a streaming watch (sendInitialEvents) where the API server offers it, as the suite's
 	// 1.37 does, so no list request is made here. On older API servers, down to minKubeVersion

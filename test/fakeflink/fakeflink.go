@@ -66,6 +66,12 @@ type Server struct {
 	failCancel string
 	// checkpointFailure, when set, makes every triggered checkpoint fail with this message.
 	checkpointFailure string
+	// savepointFailure, when set, makes every savepoint or stop-with-savepoint triggered from
+	// then on fail with this message (the job keeps running, as Flink's does).
+	savepointFailure string
+	// unreachable, when set, answers every request with HTTP 503 and this message: a
+	// JobManager whose REST API cannot serve (overloaded, restarting, cut off).
+	unreachable string
 	// graphs are the scripted job graphs and metrics (metrics.go).
 	graphs *graphs
 }
@@ -251,7 +257,12 @@ func (s *Server) Requests() []string {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, r.Method+" "+r.URL.Path)
+	unreachable := s.unreachable
 	s.mu.Unlock()
+	if unreachable != "" {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"errors": []string{unreachable}})
+		return
+	}
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if s.serveGraph(w, r, parts) {
 		return
@@ -327,7 +338,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.stopsByJob[parts[1]] = append(s.stopsByJob[parts[1]], body.TriggerID)
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
-			if s.autoComplete {
+			switch {
+			case s.savepointFailure != "":
+				s.failed[body.TriggerID], s.savepoints[body.TriggerID] = s.savepointFailure, "failed"
+			case s.autoComplete:
 				s.savepoints[body.TriggerID] = s.SavepointLocation(parts[1], body.TriggerID)
 				s.jobs[parts[1]] = "FINISHED"
 			}
@@ -350,7 +364,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.stops = append(s.stops, body.TriggerID)
 		if _, seen := s.savepoints[body.TriggerID]; !seen {
 			s.savepoints[body.TriggerID] = ""
-			if s.autoComplete {
+			if s.savepointFailure != "" {
+				s.failed[body.TriggerID], s.savepoints[body.TriggerID] = s.savepointFailure, "failed"
+			} else if s.autoComplete {
 				loc := s.SavepointLocation(parts[1], body.TriggerID)
 				if body.Target != "" {
 					loc = strings.TrimSuffix(body.Target, "/") + "/savepoint-" + parts[1][:6] + "-" + body.TriggerID[:12]
@@ -499,6 +515,22 @@ func (s *Server) SetCheckpointFailure(message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.checkpointFailure = message
+}
+
+// SetSavepointFailure makes every savepoint and stop-with-savepoint triggered from now on
+// fail with message ("" lets them complete again).
+func (s *Server) SetSavepointFailure(message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.savepointFailure = message
+}
+
+// SetUnreachable makes the JobManager answer every request with HTTP 503 and message ("" makes
+// it answer again).
+func (s *Server) SetUnreachable(message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unreachable = message
 }
 
 // SetAutoComplete says whether savepoints complete as soon as they are triggered; when not,
