@@ -55,7 +55,7 @@ func (c *chaos) runDeletion() {
 		dep.Spec.Job.UpgradeMode = flinkv1beta1.UpgradeModeSavepoint
 		dep.Spec.PodTemplate.Spec.Volumes[0].HostPath.Path = hostPath
 		dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "kubernetes.operator.job.savepoint-on-deletion", "true")
-		dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "kubernetes.operator.resource.cleanup.timeout", deletionCleanupTimeout.String())
+		dep.Spec.FlinkConfiguration = setConfig(t, dep.Spec.FlinkConfiguration, "kubernetes.operator.resource.cleanup.timeout", fmt.Sprintf("%d s", int(deletionCleanupTimeout.Seconds())))
 		c.key = client.ObjectKeyFromObject(dep)
 		require.NoError(t, env.Client.Create(ctx, dep))
 		d := waitFor(t, c.key, "Ready and RUNNING", 3*time.Minute, readyAndRunning)
