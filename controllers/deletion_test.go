@@ -407,12 +407,12 @@ func TestDeletionWithoutAJobManagerSaysThereIsNoFinalSavepoint(t *testing.T) {
 	c := testEnv(t).Client
 	ctx := context.Background()
 	ns, _, k, events := newScenario(t, "delete-jm-gone")
-	d, _ := savepointOnDeletion(t, c, k, ns, "orders")
+	savepointOnDeletion(t, c, k, ns, "orders")
 	update(t, c, ns, "orders", func(d *flinkv1beta1.FlinkDeployment) {
 		d.Spec.FlinkConfiguration = configWith(t, d.Spec.FlinkConfiguration, "kubernetes.operator.jm-deployment-recovery.enabled", "false")
 	})
 	require.NoError(t, c.Delete(ctx, k.jobManager(ns, "orders"), client.PropagationPolicy("Background")))
-	d = waitFor(t, c, ns, "orders", "JobManager MISSING", func(d *flinkv1beta1.FlinkDeployment) bool {
+	d := waitFor(t, c, ns, "orders", "JobManager MISSING", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerMissing
 	})
 

@@ -325,7 +325,7 @@ func TestInternStatusStrings(t *testing.T) {
 		"condition type": {ca.Type, cb.Type}, "condition status": {string(ca.Status), string(cb.Status)},
 		"condition reason": {ca.Reason, cb.Reason}, "condition message": {ca.Message, cb.Message},
 		"lifecycle state": {string(a.Status.LifecycleState), string(b.Status.LifecycleState)},
-		"job state": {string(a.Status.JobStatus.State), string(b.Status.JobStatus.State)},
+		"job state":       {string(a.Status.JobStatus.State), string(b.Status.JobStatus.State)},
 	} {
 		assert.Same(t, unsafe.StringData(pair[0]), unsafe.StringData(pair[1]), "%s: one copy", what)
 	}

@@ -59,10 +59,10 @@ const SlowAfter = time.Second
 // reconciles are slow (what the share is for: a jar server that trickles), is held to its share.
 // It is safe for concurrent use.
 type Limiter struct {
-	share          int
-	now            func() time.Time
-	mu             sync.Mutex
-	namespaces     map[string]*namespaceRuns
+	share      int
+	now        func() time.Time
+	mu         sync.Mutex
+	namespaces map[string]*namespaceRuns
 	// lastTook is how long each namespace's last finished reconcile took: kept for the
 	// namespaces that ran something, a duration each.
 	lastTook map[string]time.Duration
