@@ -4,6 +4,7 @@ import (
 	"time"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/controllers/reconciler"
 )
 
 // FlinkCleanupWaitAtMost bounds how long a cluster whose job was just stopped is left to Flink's
@@ -22,7 +23,7 @@ const FlinkCleanupWaitAtMost = 5 * time.Second
 // cluster is left alone, and the ConfigMap's deletion wakes the reconciler. Without Kubernetes
 // HA there is no such signal and nothing is waited for.
 func FlinkCleanupWait(js *flinkv1beta1.JobStatus, kubernetesHA, jobConfigMapExists bool, now time.Time) time.Duration {
-	if !kubernetesHA || !jobConfigMapExists || !jobEndedForGood(js.State) {
+	if !kubernetesHA || !jobConfigMapExists || !reconciler.IsTerminal(js.State) {
 		return 0
 	}
 	age, known := stateAge(js, now)
@@ -30,13 +31,4 @@ func FlinkCleanupWait(js *flinkv1beta1.JobStatus, kubernetesHA, jobConfigMapExis
 		return 0
 	}
 	return FlinkCleanupWaitAtMost - age
-}
-
-// jobEndedForGood: the states after which Flink cleans up after a job (globally terminal).
-func jobEndedForGood(s flinkv1beta1.JobStatusState) bool {
-	switch s {
-	case flinkv1beta1.JobStatusFinished, flinkv1beta1.JobStatusCanceled, flinkv1beta1.JobStatusFailed:
-		return true
-	}
-	return false
 }
