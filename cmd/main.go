@@ -36,7 +36,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -53,6 +52,7 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/hastore"
 	"github.com/flink-operator/flink-operator/pkg/leaderfence"
 	opmetrics "github.com/flink-operator/flink-operator/pkg/metrics"
+	"github.com/flink-operator/flink-operator/pkg/metricsauth"
 	"github.com/flink-operator/flink-operator/pkg/nsshare"
 	"github.com/flink-operator/flink-operator/pkg/operatorconfig"
 	"github.com/flink-operator/flink-operator/pkg/redact"
@@ -502,7 +502,7 @@ func newManager(cfg *rest.Config, o options) (manager.Manager, error) {
 	if o.metricsSecure {
 		// Callers authenticate with a bearer token (TokenReview) and need get on the
 		// nonResourceURL /metrics (SubjectAccessReview): the metrics-reader ClusterRole.
-		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metrics.FilterProvider = metricsauth.FilterProvider
 	}
 	scheme := newScheme()
 	rotator, err := o.certRotator(cfg, scheme)

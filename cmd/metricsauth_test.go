@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,5 +99,10 @@ func TestSecureMetricsNeedAnAuthorizedToken(t *testing.T) {
 
 	prometheus := token("prometheus")
 	wait.For(t, 10*time.Second, fmt.Sprintf("the metrics-reader ServiceAccount is refused: %d %s", code, body), func() bool { code, body = scrape(prometheus); return code == http.StatusOK })
-	assert.Contains(t, body, "# TYPE controller_runtime_reconcile_total counter", "Prometheus text")
+	// The controllers' metrics appear once they have started, which may be after the first
+	// answer.
+	wait.For(t, 30*time.Second, "the metrics-reader never saw the controllers' metrics", func() bool {
+		code, body = scrape(prometheus)
+		return code == http.StatusOK && strings.Contains(body, "# TYPE controller_runtime_reconcile_total counter")
+	})
 }
