@@ -76,8 +76,9 @@ func TestStatusEventsMaskSecretsByPlace(t *testing.T) {
 			require.Len(t, golang.changes, 1)
 			change := golang.changes[0]
 			golang.mu.Unlock()
+			_, encoded := change.Statuses()
 			var st flinkv1beta1.FlinkDeploymentStatus
-			require.NoError(t, json.Unmarshal(change.Status, &st), "the status given to Go listeners does not parse: %s", change.Status)
+			require.NoError(t, json.Unmarshal(encoded, &st), "the status given to Go listeners does not parse: %s", encoded)
 			assert.Equal(t, flinkv1beta1.LifecycleStable, st.LifecycleState)
 			for _, rec := range []string{st.ReconciliationStatus.LastReconciledSpec, st.ReconciliationStatus.LastStableSpec} {
 				var spec struct {

@@ -53,10 +53,11 @@ func JarURIPasswords(job *flinkv1beta1.JobSpec) []string {
 }
 
 // StatusWritten tells l of a status the reconciler wrote: obj after the write, oldStatus and
-// status as they were before and are now, their secrets masked by their place (redact.JSON:
-// secret configuration keys and env values in the recorded specs, URL passwords) under the
-// secret-key patterns (redact.DefaultKeyPatterns when nil). status.error was masked when it
-// was written.
+// status as they were before and are now. Their lifecycle states and errors are read at once;
+// the statuses are encoded only when a listener asks for them, their secrets masked by their
+// place (redact.JSON: secret configuration keys and env values in the recorded specs, URL
+// passwords) under the secret-key patterns (redact.DefaultKeyPatterns when nil). status.error
+// was masked when it was written.
 func StatusWritten(ctx context.Context, l listener.Listener, obj client.Object, oldStatus, status any, secretKeyPatterns []string) {
 	if l == nil {
 		return
@@ -73,9 +74,24 @@ func StatusWritten(ctx context.Context, l listener.Listener, obj client.Object, 
 		}
 		return json.RawMessage(raw)
 	}
-	l.OnStatusChange(ctx, listener.StatusChange{Resource: res, Object: obj, OldStatus: encode(oldStatus), Status: encode(status)})
+	l.OnStatusChange(ctx, listener.NewStatusChange(res, obj, lifecycleOf(oldStatus), lifecycleOf(status),
+		func() (json.RawMessage, json.RawMessage) { return encode(oldStatus), encode(status) }))
 }
 
+// lifecycleOf is the lifecycle state (a snapshot's state) and error of a status the
+// reconcilers write; the error's URL passwords masked, as encoding the status masks them.
+func lifecycleOf(status any) listener.Lifecycle {
+	switch s := status.(type) {
+	case *flinkv1beta1.FlinkDeploymentStatus:
+		return listener.Lifecycle{State: string(s.LifecycleState), Error: redact.URLUserInfo(s.Error)}
+	case *flinkv1beta1.FlinkSessionJobStatus:
+		return listener.Lifecycle{State: string(s.LifecycleState), Error: redact.URLUserInfo(s.Error)}
+	case *flinkv1beta1.FlinkStateSnapshotStatus:
+		return listener.Lifecycle{State: string(s.State), Error: redact.URLUserInfo(s.Error)}
+	default:
+		return listener.Lifecycle{}
+	}
+}
 // DeploymentPods are the pod templates of a FlinkDeployment.
 func DeploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
 	pods := []*corev1.Pod{dep.Spec.PodTemplate}

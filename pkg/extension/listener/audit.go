@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/go-logr/logr"
 )
@@ -24,10 +23,9 @@ func (a AuditLog) OnEvent(_ context.Context, e Event) {
 }
 
 // OnStatusChange implements Listener: a line when the lifecycle state (a snapshot's state)
-// changed, none otherwise
-// (most writes move a timestamp or a nonce, and the events tell those).
+// changed, none otherwise (most writes move a timestamp or a nonce, and the events tell those).
 func (a AuditLog) OnStatusChange(_ context.Context, c StatusChange) {
-	before, after := lifecycleOf(c.OldStatus), lifecycleOf(c.Status)
+	before, after := c.Before, c.After
 	if after.State == "" || after.State == before.State {
 		return
 	}
@@ -36,28 +34,4 @@ func (a AuditLog) OnStatusChange(_ context.Context, c StatusChange) {
 		kv = append(kv, "statusError", after.Error)
 	}
 	a.Log.Info("lifecycle state changed to "+after.State, kv...)
-}
-
-// lifecycle is the part of a written status the audit log reads: a job resource's lifecycle
-// state, or a snapshot's state. The status was encoded by this operator (redacted), so a
-// decoding failure only means there is nothing to tell.
-type lifecycle struct {
-	State string
-	Error string
-}
-
-func lifecycleOf(raw json.RawMessage) lifecycle {
-	var s struct {
-		Lifecycle string `json:"lifecycleState"`
-		Snapshot  string `json:"state"`
-		Error     string `json:"error"`
-	}
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &s)
-	}
-	l := lifecycle{State: s.Lifecycle, Error: s.Error}
-	if l.State == "" {
-		l.State = s.Snapshot
-	}
-	return l
 }

@@ -2,7 +2,6 @@ package listener
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
@@ -16,15 +15,15 @@ func TestAuditLogWritesEventsAndLifecycleChanges(t *testing.T) {
 	ctx := context.Background()
 
 	audit.OnEvent(ctx, Event{Resource: dep, Type: "Normal", Reason: "JobStatusChanged", Message: "Job status changed from RUNNING to FINISHED"})
-	status := func(s string) json.RawMessage { return json.RawMessage(s) }
-	audit.OnStatusChange(ctx, StatusChange{Resource: dep, OldStatus: status(`{"lifecycleState":"DEPLOYED"}`), Status: status(`{"lifecycleState":"STABLE"}`)})
+	life := func(state, err string) Lifecycle { return Lifecycle{State: state, Error: err} }
+	audit.OnStatusChange(ctx, StatusChange{Resource: dep, Before: life("DEPLOYED", ""), After: life("STABLE", "")})
 	// A write that moves something else is not a lifecycle change.
-	audit.OnStatusChange(ctx, StatusChange{Resource: dep, OldStatus: status(`{"lifecycleState":"STABLE","jobStatus":{"state":"RUNNING"}}`), Status: status(`{"lifecycleState":"STABLE"}`)})
-	audit.OnStatusChange(ctx, StatusChange{Resource: dep, OldStatus: status(`{"lifecycleState":"STABLE"}`), Status: status(`{"lifecycleState":"FAILED","error":"the job failed"}`)})
+	audit.OnStatusChange(ctx, StatusChange{Resource: dep, Before: life("STABLE", ""), After: life("STABLE", "")})
+	audit.OnStatusChange(ctx, StatusChange{Resource: dep, Before: life("STABLE", ""), After: life("FAILED", "the job failed")})
 	snapshot := Resource{Kind: "FlinkStateSnapshot", Namespace: "ns", Name: "sp"}
-	audit.OnStatusChange(ctx, StatusChange{Resource: snapshot, OldStatus: status(`{"state":"IN_PROGRESS"}`), Status: status(`{"state":"COMPLETED","path":"file:/sp"}`)})
-	// Nothing readable: nothing to tell.
-	audit.OnStatusChange(ctx, StatusChange{Resource: dep, OldStatus: nil, Status: status(`not json`)})
+	audit.OnStatusChange(ctx, StatusChange{Resource: snapshot, Before: life("IN_PROGRESS", ""), After: life("COMPLETED", "")})
+	// No state: nothing to tell.
+	audit.OnStatusChange(ctx, StatusChange{Resource: dep, Before: life("STABLE", "")})
 
 	if assert.Len(t, lines, 4) {
 		assert.Contains(t, lines[0], `"msg"="Job status changed from RUNNING to FINISHED"`)

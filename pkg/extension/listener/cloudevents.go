@@ -58,11 +58,12 @@ func newCloudEvent(typ string, r Resource, data any) (cloudevents.Event, error) 
 }
 
 func statusEvent(c StatusChange) (cloudevents.Event, error) {
-	oldStatus, err := withoutRecordedSpecs(c.OldStatus)
+	encodedOld, encoded := c.Statuses()
+	oldStatus, err := withoutRecordedSpecs(encodedOld)
 	if err != nil {
 		return cloudevents.Event{}, fmt.Errorf("old status of %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
 	}
-	status, err := withoutRecordedSpecs(c.Status)
+	status, err := withoutRecordedSpecs(encoded)
 	if err != nil {
 		return cloudevents.Event{}, fmt.Errorf("status of %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
 	}
