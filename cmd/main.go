@@ -673,7 +673,10 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	setMemoryLimit(log, memlimit.FromCgroup)
-	setGCPercent(log, os.Getenv)
+	ctx := ctrl.SetupSignalHandler()
+	if tuner := newGCTuner(log, os.Getenv); tuner != nil {
+		go tuner.run(ctx)
+	}
 
 	explicit := map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
@@ -685,7 +688,7 @@ func main() {
 		log.Error(err, "no Kubernetes configuration (kubeconfig or in-cluster)")
 		os.Exit(1)
 	}
-	if err := run(ctrl.SetupSignalHandler(), cfg, o, explicit); err != nil {
+	if err := run(ctx, cfg, o, explicit); err != nil {
 		log.Error(err, "operator stopped with an error")
 		os.Exit(1)
 	}

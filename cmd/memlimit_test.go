@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/go-logr/logr"
@@ -30,22 +34,63 @@ func TestMemoryLimitFromContainer(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), setMemoryLimit(logr.Discard(), memlimit.Limit(limit)), "GOMEMLIMIT wins")
 }
 
-// TestGCPercent: without GOGC the collector's target is defaultGCPercent; GOGC set wins (the
-// runtime has read it at start: the percentage in effect stays).
-func TestGCPercent(t *testing.T) {
-	before := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
-	none := func(string) string { return "" }
-	assert.Equal(t, defaultGCPercent, setGCPercent(logr.Discard(), none))
-	assert.Equal(t, defaultGCPercent, debug.SetGCPercent(defaultGCPercent))
+func TestGCPercentFor(t *testing.T) {
+	for _, tc := range []struct {
+		live    uint64
+		current int
+		want    int
+	}{
+		{live: 0, current: 100, want: 100},
+		{live: 20 << 20, current: 50, want: 100},
+		{live: 50 << 20, current: 100, want: 100}, // between the lines: as it is
+		{live: 50 << 20, current: 50, want: 50},
+		{live: 64 << 20, current: 100, want: 50},
+		{live: 129 << 20, current: 100, want: 50},
+		{live: 48<<20 - 1, current: 50, want: 100},
+	} {
+		assert.Equal(t, tc.want, gcPercentFor(tc.live, tc.current), "live %d MiB, target %d", tc.live>>20, tc.current)
+	}
+}
 
-	debug.SetGCPercent(200) // as GOGC=200 makes the runtime start
+// TestGCTunerFollowsTheLiveHeap: the target is Go's default while the live heap is small, 50 once
+// it is large, and back when it has shrunk well below the line.
+func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
+	heaps := []uint64{10 << 20, 30 << 20, 70 << 20, 120 << 20, 56 << 20, 40 << 20}
+	var mu sync.Mutex
+	var seen int
+	var set []int
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tuner := &gcTuner{log: logr.Discard(), period: time.Millisecond,
+		liveHeap: func() uint64 {
+			mu.Lock()
+			defer mu.Unlock()
+			h := heaps[min(seen, len(heaps)-1)]
+			if seen++; seen == len(heaps)+1 {
+				close(done)
+			}
+			return h
+		},
+		set: func(p int) int { mu.Lock(); defer mu.Unlock(); set = append(set, p); return 0 }}
+	go tuner.run(ctx)
+	<-done
+	cancel()
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []int{100, 50, 100}, set)
+}
+
+// TestGCTunerLeavesGOGC: GOGC set (the runtime applied it at start) wins: no tuner.
+func TestGCTunerLeavesGOGC(t *testing.T) {
 	gogc := func(k string) string {
 		if k == "GOGC" {
 			return "200"
 		}
 		return ""
 	}
-	assert.Equal(t, 200, setGCPercent(logr.Discard(), gogc))
-	assert.Equal(t, 200, debug.SetGCPercent(200), "GOGC wins")
+	assert.Nil(t, newGCTuner(logr.Discard(), gogc))
+	assert.NotNil(t, newGCTuner(logr.Discard(), func(string) string { return "" }))
+	runtime.GC()
+	assert.NotZero(t, liveHeapBytes(), "the runtime reports a live heap")
 }
