@@ -71,27 +71,53 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	if !windowFull(now, s.Samples, c) {
 		return res
 	}
-	if warn := memoryPressure(w, c); warn != nil {
-		res.Warnings = append(res.Warnings, *warn)
-		return res
-	}
-
+	excludedPeriod := c.inExcludedPeriod(now)
+	pressure := memoryPressure(w, c)
 	d := &decider{now: now, c: c, restart: restart, delayed: s.DelayedScaleDown}
-	changes := map[VertexID]change{}
-	anyOutside := false
+	if pressure != nil {
+		// Memory pressure holds every change back, as upstream, which then decides nothing. The
+		// changes are still computed to explain what is held back, on copies: the delayed
+		// scale-downs, metrics and warnings of that computation are dropped.
+		d.delayed = s.clone().DelayedScaleDown
+	}
+	decided := map[VertexID]change{}
 	for _, v := range order {
 		if c.excluded(v.ID) {
 			continue
 		}
-		ch := d.vertex(v, metrics[v.ID], s.History[v.ID])
-		if ch.none() {
-			continue
+		m := metrics[v.ID]
+		if pressure != nil {
+			m = maps.Clone(m)
 		}
-		anyOutside = anyOutside || ch.outside
-		changes[v.ID] = ch
+		if ch, ok := d.vertex(v, m, s.History[v.ID]); ok {
+			decided[v.ID] = ch
+		}
+	}
+	if pressure != nil {
+		res.Warnings = append(res.Warnings, *pressure)
+		for id, ch := range decided {
+			if !ch.none() {
+				decided[id] = ch.held(BoundMemory)
+			}
+		}
+		if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
+			res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
+		}
+		return res
 	}
 	res.Warnings = append(res.Warnings, d.warnings...)
 	res.State.DelayedScaleDown = d.delayed
+	if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
+		res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
+	}
+	changes := map[VertexID]change{}
+	anyOutside := false
+	for id, ch := range decided {
+		if !ch.none() {
+			changes[id] = ch
+			anyOutside = anyOutside || ch.outside
+		}
+	}
 	if !anyOutside || len(changes) == 0 {
 		// Within the band everywhere: not worth a restart.
 		return res
@@ -104,7 +130,7 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
-	if c.inExcludedPeriod(now) {
+	if excludedPeriod {
 		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
