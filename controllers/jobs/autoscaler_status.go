@@ -47,13 +47,13 @@ func sameDecision(a, b *flinkv1beta1.ScalingDecision) bool {
 func scalingStatus(d autoscaler.Decision, generation int64) *flinkv1beta1.ScalingDecision {
 	out := &flinkv1beta1.ScalingDecision{EvaluatedAt: metav1.NewTime(d.Time), Generation: generation, Outcome: scalingOutcome(d.Outcome)}
 	kept := keptVertices(d.Vertices, flinkv1beta1.MaxScalingVertices)
-	out.OmittedVertices = int32(len(d.Vertices) - len(kept))
+	out.OmittedVertices = int32Of(len(d.Vertices) - len(kept))
 	for _, v := range kept {
 		out.Vertices = append(out.Vertices, flinkv1beta1.VertexScaling{
 			VertexID:           string(v.ID),
 			Name:               truncate(v.Name, flinkv1beta1.MaxVertexNameBytes),
-			CurrentParallelism: int32(min(v.Current, math.MaxInt32)),
-			NewParallelism:     int32(min(v.New, math.MaxInt32)),
+			CurrentParallelism: int32Of(v.Current),
+			NewParallelism:     int32Of(v.New),
 			BusyRatio:          formatNumber(v.BusyRatio, 2),
 			TrueProcessingRate: formatNumber(v.TrueProcessingRate, 1),
 			TargetRate:         formatNumber(v.TargetRate, 1),
@@ -64,6 +64,17 @@ func scalingStatus(d autoscaler.Decision, generation int64) *flinkv1beta1.Scalin
 	}
 	out.Message = truncate(scalingMessage(d, len(d.Vertices)-len(kept)), flinkv1beta1.MaxScalingMessageBytes)
 	return out
+}
+
+// int32Of is n within int32's range (parallelisms and counts never leave it).
+func int32Of(n int) int32 {
+	switch {
+	case n > math.MaxInt32:
+		return math.MaxInt32
+	case n < math.MinInt32:
+		return math.MinInt32
+	}
+	return int32(n)
 }
 
 // keptVertices are at most n vertices in their topological order, those that change or are bound

@@ -31,6 +31,10 @@ const (
 // parallelism bounds and aligned to key groups or source partitions. Scale-downs wait for
 // scale-down.interval; ineffective scale-ups and memory pressure hold scaling back.
 //
+// Result.Decision explains an evaluation that applies, recommends or holds back a change, per
+// vertex, with the bounds decided where each limit is applied (limitParallelism, align, the
+// holds); the caller shows it in the resource's status.
+//
 // With the autoscaler disabled the result is empty, State included: upstream then clears all
 // autoscaler state, and the job runs at the parallelism of its spec again (the caller must stop
 // applying stored overrides).
@@ -74,42 +78,16 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	excludedPeriod := c.inExcludedPeriod(now)
 	pressure := memoryPressure(w, c)
 	d := &decider{now: now, c: c, restart: restart, delayed: s.DelayedScaleDown}
-	if pressure != nil {
-		// Memory pressure holds every change back, as upstream, which then decides nothing. The
-		// changes are still computed to explain what is held back, on copies: the delayed
-		// scale-downs, metrics and warnings of that computation are dropped.
-		d.delayed = s.clone().DelayedScaleDown
-	}
-	decided := map[VertexID]change{}
-	for _, v := range order {
-		if c.excluded(v.ID) {
-			continue
-		}
-		m := metrics[v.ID]
-		if pressure != nil {
-			m = maps.Clone(m)
-		}
-		if ch, ok := d.vertex(v, m, s.History[v.ID]); ok {
-			decided[v.ID] = ch
-		}
+	decided := d.vertices(order, metrics, s.History, pressure != nil)
+	if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
+		res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
 	}
 	if pressure != nil {
 		res.Warnings = append(res.Warnings, *pressure)
-		for id, ch := range decided {
-			if !ch.none() {
-				decided[id] = ch.held(BoundMemory)
-			}
-		}
-		if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
-			res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
-		}
 		return res
 	}
 	res.Warnings = append(res.Warnings, d.warnings...)
 	res.State.DelayedScaleDown = d.delayed
-	if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
-		res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
-	}
 	changes := map[VertexID]change{}
 	anyOutside := false
 	for id, ch := range decided {

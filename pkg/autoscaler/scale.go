@@ -2,6 +2,7 @@ package autoscaler
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -41,6 +42,41 @@ func appendBound(bounds []Bound, b Bound) []Bound {
 		return bounds
 	}
 	return append(slices.Clip(bounds), b)
+}
+
+// vertices decides every vertex's parallelism but the excluded ones', leaving out those whose
+// metrics allow no decision. Under memory pressure (held) every change is held back, as upstream,
+// which then decides nothing: the changes are still computed to explain what is held back, but
+// on copies, so the delayed scale-downs and the metrics of that computation are dropped (and the
+// caller drops its warnings).
+func (d *decider) vertices(order []Vertex, metrics map[VertexID]vertexMetrics, history map[VertexID][]ScalingRecord, held bool) map[VertexID]change {
+	if held {
+		delayed := make(map[VertexID]DelayedScaleDown, len(d.delayed))
+		for id, v := range d.delayed {
+			v.Recommended = slices.Clone(v.Recommended)
+			delayed[id] = v
+		}
+		d.delayed = delayed
+	}
+	decided := map[VertexID]change{}
+	for _, v := range order {
+		if d.c.excluded(v.ID) {
+			continue
+		}
+		m := metrics[v.ID]
+		if held {
+			m = maps.Clone(m)
+		}
+		ch, ok := d.vertex(v, m, history[v.ID])
+		if !ok {
+			continue
+		}
+		if held && !ch.none() {
+			ch = ch.held(BoundMemory)
+		}
+		decided[v.ID] = ch
+	}
+	return decided
 }
 
 // vertex decides one vertex's parallelism from its evaluated metrics and scaling history. The
