@@ -174,8 +174,11 @@ func explain(now time.Time, outcome Outcome, hold HoldReason, order []Vertex, ch
 		if ch, ok := changes[v.ID]; ok {
 			vd.New, vd.Bounds = ch.next, slices.Clone(ch.bounds)
 			switch {
+			case outcome == OutcomeHeld && hold == HoldParallelismLimit && !ch.none():
+				// Only the limits hold the job: without a hold to lift, this change within the
+				// band would not be applied either, nor would what bounded it matter.
+				vd.New, vd.Bounds = ch.current, nil
 			case outcome == OutcomeHeld && hold == HoldParallelismLimit:
-				// Only the limits hold it: without a hold to lift, nothing would change.
 				vd.New = ch.current
 			case outcome == OutcomeHeld:
 				// What would be applied once the hold lifts.

@@ -113,6 +113,10 @@ func TestEvaluateExplainsTheDecision(t *testing.T) {
 	add(tc{name: "held at the key groups", top: atMax, loads: l, outcome: OutcomeHeld, hold: HoldParallelismLimit,
 		want: map[VertexID]vertexWant{mid: {next: 128, bounds: []Bound{BoundKeyGroups}}}})
 
+	atMaxSinkDown := pipeline(1, 128, 2)
+	add(tc{name: "a vertex held at its key groups while another changes", top: atMaxSinkDown, loads: l, outcome: OutcomeApplied,
+		want: map[VertexID]vertexWant{mid: {next: 128, bounds: []Bound{BoundKeyGroups}}, sink: {next: 1}}})
+
 	parts := Topology{Vertices: []Vertex{{ID: src, Parallelism: 1, MaxParallelism: 128, Source: true, SourcePartitions: 10}}}
 	add(tc{name: "a source aligned to its partitions", top: parts, loads: map[VertexID]load{src: {rate: 1000, busy: 1000}},
 		outcome: OutcomeApplied, want: map[VertexID]vertexWant{src: {next: 4, bounds: []Bound{BoundKeyGroups}}}})
