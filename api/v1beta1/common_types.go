@@ -400,6 +400,10 @@ const (
 	MaxScalingVertices     = 64
 	MaxScalingMessageBytes = 1024
 	MaxVertexNameBytes     = 256
+	// MaxVertexIDBytes bounds a vertex id (Flink's are 32 hex characters); the JobManager that
+	// reports them runs the user's code, and an id over the schema's bound would fail the whole
+	// status write.
+	MaxVertexIDBytes = 64
 )
 
 // ScalingDecision is one decision of the job autoscaler, explained per vertex.

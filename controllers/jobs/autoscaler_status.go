@@ -50,7 +50,7 @@ func scalingStatus(d autoscaler.Decision, generation int64) *flinkv1beta1.Scalin
 	out.OmittedVertices = int32Of(len(d.Vertices) - len(kept))
 	for _, v := range kept {
 		out.Vertices = append(out.Vertices, flinkv1beta1.VertexScaling{
-			VertexID:           string(v.ID),
+			VertexID:           truncate(string(v.ID), flinkv1beta1.MaxVertexIDBytes),
 			Name:               truncate(v.Name, flinkv1beta1.MaxVertexNameBytes),
 			CurrentParallelism: int32Of(v.Current),
 			NewParallelism:     int32Of(v.New),
@@ -155,6 +155,10 @@ func formatNumber(x float64, decimals int) string {
 		return "Infinity"
 	case math.IsInf(x, -1):
 		return "-Infinity"
+	case math.Abs(x) >= 1e15:
+		// Metrics come from the JobManager, which runs the user's code: an absurd value stays
+		// short.
+		return strconv.FormatFloat(x, 'e', 3, 64)
 	}
 	return strconv.FormatFloat(x, 'f', decimals, 64)
 }

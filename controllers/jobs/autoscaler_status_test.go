@@ -41,6 +41,21 @@ func TestScalingStatusRendersTheDecision(t *testing.T) {
 	assert.Equal(t, "Held: a scale-down waits for job.autoscaler.scale-down.interval: busy map 4 -> 2 (bound by MaxFactor, ScaleDownInterval)", got.Message)
 }
 
+// TestScalingStatusStaysWithinTheSchema: what a JobManager reports (it runs the user's code) cannot
+// make status.scaling exceed its schema's bounds, which would fail the whole status write.
+func TestScalingStatusStaysWithinTheSchema(t *testing.T) {
+	d := autoscaler.Decision{Outcome: autoscaler.OutcomeApplied, Vertices: []autoscaler.VertexDecision{{
+		ID: autoscaler.VertexID(strings.Repeat("f", 1000)), Name: strings.Repeat("n", 1000), Current: 1, New: 2,
+		BusyRatio: 1e300, TrueProcessingRate: -1e300, TargetRate: 1e16, Lag: 1e200, ExpectedCatchUp: 1e300}}}
+	got := scalingStatus(d, 1).Vertices[0]
+	assert.LessOrEqual(t, len(got.VertexID), flinkv1beta1.MaxVertexIDBytes)
+	assert.LessOrEqual(t, len(got.Name), flinkv1beta1.MaxVertexNameBytes)
+	assert.Equal(t, "1.000e+300", got.BusyRatio)
+	assert.Equal(t, "-1.000e+300", got.TrueProcessingRate)
+	assert.Equal(t, "1.000e+16", got.TargetRate)
+	assert.Equal(t, "Never", got.ExpectedCatchUp)
+}
+
 // TestScalingBoundsAllNamed: every bound the autoscaler decides has its API name (a bound
 // without one would silently vanish from status.scaling).
 func TestScalingBoundsAllNamed(t *testing.T) {
