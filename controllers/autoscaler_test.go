@@ -234,6 +234,45 @@ func autoscalerState(t *testing.T, c client.Client, ns, name string) (autoscaler
 	return state, true
 }
 
+// scalingVertex is the vertex of status.scaling with the id, failing the test without it.
+func scalingVertex(t *testing.T, sc *flinkv1beta1.ScalingDecision, id autoscaler.VertexID) flinkv1beta1.VertexScaling {
+	t.Helper()
+	require.NotNil(t, sc, "status.scaling")
+	for _, v := range sc.Vertices {
+		if v.VertexID == string(id) {
+			return v
+		}
+	}
+	t.Fatalf("vertex %s not in status.scaling %+v", id, sc.Vertices)
+	return flinkv1beta1.VertexScaling{}
+}
+
+// assertScalingExplained checks that status.scaling lists the scripted job's three vertices with
+// the evaluated numbers: the map vertex's busy ratio, rates and parallelism, the source's lag
+// (none: caught up at once).
+func assertScalingExplained(t *testing.T, sc *flinkv1beta1.ScalingDecision, outcome flinkv1beta1.ScalingOutcome, mapFrom, mapTo int) {
+	t.Helper()
+	require.NotNil(t, sc, "status.scaling")
+	assert.Equal(t, outcome, sc.Outcome)
+	assert.False(t, sc.EvaluatedAt.IsZero())
+	assert.Positive(t, sc.Generation)
+	assert.NotEmpty(t, sc.Message)
+	require.Len(t, sc.Vertices, 3, "every vertex, in topological order")
+	assert.Equal(t, []string{string(fixtures.VertexSource), string(fixtures.VertexMap), string(fixtures.VertexSink)},
+		[]string{sc.Vertices[0].VertexID, sc.Vertices[1].VertexID, sc.Vertices[2].VertexID})
+	m := scalingVertex(t, sc, fixtures.VertexMap)
+	assert.Equal(t, "busy map", m.Name)
+	assert.Equal(t, int32(mapFrom), m.CurrentParallelism)
+	assert.Equal(t, int32(mapTo), m.NewParallelism)
+	assert.Regexp(t, `^[01]\.\d\d$`, m.BusyRatio)
+	assert.Regexp(t, `^\d+\.\d$`, m.TrueProcessingRate)
+	assert.Equal(t, "1000.0", m.TargetRate, "the scripted 1000 records/s reach the map")
+	assert.Empty(t, m.Lag, "lag is a source's")
+	src := scalingVertex(t, sc, fixtures.VertexSource)
+	assert.Equal(t, "0", src.Lag)
+	assert.Regexp(t, `^\d+(m\d+)?s$`, src.ExpectedCatchUp)
+}
+
 // TestAutoscalerScalesADeployment: the busy vertex of a running job is scaled up while the
 // scripted load is high and down once it falls, in place (adaptive scheduler, Flink 1.20); each
 // decision is a ScalingReport event and its overrides are in the autoscaler ConfigMap before
@@ -269,6 +308,9 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	assert.Equal(t, jobID, d.Status.JobStatus.JobID, "same job")
 	assert.Equal(t, jm.UID, k.jobManager(ns, name).UID, "same JobManager: no restart")
 	assert.Empty(t, fl.Stops(), "no savepoint: rescaled in place")
+	// The decision explains itself in the status: kubectl get -o jsonpath='{.status.scaling}'.
+	d = waitFor(t, c, ns, name, "the scale-up in status.scaling", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Scaling != nil })
+	assertScalingExplained(t, d.Status.Scaling, flinkv1beta1.ScalingApplied, 1, up)
 
 	source.set(100, 1000) // the load falls
 	wait.For(t, 30*time.Second, "scaled down", func() bool { return fl.Vertices(jobID)[string(fixtures.VertexMap)] < up })
@@ -277,6 +319,10 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 		state, _ := autoscalerState(t, c, ns, name)
 		return state.Overrides[fixtures.VertexMap] == down
 	})
+	d = waitFor(t, c, ns, name, "the scale-down in status.scaling", func(d *flinkv1beta1.FlinkDeployment) bool {
+		return d.Status.Scaling != nil && d.Status.Scaling.Vertices[1].CurrentParallelism == int32(up)
+	})
+	assertScalingExplained(t, d.Status.Scaling, flinkv1beta1.ScalingApplied, up, down)
 
 	// A restarted operator continues from the ConfigMap: the overrides stay in force, nothing
 	// restarts.
@@ -303,6 +349,7 @@ func TestAutoscalerScalesADeployment(t *testing.T) {
 	require.True(t, ok)
 	assert.Empty(t, state.Overrides, "no overrides after the reset")
 	assert.Empty(t, state.History, "no history after the reset")
+	assert.Nil(t, get(t, c, ns, name).Status.Scaling, "nor a decision in the status")
 }
 
 // TestAutoscalerRecommendOnly: with job.autoscaler.scaling.enabled false the autoscaler reports
@@ -331,6 +378,19 @@ func TestAutoscalerRecommendOnly(t *testing.T) {
 	state, ok := autoscalerState(t, c, ns, name)
 	require.True(t, ok)
 	assert.Empty(t, state.Overrides, "a recommendation is not an override")
+
+	// The recommendation is in the status, without decoding the ConfigMap.
+	sc := d.Status.Scaling
+	require.NotNil(t, sc, "status.scaling")
+	assertScalingExplained(t, sc, flinkv1beta1.ScalingRecommended, 1, int(scalingVertex(t, sc, fixtures.VertexMap).NewParallelism))
+	assert.Greater(t, scalingVertex(t, sc, fixtures.VertexMap).NewParallelism, int32(1), "a scale-up recommended")
+	assert.Contains(t, sc.Message, "scaling.enabled is false")
+
+	// Turned off, the autoscaler's decision goes with it.
+	update(t, c, ns, name, func(d *flinkv1beta1.FlinkDeployment) {
+		d.Spec = *withConfig(t, &d.Spec, map[string]string{"job.autoscaler.enabled": "false"})
+	})
+	waitFor(t, c, ns, name, "status.scaling removed", func(d *flinkv1beta1.FlinkDeployment) bool { return d.Status.Scaling == nil })
 }
 
 // TestAutoscalerScalesASessionJob: a session job's autoscaler decision is applied as an upgrade
@@ -400,4 +460,8 @@ func TestAutoscalerScalesASessionJob(t *testing.T) {
 	assert.Contains(t, j.Status.ReconciliationStatus.LastReconciledSpec,
 		fmt.Sprintf("%s:%d", fixtures.VertexMap, state.Overrides[fixtures.VertexMap]), "the job was resubmitted with the overrides")
 	assert.NotContains(t, string(j.Spec.FlinkConfiguration.Raw), jobs.KeyParallelismOverrides, "never written into the user's spec")
+	// A session job explains the decision in its status too.
+	require.NotNil(t, j.Status.Scaling, "status.scaling")
+	assert.Equal(t, flinkv1beta1.ScalingApplied, j.Status.Scaling.Outcome)
+	assert.Equal(t, int32(state.Overrides[fixtures.VertexMap]), scalingVertex(t, j.Status.Scaling, fixtures.VertexMap).NewParallelism)
 }

@@ -336,6 +336,141 @@ type CommonStatus struct {
 	// +listType=atomic
 	// +optional
 	Operations []Operation `json:"operations,omitempty"`
+	// scaling is the job autoscaler's last decision that applied, recommended or held back a
+	// change of parallelism, explained per vertex, so that it can be read without decoding the
+	// autoscaler's ConfigMap. It is kept until a decision that differs replaces it and removed
+	// when the autoscaler is disabled or reset. This operator's own field: the Apache operator's
+	// schema prunes it.
+	// +optional
+	Scaling *ScalingDecision `json:"scaling,omitempty"`
+}
+
+// ScalingOutcome is what the autoscaler did with the parallelism it decided.
+// +kubebuilder:validation:Enum=Applied;Recommended;Held
+type ScalingOutcome string
+
+// Scaling outcomes.
+const (
+	// ScalingApplied: the new parallelism was handed to the reconcile, which applies it (in place
+	// where Flink can, else as an upgrade; status.operations records it).
+	ScalingApplied ScalingOutcome = "Applied"
+	// ScalingRecommended: job.autoscaler.scaling.enabled is false or the time is within
+	// job.autoscaler.excluded.periods; nothing is changed.
+	ScalingRecommended ScalingOutcome = "Recommended"
+	// ScalingHeld: a vertex's load is outside the utilization band, but the change is held back:
+	// a scale-down waiting for job.autoscaler.scale-down.interval, a scale-up blocked as
+	// ineffective, memory pressure, or the parallelism limits keeping the vertex where it is.
+	// newParallelism is what would be applied once the hold lifts.
+	ScalingHeld ScalingOutcome = "Held"
+)
+
+// ScalingBound is a limit that made a vertex's new parallelism differ from what its load asks for.
+// +kubebuilder:validation:Enum=MaxFactor;MinParallelism;MaxParallelism;KeyGroups;ScaleDownInterval;IneffectiveScaling;Memory;Excluded
+type ScalingBound string
+
+// Scaling bounds. A bound is listed only when the result would differ without it.
+const (
+	// ScalingBoundMaxFactor: job.autoscaler.scale-up.max-factor or scale-down.max-factor.
+	ScalingBoundMaxFactor ScalingBound = "MaxFactor"
+	// ScalingBoundMinParallelism: job.autoscaler.vertex.min-parallelism.
+	ScalingBoundMinParallelism ScalingBound = "MinParallelism"
+	// ScalingBoundMaxParallelism: job.autoscaler.vertex.max-parallelism.
+	ScalingBoundMaxParallelism ScalingBound = "MaxParallelism"
+	// ScalingBoundKeyGroups: the vertex's max parallelism (its number of key groups), or the
+	// alignment of the parallelism to key groups or source partitions
+	// (job.autoscaler.scaling.parallelism-alignment.mode).
+	ScalingBoundKeyGroups ScalingBound = "KeyGroups"
+	// ScalingBoundScaleDownInterval: a scale-down waits for job.autoscaler.scale-down.interval,
+	// or takes the highest parallelism recommended within it.
+	ScalingBoundScaleDownInterval ScalingBound = "ScaleDownInterval"
+	// ScalingBoundIneffectiveScaling: job.autoscaler.scaling.effectiveness.detection blocked a
+	// scale-up because the last one achieved too little.
+	ScalingBoundIneffectiveScaling ScalingBound = "IneffectiveScaling"
+	// ScalingBoundMemory: heap usage or GC time above job.autoscaler.memory.* thresholds holds
+	// every change back.
+	ScalingBoundMemory ScalingBound = "Memory"
+	// ScalingBoundExcluded: job.autoscaler.vertex.exclude.ids leaves the vertex alone.
+	ScalingBoundExcluded ScalingBound = "Excluded"
+)
+
+// Bounds of status.scaling. A job graph rarely has more than a few dozen vertices; the list is
+// bounded so that a large graph cannot grow the status without end (omittedVertices counts the
+// rest), and names, which Flink builds from whole operator chains, are cut.
+const (
+	MaxScalingVertices     = 64
+	MaxScalingMessageBytes = 1024
+	MaxVertexNameBytes     = 256
+	// MaxVertexIDBytes bounds a vertex id (Flink's are 32 hex characters); the JobManager that
+	// reports them runs the user's code, and an id over the schema's bound would fail the whole
+	// status write.
+	MaxVertexIDBytes = 64
+)
+
+// ScalingDecision is one decision of the job autoscaler, explained per vertex.
+type ScalingDecision struct {
+	// evaluatedAt is when the autoscaler first reached this decision.
+	EvaluatedAt metav1.Time `json:"evaluatedAt"`
+	// generation is the resource's metadata.generation at the decision.
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// outcome says whether the decision was applied, only recommended, or held back.
+	Outcome ScalingOutcome `json:"outcome"`
+	// message says what was decided and, when it was not applied, why.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+	// vertices are the job's vertices in topological order (those that change first when there
+	// are more than 64). Numbers are strings, as CRDs avoid floats: ratios with two decimals,
+	// rates in records per second with one, lag in records, durations as "45s"; "Infinity"
+	// where a rate is unbounded; left out where unknown.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Vertices []VertexScaling `json:"vertices,omitempty"`
+	// omittedVertices is how many vertices were left out of vertices.
+	// +optional
+	OmittedVertices int32 `json:"omittedVertices,omitempty"`
+}
+
+// VertexScaling is one vertex's part of a scaling decision.
+type VertexScaling struct {
+	// vertexId is Flink's job vertex id.
+	// +kubebuilder:validation:MaxLength=64
+	VertexID string `json:"vertexId"`
+	// name is the vertex's name, cut to 256 bytes.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Name string `json:"name,omitempty"`
+	// currentParallelism is the parallelism the vertex ran with when evaluated.
+	CurrentParallelism int32 `json:"currentParallelism"`
+	// newParallelism is the parallelism decided: applied, recommended, or (Held) the one that
+	// would be applied once the hold lifts.
+	NewParallelism int32 `json:"newParallelism"`
+	// busyRatio is the share of time the vertex was busy over the metric window ("0.83").
+	// +optional
+	BusyRatio string `json:"busyRatio,omitempty"`
+	// trueProcessingRate is the records per second the vertex processes at its current
+	// parallelism when busy all the time ("1520.4").
+	// +optional
+	TrueProcessingRate string `json:"trueProcessingRate,omitempty"`
+	// targetRate is the records per second the vertex must process: what arrives at the sources,
+	// propagated through the graph.
+	// +optional
+	TargetRate string `json:"targetRate,omitempty"`
+	// lag is a source's pending records ("12000"); sources only.
+	// +optional
+	Lag string `json:"lag,omitempty"`
+	// expectedCatchUp is how long a source takes to work off its lag at newParallelism,
+	// restart included when it changes ("45s"), or "Never" when its processing rate would not
+	// exceed the target rate; sources only.
+	// +optional
+	ExpectedCatchUp string `json:"expectedCatchUp,omitempty"`
+	// boundBy are the limits that made newParallelism differ from what the load asks for, in
+	// the order they were applied.
+	// +kubebuilder:validation:MaxItems=8
+	// +listType=atomic
+	// +optional
+	BoundBy []ScalingBound `json:"boundBy,omitempty"`
 }
 
 // OperationType is what an operation in status.operations did.

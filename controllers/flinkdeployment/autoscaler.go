@@ -42,6 +42,7 @@ func (r *FlinkDeploymentReconciler) applyAutoscaler(ctx context.Context, s *scop
 	if err != nil {
 		return err
 	}
+	st.Scaling = out.Scaling(st.Scaling, s.dep.Generation)
 	if out.Overrides != "" {
 		flat, err := desired.FlinkConfiguration.Flatten()
 		if err != nil {

@@ -45,6 +45,7 @@ func (r *FlinkSessionJobReconciler) applyAutoscaler(ctx context.Context, s *jobS
 	if err != nil {
 		return err
 	}
+	st.Scaling = out.Scaling(st.Scaling, s.job.Generation)
 	if out.Overrides != "" {
 		own[jobs.KeyParallelismOverrides] = out.Overrides
 		desired.FlinkConfiguration = flinkv1beta1.NewFlinkConfiguration(own)

@@ -99,6 +99,12 @@ type autoscaleOutcome struct {
 	Overrides string
 	// scaled: this evaluation changed the overrides.
 	scaled bool
+	// decision is this evaluation's decision explained, when it applied, recommended or held
+	// back a change (status.scaling, through Scaling).
+	decision *autoscaler.Decision
+	// clearScaling: the autoscaler is off or its state was reset, so the recorded decision no
+	// longer holds.
+	clearScaling bool
 }
 
 // Autoscale is upstream's applyAutoscaler for one resource: the state is read from the
@@ -121,7 +127,7 @@ func (a *Autoscaling) Autoscale(ctx context.Context, c client.Client, rec record
 		return autoscaleOutcome{}, nil //nolint:nilerr // reported by validation, not a reconcile failure
 	}
 	if !cfg.Enabled {
-		return autoscaleOutcome{}, nil
+		return autoscaleOutcome{clearScaling: true}, nil
 	}
 	store := autoscalerStore{c: c, limits: a.stateLimits()}
 	ld, err := store.load(ctx, in.Owner)
@@ -150,8 +156,10 @@ func (a *Autoscaling) Autoscale(ctx context.Context, c client.Client, rec record
 		rec.Event(in.Owner, corev1.EventTypeWarning, ReasonAutoscalerError, "Autoscaler state entries dropped: "+ld.unreadable.Error())
 		log.FromContext(ctx).Info("autoscaler: state entries dropped", "error", ld.unreadable.Error())
 	}
+	var out autoscaleOutcome
 	switch {
 	case in.Reset:
+		out.clearScaling = true
 		// autoscalerResetNonce: collected metrics, history and overrides go; the job returns to
 		// the spec's parallelism. An empty state is stored, not the ConfigMap deleted, so the
 		// Overrides still in the last reconciled spec are not taken for an adopted state below.
@@ -168,11 +176,10 @@ func (a *Autoscaling) Autoscale(ctx context.Context, c client.Client, rec record
 	if in.JobStart.After(state.JobStart) {
 		state, dirty = state.WithJobStart(in.JobStart), true
 	}
-	var out autoscaleOutcome
 	if in.Evaluate && !in.Reset {
 		var evalErr error
 		var evaluated autoscaler.State
-		evaluated, out.scaled, evalErr = a.evaluate(ctx, rec, in, cfg, state)
+		evaluated, out.scaled, out.decision, evalErr = a.evaluate(ctx, rec, in, cfg, state)
 		if evalErr == nil {
 			state, dirty = evaluated, true // the new sample at least
 		} else {
@@ -206,28 +213,28 @@ func autoscalerPart(in AutoscaleInput) map[autoscaler.VertexID]int {
 	return running
 }
 
-// Evaluate collects one sample and evaluates the window. It returns the new state and whether
-// the overrides changed.
-func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in AutoscaleInput, cfg autoscaler.Config, state autoscaler.State) (autoscaler.State, bool, error) {
+// Evaluate collects one sample and evaluates the window. It returns the new state, whether the
+// overrides changed, and the decision explained (nil when nothing was decided).
+func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in AutoscaleInput, cfg autoscaler.Config, state autoscaler.State) (autoscaler.State, bool, *autoscaler.Decision, error) {
 	cl, err := in.Rest(ctx)
 	if err != nil {
-		return state, false, fmt.Errorf("autoscaler: REST client: %w", err)
+		return state, false, nil, fmt.Errorf("autoscaler: REST client: %w", err)
 	}
 	src := a.source(cl)
 	topology, err := src.Topology(ctx, in.JobID)
 	if err != nil {
-		return state, false, fmt.Errorf("autoscaler: job topology: %w", err)
+		return state, false, nil, fmt.Errorf("autoscaler: job topology: %w", err)
 	}
 	sample, err := src.Sample(ctx, in.JobID, topology)
 	if err != nil {
-		return state, false, fmt.Errorf("autoscaler: job metrics: %w", err)
+		return state, false, nil, fmt.Errorf("autoscaler: job metrics: %w", err)
 	}
 	// Stabilization restarts whenever the job switches to RUNNING again (upstream's
 	// ScalingMetricCollector.getJobRunningTs): after a failover the job id and start-time stay
 	// the same, but recovery and catch-up must not enter the window.
 	details, err := cl.JobDetails(ctx, in.JobID)
 	if err != nil {
-		return state, false, fmt.Errorf("autoscaler: job details: %w", err)
+		return state, false, nil, fmt.Errorf("autoscaler: job details: %w", err)
 	}
 	if ts := details.Timestamps[flink.JobRunning]; ts > 0 {
 		state = state.WithJobStart(time.UnixMilli(ts))
@@ -249,13 +256,13 @@ func (a *Autoscaling) evaluate(ctx context.Context, rec record.EventRecorder, in
 		rec.Event(in.Owner, corev1.EventTypeNormal, reason, result.Message)
 	}
 	if !result.Scaled || maps.Equal(result.Overrides, state.Overrides) {
-		return state, false, nil
+		return state, false, result.Decision, nil
 	}
 	state.Overrides = maps.Clone(result.Overrides)
 	// The rescale restarts the job (or its tasks in place): the next window starts after it.
 	state.JobStart = now
 	a.AutoscalerMetrics().Scaled(in.Owner.GetNamespace(), in.Kind, in.Owner.GetName())
-	return state, true, nil
+	return state, true, result.Decision, nil
 }
 
 // mergeOverrides puts the autoscaler's overrides over the user's (upstream keeps the user's for

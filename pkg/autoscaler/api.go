@@ -179,6 +179,10 @@ type Result struct {
 	// Warnings explain why a scaling was held back or limited, each with upstream's event
 	// reason (IneffectiveScaling, MemoryPressure, ScalingLimited, ...).
 	Warnings []Warning
+	// Decision explains, per vertex, an evaluation that applied, recommended or held back a
+	// change; nil when the evaluation decided nothing (window not full, every vertex within the
+	// utilization band).
+	Decision *Decision
 }
 
 // Warning is a condition worth an event, with upstream's event type for it.

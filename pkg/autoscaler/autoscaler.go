@@ -31,6 +31,10 @@ const (
 // parallelism bounds and aligned to key groups or source partitions. Scale-downs wait for
 // scale-down.interval; ineffective scale-ups and memory pressure hold scaling back.
 //
+// Result.Decision explains an evaluation that applies, recommends or holds back a change, per
+// vertex, with the bounds decided where each limit is applied (limitParallelism, align, the
+// holds); the caller shows it in the resource's status.
+//
 // With the autoscaler disabled the result is empty, State included: upstream then clears all
 // autoscaler state, and the job runs at the parallelism of its spec again (the caller must stop
 // applying stored overrides).
@@ -71,27 +75,27 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 	if !windowFull(now, s.Samples, c) {
 		return res
 	}
-	if warn := memoryPressure(w, c); warn != nil {
-		res.Warnings = append(res.Warnings, *warn)
-		return res
-	}
-
+	excludedPeriod := c.inExcludedPeriod(now)
+	pressure := memoryPressure(w, c)
 	d := &decider{now: now, c: c, restart: restart, delayed: s.DelayedScaleDown}
-	changes := map[VertexID]change{}
-	anyOutside := false
-	for _, v := range order {
-		if c.excluded(v.ID) {
-			continue
-		}
-		ch := d.vertex(v, metrics[v.ID], s.History[v.ID])
-		if ch.none() {
-			continue
-		}
-		anyOutside = anyOutside || ch.outside
-		changes[v.ID] = ch
+	decided := d.vertices(order, metrics, s.History, pressure != nil)
+	if outcome, hold, ok := outcomeOf(decided, c.ScalingEnabled, excludedPeriod); ok {
+		res.Decision = explain(now, outcome, hold, order, decided, metrics, c.excluded, restart)
+	}
+	if pressure != nil {
+		res.Warnings = append(res.Warnings, *pressure)
+		return res
 	}
 	res.Warnings = append(res.Warnings, d.warnings...)
 	res.State.DelayedScaleDown = d.delayed
+	changes := map[VertexID]change{}
+	anyOutside := false
+	for id, ch := range decided {
+		if !ch.none() {
+			changes[id] = ch
+			anyOutside = anyOutside || ch.outside
+		}
+	}
 	if !anyOutside || len(changes) == 0 {
 		// Within the band everywhere: not worth a restart.
 		return res
@@ -104,7 +108,7 @@ func Evaluate(now time.Time, t Topology, s State, c Config) (res Result) {
 		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "scaling.enabled:false, recommended parallelism change:" + report(changes, metrics)
 		return res
 	}
-	if c.inExcludedPeriod(now) {
+	if excludedPeriod {
 		res.Message = reportHeaderDisabled + options.AutoscalerPrefix + "excluded.periods:[" + strings.Join(c.ExcludedPeriods, ", ") + "], recommended parallelism change:" + report(changes, metrics)
 		return res
 	}

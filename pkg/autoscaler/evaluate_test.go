@@ -275,7 +275,7 @@ func TestDelayedScaleDownTakesTheHighestRecommendation(t *testing.T) {
 	d := &decider{c: c, delayed: map[VertexID]DelayedScaleDown{}}
 	step := func(after time.Duration, next int) change {
 		d.now = start.Add(after)
-		return d.delayScaleDown(mid, 4, next, true)
+		return d.delayScaleDown(mid, change{current: 4, next: next, wanted: next, outside: true})
 	}
 	if ch := step(0, 3); !ch.none() {
 		t.Fatalf("scaled at first trigger")

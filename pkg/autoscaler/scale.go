@@ -2,7 +2,9 @@ package autoscaler
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -15,53 +17,107 @@ type decider struct {
 	warnings []Warning
 }
 
-// change is a vertex's outcome: the new parallelism (equal to the current one for none) and
-// whether its processing rate is outside the utilization band.
+// change is a vertex's outcome: the new parallelism (equal to the current one for none), the
+// one its load and limits ask for before a hold (scale-down.interval, effectiveness detection,
+// memory pressure) kept it back, whether its processing rate is outside the utilization band, and
+// the bounds that made next or wanted differ from what the load asks for.
 type change struct {
-	current, next int
-	outside       bool
+	current, next, wanted int
+	outside               bool
+	bounds                []Bound
 }
 
 func (ch change) none() bool { return ch.next == ch.current }
 
-// vertex decides one vertex's parallelism from its evaluated metrics and scaling history.
-func (d *decider) vertex(v Vertex, m vertexMetrics, history []ScalingRecord) change {
+// held returns the change kept at the current parallelism by the hold b.
+func (ch change) held(b Bound) change {
+	ch.wanted, ch.next = ch.next, ch.current
+	ch.bounds = appendBound(ch.bounds, b)
+	return ch
+}
+
+// appendBound adds b unless it is there already.
+func appendBound(bounds []Bound, b Bound) []Bound {
+	if slices.Contains(bounds, b) {
+		return bounds
+	}
+	return append(slices.Clip(bounds), b)
+}
+
+// vertices decides every vertex's parallelism but the excluded ones', leaving out those whose
+// metrics allow no decision. Under memory pressure (held) every change is held back, as upstream,
+// which then decides nothing: the changes are still computed to explain what is held back, but
+// on copies, so the delayed scale-downs and the metrics of that computation are dropped (and the
+// caller drops its warnings).
+func (d *decider) vertices(order []Vertex, metrics map[VertexID]vertexMetrics, history map[VertexID][]ScalingRecord, held bool) map[VertexID]change {
+	if held {
+		delayed := make(map[VertexID]DelayedScaleDown, len(d.delayed))
+		for id, v := range d.delayed {
+			v.Recommended = slices.Clone(v.Recommended)
+			delayed[id] = v
+		}
+		d.delayed = delayed
+	}
+	decided := map[VertexID]change{}
+	for _, v := range order {
+		if d.c.excluded(v.ID) {
+			continue
+		}
+		m := metrics[v.ID]
+		if held {
+			m = maps.Clone(m)
+		}
+		ch, ok := d.vertex(v, m, history[v.ID])
+		if !ok {
+			continue
+		}
+		if held && !ch.none() {
+			ch = ch.held(BoundMemory)
+		}
+		decided[v.ID] = ch
+	}
+	return decided
+}
+
+// vertex decides one vertex's parallelism from its evaluated metrics and scaling history. The
+// second result is false when the metrics do not allow a decision.
+func (d *decider) vertex(v Vertex, m vertexMetrics, history []ScalingRecord) (change, bool) {
 	cur := v.Parallelism
-	noChange := change{current: cur, next: cur}
+	noChange := change{current: cur, next: cur, wanted: cur}
 	tpr := m.get(MetricTrueProcessingRate).Average
 	if math.IsNaN(tpr) {
-		return noChange
+		return noChange, false
 	}
 	capacity := targetCapacity(m, d.c, d.c.TargetUtil, true, d.restart)
 	if math.IsNaN(capacity) {
-		return noChange
+		return noChange, false
 	}
 	factor := capacity / tpr
 	if math.IsNaN(factor) {
 		// Infinite capacity over infinite rate says nothing about the right parallelism.
-		return noChange
+		return noChange, false
 	}
-	factor = math.Min(math.Max(factor, 1-d.c.ScaleDownMaxFactor), 1+d.c.ScaleUpMaxFactor)
 
-	next := d.scale(v, cur, factor)
+	next, bounds := d.scale(v, cur, factor)
 	if next == cur {
 		delete(d.delayed, v.ID)
-		return noChange
+		// Still worth explaining when the load asks for a change the limits do not allow.
+		return change{current: cur, next: cur, wanted: cur, outside: outsideUtilizationBound(m), bounds: bounds}, true
 	}
 	m[MetricExpectedProcessingRate] = current(tpr / float64(cur) * float64(next))
-	outside := outsideUtilizationBound(m)
+	ch := change{current: cur, next: next, wanted: next, outside: outsideUtilizationBound(m), bounds: bounds}
 
 	if next > cur {
 		delete(d.delayed, v.ID)
 		if n := len(history); n > 0 {
 			last := history[n-1]
 			if cur == last.NewParallelism && last.NewParallelism > last.CurrentParallelism && d.ineffective(v.ID, m, last) {
-				return noChange
+				return ch.held(BoundIneffectiveScaling), true
 			}
 		}
-		return change{current: cur, next: next, outside: outside}
+		return ch, true
 	}
-	return d.delayScaleDown(v.ID, cur, next, outside)
+	return d.delayScaleDown(v.ID, ch), true
 }
 
 // bounds are the parallelism limits of a vertex: vertex.min/max-parallelism widened to include
@@ -77,19 +133,52 @@ func (c Config) bounds(v Vertex) (lower, upper, maxParallelism int) {
 	return lower, upper, maxParallelism
 }
 
-// scale applies the factor to the current parallelism within the bounds, then aligns it.
-func (d *decider) scale(v Vertex, cur int, factor float64) int {
-	lower, upper, maxP := d.c.bounds(v)
-	raw := math.Min(math.Ceil(factor*float64(cur)), math.MaxInt32)
-	next := min(max(lower, int(raw)), min(maxP, upper))
-	if next == cur {
-		return next
+// limitParallelism applies the scaling factor the load asks for to the vertex's parallelism
+// within the max factors and the parallelism bounds, and names the bounds that bind the result:
+// those without which it would differ. An upper bound reached hides the max factor (without the
+// factor's clamp the result would be the same bound), and so does a lower one.
+func limitParallelism(c Config, v Vertex, factor float64) (int, []Bound) {
+	cur := v.Parallelism
+	lower, upper, maxP := c.bounds(v)
+	top := min(maxP, upper)
+	apply := func(f float64) int { return int(math.Min(math.Ceil(f*float64(cur)), math.MaxInt32)) }
+	within := func(p int) int { return min(max(lower, p), top) }
+
+	clamped := math.Min(math.Max(factor, 1-c.ScaleDownMaxFactor), 1+c.ScaleUpMaxFactor)
+	p := apply(clamped)
+	next := within(p)
+	var bounds []Bound
+	switch {
+	case p > top:
+		if maxP == top {
+			bounds = append(bounds, BoundKeyGroups)
+		}
+		if upper == top {
+			bounds = append(bounds, BoundMaxParallelism)
+		}
+	case p < lower:
+		bounds = append(bounds, BoundMinParallelism)
+	case clamped != factor && within(apply(factor)) != next:
+		bounds = append(bounds, BoundMaxFactor)
 	}
+	return next, bounds
+}
+
+// scale applies the factor to the current parallelism within the bounds, then aligns it.
+func (d *decider) scale(v Vertex, cur int, factor float64) (int, []Bound) {
+	next, bounds := limitParallelism(d.c, v, factor)
+	if next == cur {
+		return next, bounds
+	}
+	lower, upper, maxP := d.c.bounds(v)
 	aligned, w := align(d.c.AlignmentMode, v, cur, next, lower, upper, maxP)
 	if w != nil {
 		d.warnings = append(d.warnings, *w)
 	}
-	return aligned
+	if aligned != next {
+		bounds = appendBound(bounds, BoundKeyGroups)
+	}
+	return aligned, bounds
 }
 
 // align moves the parallelism to one that spreads key groups (or source partitions) evenly
@@ -183,32 +272,38 @@ func metricOf(m map[string]EvaluatedMetric, name string) EvaluatedMetric {
 // delayScaleDown holds a scale-down back until it has been wanted for scale-down.interval, then
 // applies the highest parallelism recommended within that interval, so that a dip in load does
 // not cost a restart and several scale-downs merge into one.
-func (d *decider) delayScaleDown(id VertexID, cur, next int, outside bool) change {
+func (d *decider) delayScaleDown(id VertexID, ch change) change {
 	if d.c.ScaleDownInterval <= 0 {
-		return change{current: cur, next: next, outside: outside}
+		return ch
 	}
 	info, ok := d.delayed[id]
 	if !ok {
 		info = DelayedScaleDown{FirstTriggered: d.now}
 	}
 	rec := append([]RecommendedParallelism(nil), info.Recommended...)
-	for len(rec) > 0 && rec[len(rec)-1].Parallelism <= next {
+	for len(rec) > 0 && rec[len(rec)-1].Parallelism <= ch.next {
 		rec = rec[:len(rec)-1]
 	}
-	info.Recommended = append(rec, RecommendedParallelism{Time: d.now, Parallelism: next, OutsideBound: outside})
+	info.Recommended = append(rec, RecommendedParallelism{Time: d.now, Parallelism: ch.next, OutsideBound: ch.outside})
 	d.delayed[id] = info
 
 	windowStart := d.now.Add(-d.c.ScaleDownInterval)
 	if windowStart.Before(info.FirstTriggered) {
-		return change{current: cur, next: cur}
+		return ch.held(BoundScaleDownInterval)
 	}
 	for len(info.Recommended) > 1 && info.Recommended[0].Time.Before(windowStart) {
 		info.Recommended = info.Recommended[1:]
 	}
 	d.delayed[id] = info
 	best := info.Recommended[0]
-	if best.Parallelism == cur {
-		return change{current: cur, next: cur}
+	if best.Parallelism == ch.current {
+		return ch.held(BoundScaleDownInterval)
 	}
-	return change{current: cur, next: best.Parallelism, outside: best.OutsideBound}
+	if best.Parallelism == ch.next {
+		return ch
+	}
+	// An earlier, higher recommendation within the interval wins: that is what bounds the
+	// result now, not the limits of this evaluation's.
+	return change{current: ch.current, next: best.Parallelism, wanted: best.Parallelism, outside: best.OutsideBound,
+		bounds: []Bound{BoundScaleDownInterval}}
 }

@@ -102,4 +102,29 @@ func TestKubectl(t *testing.T) {
 		require.NoError(t, err, out)
 		assert.Contains(t, out, "condition met")
 	})
+
+	t.Run("jsonpath reads the autoscaler's decision", func(t *testing.T) {
+		got := &flinkv1beta1.FlinkDeployment{}
+		require.NoError(t, env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "dep"}, got))
+		every := []flinkv1beta1.ScalingBound{flinkv1beta1.ScalingBoundMaxFactor, flinkv1beta1.ScalingBoundMinParallelism,
+			flinkv1beta1.ScalingBoundMaxParallelism, flinkv1beta1.ScalingBoundKeyGroups, flinkv1beta1.ScalingBoundScaleDownInterval,
+			flinkv1beta1.ScalingBoundIneffectiveScaling, flinkv1beta1.ScalingBoundMemory, flinkv1beta1.ScalingBoundExcluded}
+		got.Status.Scaling = &flinkv1beta1.ScalingDecision{EvaluatedAt: metav1.Unix(1764990120, 0), Generation: got.Generation,
+			Outcome: flinkv1beta1.ScalingHeld, Message: "Held",
+			Vertices: []flinkv1beta1.VertexScaling{{VertexID: "0a448493b4782967b150582570326227", Name: "busy map",
+				CurrentParallelism: 4, NewParallelism: 2, BusyRatio: "0.08", BoundBy: every}}}
+		require.NoError(t, env.Client.Status().Update(ctx, got), "the CRD accepts every outcome's shape and every bound")
+
+		out, err := env.Kubectl("get", "-n", ns, "flinkdeployment", "dep", "-o",
+			"jsonpath={.status.scaling.outcome} {.status.scaling.vertices[0].currentParallelism}->{.status.scaling.vertices[0].newParallelism} {.status.scaling.vertices[0].boundBy[0]}")
+		require.NoError(t, err, out)
+		assert.Equal(t, "Held 4->2 MaxFactor", out)
+
+		bad := got.DeepCopy()
+		bad.Status.Scaling.Vertices[0].BoundBy = []flinkv1beta1.ScalingBound{"Whatever"}
+		assert.Error(t, env.Client.Status().Update(ctx, bad), "an unknown bound is refused")
+		bad = got.DeepCopy()
+		bad.Status.Scaling.Outcome = "Done"
+		assert.Error(t, env.Client.Status().Update(ctx, bad), "an unknown outcome is refused")
+	})
 }

@@ -24,7 +24,8 @@ import (
 // TestUpstreamSchemaReadsThisOperatorsStatus is the migration guide's way back at the API
 // server: with upstream's CRDs installed again (helm install of the Apache operator), a
 // resource whose status this operator wrote, with everything it adds (conditions Ready,
-// Progressing, Reconciling, Degraded, Stalled with their typed reasons), is stored and read back
+// Progressing, Reconciling, Degraded, Stalled with their typed reasons, the operations history,
+// the autoscaler's decision in status.scaling), is stored and read back
 // as upstream's schema dictates: what upstream's schema knows is kept unchanged, the rest is
 // pruned, and nothing is refused. What the Apache operator then reads is its own fields: its
 // status classes ignore unknown properties (@JsonIgnoreProperties(ignoreUnknown = true) on
@@ -49,6 +50,15 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			LastStableSpec: `{"spec":{}}`, State: flinkv1beta1.ReconciliationDeployed},
 		Operations: []flinkv1beta1.Operation{{Type: flinkv1beta1.OperationUpgrade, Generation: 1, StartedAt: metav1.Unix(1764990000, 0),
 			EndedAt: ptr.To(metav1.Unix(1764990060, 0)), Outcome: flinkv1beta1.OperationSucceeded, Snapshot: "s3://b/savepoints/savepoint-1"}},
+		Scaling: &flinkv1beta1.ScalingDecision{EvaluatedAt: metav1.Unix(1764990120, 0), Generation: 1, Outcome: flinkv1beta1.ScalingHeld,
+			Message: "Held: a scale-down waits for job.autoscaler.scale-down.interval: busy map 4 -> 2 (bound by MaxFactor, ScaleDownInterval)",
+			Vertices: []flinkv1beta1.VertexScaling{
+				{VertexID: "bc764cd8ddf7a0cff126f51c16239658", Name: "Source: orders", CurrentParallelism: 2, NewParallelism: 2,
+					BusyRatio: "0.10", TrueProcessingRate: "Infinity", TargetRate: "1000.0", Lag: "12000", ExpectedCatchUp: "45s"},
+				{VertexID: "0a448493b4782967b150582570326227", Name: "busy map", CurrentParallelism: 4, NewParallelism: 2,
+					BusyRatio: "0.08", TrueProcessingRate: "1520.4", TargetRate: "1000.0",
+					BoundBy: []flinkv1beta1.ScalingBound{flinkv1beta1.ScalingBoundMaxFactor, flinkv1beta1.ScalingBoundScaleDownInterval}},
+			}},
 	}
 	withConditions := func(conds []metav1.Condition) []metav1.Condition {
 		var out []metav1.Condition
@@ -96,6 +106,9 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			if obj.GetKind() == "FlinkDeployment" {
 				require.NotEmpty(t, written["rescale"], "and the rescale in flight")
 			}
+			if obj.GetKind() == "FlinkDeployment" || obj.GetKind() == "FlinkSessionJob" {
+				require.NotEmpty(t, written["scaling"], "and the autoscaler's decision explained")
+			}
 			require.NoError(t, unstructured.SetNestedMap(obj.Object, written, "status"))
 			require.NoError(t, up.Client.Status().Update(ctx, obj), "upstream's schema accepts this operator's status")
 
@@ -105,6 +118,7 @@ func TestUpstreamSchemaReadsThisOperatorsStatus(t *testing.T) {
 			schema := upstreamStatusSchema(t, obj.GetKind())
 			want := prune(written, schema)
 			assert.Equal(t, want, got.Object["status"], "read back as upstream's schema prunes it")
+			assert.NotContains(t, got.Object["status"], "scaling", "upstream's schema prunes status.scaling")
 			for field := range schema.Properties {
 				if _, ok := written[field]; ok {
 					assert.Contains(t, got.Object["status"], field, "upstream's field %s is kept", field)

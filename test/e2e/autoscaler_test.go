@@ -38,8 +38,9 @@ const busyMap = "busy-map"
 // parallelism and nothing changes (Flink's REST reports parallelism 1). Scaling is then turned
 // on: the busy vertex is scaled up in place (adaptive scheduler) while the load is high, and down
 // after it falls. Each rescale keeps the job (same job id, restored from a checkpoint, as
-// Flink's REST reports), each decision is a ScalingReport event and in the autoscaler
-// ConfigMap, and the user's spec never gets the overrides.
+// Flink's REST reports), each decision is a ScalingReport event, in the autoscaler ConfigMap and
+// in status.scaling (every vertex, newParallelism what Flink's REST then reports), and the
+// user's spec never gets the overrides.
 //
 // The two versions run in parallel (the test mostly waits on Flink).
 func TestAutoscaler(t *testing.T) {
@@ -83,6 +84,17 @@ func autoscaleOn(t *testing.T, ns, image string, version flinkv1beta1.FlinkVersi
 	assert.Equal(t, 1, vertexNamed(t, key, jobID, busyMap).Parallelism, "recommend-only: Flink's parallelism unchanged")
 	state := autoscalerConfigMap(t, key)
 	assert.Empty(t, state.Overrides, "recommend-only: no overrides")
+	// The recommendation is in the status, for every vertex Flink runs.
+	rec := scalingStatus(t, key, jobID, "the recommendation in status.scaling", func(sc *flinkv1beta1.ScalingDecision) bool {
+		return sc.Outcome == flinkv1beta1.ScalingRecommended
+	})
+	busy := scalingVertex(rec, vertex.ID)
+	require.NotNil(t, busy, "status.scaling names the busy vertex")
+	assert.Equal(t, int32(1), busy.CurrentParallelism)
+	assert.Greater(t, busy.NewParallelism, int32(1), "a scale-up recommended")
+	assert.NotEmpty(t, busy.BusyRatio)
+	assert.NotEmpty(t, busy.TrueProcessingRate)
+	assert.NotEmpty(t, busy.TargetRate)
 
 	// Scaling on: up while the load is high.
 	before := completedCheckpoint(t, key, jobID)
@@ -92,12 +104,14 @@ func autoscaleOn(t *testing.T, ns, image string, version flinkv1beta1.FlinkVersi
 	up := waitForParallelism(t, key, jobID, vertex.ID, func(p int) bool { return p > 1 }, 3*time.Minute)
 	logf(t, "scaled up in place to %d after %s", up, time.Since(started).Round(time.Second))
 	assertRescaled(t, key, jobID, vertex.ID, up, before)
+	assertScalingIsFlinks(t, key, jobID)
 
 	// Down after the load falls.
 	before = completedCheckpoint(t, key, jobID)
 	down := waitForParallelism(t, key, jobID, vertex.ID, func(p int) bool { return p < up }, 4*time.Minute)
 	logf(t, "scaled down in place to %d after %s", down, time.Since(started).Round(time.Second))
 	assertRescaled(t, key, jobID, vertex.ID, down, before)
+	assertScalingIsFlinks(t, key, jobID)
 
 	d := &flinkv1beta1.FlinkDeployment{}
 	require.NoError(t, env.Client.Get(ctx, key, d))
@@ -195,6 +209,65 @@ func assertRescaled(t *testing.T, key client.ObjectKey, jobID, vertexID string, 
 	assert.Equal(t, p, state.Overrides[autoscaler.VertexID(vertexID)], "the decision is in the autoscaler ConfigMap")
 	assert.NotEmpty(t, state.History[autoscaler.VertexID(vertexID)], "and in its scaling history")
 	assert.Contains(t, d.Status.ReconciliationStatus.LastReconciledSpec, fmt.Sprintf("%s:%d", vertexID, p), "recorded as running")
+}
+
+// scalingStatus waits until the resource's status.scaling lists the vertices of the job Flink
+// runs, each once, and ok accepts it; it returns it.
+func scalingStatus(t *testing.T, key client.ObjectKey, jobID, what string, ok func(*flinkv1beta1.ScalingDecision) bool) *flinkv1beta1.ScalingDecision {
+	t.Helper()
+	var sc *flinkv1beta1.ScalingDecision
+	wait.For(t, time.Minute, what, func() bool {
+		d := &flinkv1beta1.FlinkDeployment{}
+		if env.Client.Get(context.Background(), key, d) != nil || d.Status.Scaling == nil {
+			return false
+		}
+		sc = d.Status.Scaling
+		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
+		if err != nil || len(details.Vertices) != len(sc.Vertices) {
+			return false
+		}
+		for _, v := range details.Vertices {
+			if scalingVertex(sc, v.ID) == nil {
+				return false
+			}
+		}
+		return ok(sc)
+	}, func() string { return fmt.Sprintf("status.scaling %+v", sc) })
+	return sc
+}
+
+// scalingVertex is the vertex of status.scaling with the id, nil without it.
+func scalingVertex(sc *flinkv1beta1.ScalingDecision, id string) *flinkv1beta1.VertexScaling {
+	for i := range sc.Vertices {
+		if sc.Vertices[i].VertexID == id {
+			return &sc.Vertices[i]
+		}
+	}
+	return nil
+}
+
+// assertScalingIsFlinks checks, after a rescale, that status.scaling's decision is what Flink's
+// REST reports running: every vertex of the job, with newParallelism its parallelism (a decision
+// taken after the rescale, Held at the limits, also names the running parallelism).
+func assertScalingIsFlinks(t *testing.T, key client.ObjectKey, jobID string) {
+	t.Helper()
+	var running map[string]int
+	sc := scalingStatus(t, key, jobID, "status.scaling at Flink's parallelism", func(sc *flinkv1beta1.ScalingDecision) bool {
+		details, err := flinkREST(t, key).JobDetails(context.Background(), jobID)
+		if err != nil {
+			return false
+		}
+		running = map[string]int{}
+		for _, v := range details.Vertices {
+			running[v.ID] = v.Parallelism
+			if int(scalingVertex(sc, v.ID).NewParallelism) != v.Parallelism {
+				return false
+			}
+		}
+		return true
+	})
+	logf(t, "status.scaling: %s %s (Flink runs %v)", sc.Outcome, sc.Message, running)
+	assert.Contains(t, []flinkv1beta1.ScalingOutcome{flinkv1beta1.ScalingApplied, flinkv1beta1.ScalingHeld}, sc.Outcome)
 }
 
 // autoscalerConfigMap decodes the resource's autoscaler state.
