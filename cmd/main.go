@@ -672,9 +672,9 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
-	setMemoryLimit(log, memlimit.FromCgroup)
+	containerLimit := setMemoryLimit(log, memlimit.FromCgroup)
 	ctx := ctrl.SetupSignalHandler()
-	if tuner := newGCTuner(log, os.Getenv); tuner != nil {
+	if tuner := newGCTuner(log, os.Getenv, containerLimit); tuner != nil {
 		go tuner.run(ctx)
 	}
 

@@ -52,17 +52,29 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
+func TestMemoryLimitFor(t *testing.T) {
+	const mib = 1 << 20
+	assert.Equal(t, int64(math.MaxInt64), memoryLimitFor(20*mib, smallHeapGCPercent, math.MaxInt64), "a small heap: no limit of the tuner's")
+	assert.Equal(t, int64(512*mib), memoryLimitFor(20*mib, smallHeapGCPercent, 512*mib), "a small heap: the container's limit")
+	// 100 MiB live at GOGC 50: a 150 MiB goal, 165 with a tenth more, and the allowance.
+	assert.Equal(t, int64(165*mib+nonHeapAllowance), memoryLimitFor(100*mib, largeHeapGCPercent, math.MaxInt64))
+	assert.Equal(t, int64(160*mib), memoryLimitFor(100*mib, largeHeapGCPercent, 160*mib), "never above the container's limit")
+}
+
 // TestGCTunerFollowsTheLiveHeap: the target is Go's default while the live heap is small, 50 once
-// it is large, and back when it has shrunk well below the line.
+// it is large, and back when it has shrunk well below the line; the soft memory limit follows
+// a large heap's goal and goes back to the container's when the heap is small again.
 func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
-	heaps := []uint64{10 << 20, 30 << 20, 70 << 20, 120 << 20, 56 << 20, 40 << 20}
+	const mib = 1 << 20
+	heaps := []uint64{10 * mib, 30 * mib, 70 * mib, 120 * mib, 56 * mib, 40 * mib}
 	var mu sync.Mutex
 	var seen int
 	var set []int
+	var limits []int64
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tuner := &gcTuner{log: logr.Discard(), period: time.Millisecond,
+	tuner := &gcTuner{log: logr.Discard(), period: time.Millisecond, ceiling: math.MaxInt64,
 		liveHeap: func() uint64 {
 			mu.Lock()
 			defer mu.Unlock()
@@ -72,16 +84,20 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 			}
 			return h
 		},
-		set: func(p int) int { mu.Lock(); defer mu.Unlock(); set = append(set, p); return 0 }}
+		set:      func(p int) int { mu.Lock(); defer mu.Unlock(); set = append(set, p); return 0 },
+		setLimit: func(l int64) int64 { mu.Lock(); defer mu.Unlock(); limits = append(limits, l); return 0 }}
 	go tuner.run(ctx)
 	<-done
 	cancel()
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []int{100, 50, 100}, set)
+	assert.Equal(t, []int64{math.MaxInt64, memoryLimitFor(70*mib, 50, math.MaxInt64), memoryLimitFor(120*mib, 50, math.MaxInt64),
+		memoryLimitFor(56*mib, 50, math.MaxInt64), math.MaxInt64}, limits)
 }
 
-// TestGCTunerLeavesGOGC: GOGC set (the runtime applied it at start) wins: no tuner.
+// TestGCTunerLeavesGOGC: GOGC set (the runtime applied it at start) wins: no tuner; GOMEMLIMIT set
+// wins over the tuner's memory limit.
 func TestGCTunerLeavesGOGC(t *testing.T) {
 	gogc := func(k string) string {
 		if k == "GOGC" {
@@ -89,8 +105,15 @@ func TestGCTunerLeavesGOGC(t *testing.T) {
 		}
 		return ""
 	}
-	assert.Nil(t, newGCTuner(logr.Discard(), gogc))
-	assert.NotNil(t, newGCTuner(logr.Discard(), func(string) string { return "" }))
+	assert.Nil(t, newGCTuner(logr.Discard(), gogc, math.MaxInt64))
+	assert.Equal(t, int64(512<<20), newGCTuner(logr.Discard(), func(string) string { return "" }, 512<<20).ceiling)
+	gomemlimit := func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "400MiB"
+		}
+		return ""
+	}
+	assert.Negative(t, newGCTuner(logr.Discard(), gomemlimit, 400<<20).ceiling, "GOMEMLIMIT set: the tuner leaves the limit alone")
 	runtime.GC()
 	assert.NotZero(t, liveHeapBytes(), "the runtime reports a live heap")
 }
