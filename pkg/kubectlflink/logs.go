@@ -98,21 +98,28 @@ func printLogs(ctx context.Context, kube kubernetes.Interface, namespace, cluste
 			namespace, cluster, cluster, cluster)
 	}
 	var mu sync.Mutex // one line at a time on out
-	g, ctx := errgroup.WithContext(ctx)
-	for _, pod := range pods {
-		prefix := ""
-		if len(pods) > 1 {
-			prefix = "[" + pod.Name + "] "
-		}
-		g.Go(func() error { return streamLog(ctx, kube, pod, opts, prefix, &mu, out) })
-		if !opts.follow {
-			// Printed one pod after the other, a pod's log stays together.
-			if err := g.Wait(); err != nil {
+	if !opts.follow {
+		// One pod after the other, so that each pod's log stays together.
+		for _, pod := range pods {
+			if err := streamLog(ctx, kube, pod, opts, podPrefix(pods, pod), &mu, out); err != nil {
 				return err
 			}
 		}
+		return nil
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	for _, pod := range pods {
+		g.Go(func() error { return streamLog(ctx, kube, pod, opts, podPrefix(pods, pod), &mu, out) })
 	}
 	return g.Wait()
+}
+
+// podPrefix names the pod on each of its lines when there are several pods.
+func podPrefix(pods []corev1.Pod, pod corev1.Pod) string {
+	if len(pods) == 1 {
+		return ""
+	}
+	return "[" + pod.Name + "] "
 }
 
 func streamLog(ctx context.Context, kube kubernetes.Interface, pod corev1.Pod, opts logOptions, prefix string, mu *sync.Mutex, out io.Writer) error {

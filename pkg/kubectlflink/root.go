@@ -52,13 +52,25 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 	return root
 }
 
+// Option changes how the commands run (tests).
+type Option func(*plugin)
+
+// WithClock sets the clock ages are printed against.
+func WithClock(now func() time.Time) Option { return func(p *plugin) { p.now = now } }
+
+// WithPoll sets how often savepoint --wait looks at the snapshot.
+func WithPoll(every time.Duration) Option { return func(p *plugin) { p.poll = every } }
+
 // NewCommandWith is the root command on the given clients (tests).
-func NewCommandWith(version string, streams genericiooptions.IOStreams, connect Connect) *cobra.Command {
-	return newRoot(version, streams, connect)
+func NewCommandWith(version string, streams genericiooptions.IOStreams, connect Connect, opts ...Option) *cobra.Command {
+	return newRoot(version, streams, connect, opts...)
 }
 
-func newRoot(version string, streams genericiooptions.IOStreams, connect Connect) *cobra.Command {
+func newRoot(version string, streams genericiooptions.IOStreams, connect Connect, opts ...Option) *cobra.Command {
 	p := &plugin{connect: connect, streams: streams, now: time.Now, poll: 2 * time.Second}
+	for _, o := range opts {
+		o(p)
+	}
 	root := &cobra.Command{
 		Use:   "kubectl-flink",
 		Short: "Look after Flink resources managed by flink-operator",

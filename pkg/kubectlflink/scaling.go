@@ -39,8 +39,9 @@ type VertexScaling struct {
 
 // readScaling reads status.scaling; nil when there is none.
 func readScaling(u *unstructured.Unstructured) *Scaling {
-	raw, found, err := unstructured.NestedMap(u.Object, "status", "scaling")
-	if err != nil || !found || raw == nil {
+	field, found, err := unstructured.NestedFieldNoCopy(u.Object, "status", "scaling")
+	raw, ok := field.(map[string]any)
+	if err != nil || !found || !ok {
 		return nil
 	}
 	s := &Scaling{
