@@ -66,10 +66,18 @@ func readOnly(t *testing.T) interceptor.Funcs {
 		return nil
 	}
 	return interceptor.Funcs{
-		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return refuse("create") },
-		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error { return refuse("update") },
-		Patch:  func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error { return refuse("patch") },
-		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return refuse("delete") },
+		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			return refuse("create")
+		},
+		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
+			return refuse("update")
+		},
+		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
+			return refuse("patch")
+		},
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+			return refuse("delete")
+		},
 		SubResourceUpdate: func(context.Context, client.Client, string, client.Object, ...client.SubResourceUpdateOption) error {
 			return refuse("status update")
 		},
