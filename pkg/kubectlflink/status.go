@@ -2,6 +2,7 @@ package kubectlflink
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
+	"github.com/flink-operator/flink-operator/pkg/flink"
 )
 
 // snapshotsShown is how many of a resource's FlinkStateSnapshots status lists, newest first.
@@ -37,7 +39,7 @@ func (p *plugin) statusCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			v, err := loadStatus(cmd.Context(), c.Client, t)
+			v, err := loadStatus(cmd.Context(), c, t)
 			if err != nil {
 				return err
 			}
@@ -63,10 +65,17 @@ type statusView struct {
 	rescale    *flinkv1beta1.Rescale
 	scaling    *Scaling
 	scalable   bool
+	// cluster is the Flink cluster running the job ("" when not known or not a job resource).
+	cluster string
+	// flinkStats are the job's checkpoint statistics as Flink reports them; flinkErr says why
+	// they could not be read.
+	flinkStats *flink.CheckpointStatistics
+	flinkErr   error
 }
 
 // loadStatus reads the target and, for a job resource, the FlinkStateSnapshots that reference it.
-func loadStatus(ctx context.Context, c client.Client, t Target) (*statusView, error) {
+func loadStatus(ctx context.Context, clients *Clients, t Target) (*statusView, error) {
+	c := clients.Client
 	u, obj, err := get(ctx, c, t)
 	if err != nil {
 		return nil, err
@@ -85,11 +94,14 @@ func loadStatus(ctx context.Context, c client.Client, t Target) (*statusView, er
 		v.scaling, v.scalable = readScaling(u), true
 		if o.Spec.Job == nil {
 			v.job = nil
+		} else if o.Status.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady {
+			v.cluster = o.Name
 		}
 	case *flinkv1beta1.FlinkSessionJob:
 		v.common(&o.Status.CommonStatus)
 		v.facts = append([][2]string{{"Session", orDash(o.Spec.DeploymentName)}}, v.facts...)
 		v.scaling, v.scalable = readScaling(u), true
+		v.cluster = o.Spec.DeploymentName
 	case *flinkv1beta1.FlinkBlueGreenDeployment:
 		st := &o.Status
 		v.observedGeneration = st.ObservedGeneration
@@ -110,7 +122,17 @@ func loadStatus(ctx context.Context, c client.Client, t Target) (*statusView, er
 		}
 		v.snapshots = snaps
 	}
+	if v.job != nil && v.cluster != "" && v.job.JobID != "" && !terminal(v.job.State) && clients.Kube != nil {
+		v.flinkStats, v.flinkErr = checkpointStatistics(ctx, clients.Kube, t.Namespace, v.cluster, v.job.JobID)
+	}
 	return v, nil
+}
+
+// terminal: a job that ended for good (Flink has no checkpoints to report of it once its
+// cluster is gone).
+func terminal(s flinkv1beta1.JobStatusState) bool {
+	return s == flinkv1beta1.JobStatusFinished || s == flinkv1beta1.JobStatusFailed || s == flinkv1beta1.JobStatusCanceled ||
+		s == flinkv1beta1.JobStatusSuspended || s == ""
 }
 
 // common fills in what FlinkDeployments and FlinkSessionJobs share.
@@ -185,8 +207,11 @@ func (v *statusView) render(w io.Writer, now time.Time) error {
 		fmt.Fprintf(tw, "Error:\t%s: %s\n", orDash(string(reason)), flinkv1beta1.ErrorMessage(v.errorText))
 	}
 	if v.job != nil {
-		fmt.Fprintf(tw, "Last checkpoint:\t%s\n", lastCheckpoint(v.job, v.snapshots, now))
-		fmt.Fprintf(tw, "Last savepoint:\t%s\n", lastSavepoint(v.job, v.snapshots, now))
+		fmt.Fprintf(tw, "Last checkpoint:\t%s\n", lastCheckpoint(v.job, v.snapshots, v.flinkStats, now))
+		fmt.Fprintf(tw, "Last savepoint:\t%s\n", lastSavepoint(v.job, v.snapshots, v.flinkStats, now))
+		if v.flinkErr != nil && !errors.Is(v.flinkErr, errNoProxy) {
+			fmt.Fprintf(tw, "Flink:\tnot reached through the API server (%s): checkpoints and savepoints as the status records them\n", oneLine(v.flinkErr.Error()))
+		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -220,32 +245,62 @@ func jobLine(j *flinkv1beta1.JobStatus) string {
 	return line
 }
 
-func lastCheckpoint(j *flinkv1beta1.JobStatus, snaps []flinkv1beta1.FlinkStateSnapshot, now time.Time) string {
-	var at time.Time
-	var path string
+// lastCheckpoint is the newest of the checkpoint the status records, the newest completed
+// checkpoint snapshot and the latest one Flink reports.
+func lastCheckpoint(j *flinkv1beta1.JobStatus, snaps []flinkv1beta1.FlinkStateSnapshot, stats *flink.CheckpointStatistics, now time.Time) string {
+	var newest stateRef
 	if info := j.CheckpointInfo; info != nil && info.LastCheckpoint != nil && info.LastCheckpoint.TimeStamp > 0 {
-		at = time.UnixMilli(info.LastCheckpoint.TimeStamp)
+		newest = newest.or(stateRef{at: time.UnixMilli(info.LastCheckpoint.TimeStamp)})
 	}
-	if s := newestCompleted(snaps, true); s != nil && snapshotTime(s).After(at) {
-		at, path = snapshotTime(s), s.Status.Path
+	if s := newestCompleted(snaps, true); s != nil {
+		newest = newest.or(stateRef{at: snapshotTime(s), path: s.Status.Path})
 	}
-	return when(at, path, now)
+	if stats != nil && stats.Latest.Completed != nil {
+		newest = newest.or(stateRef{at: refTime(stats.Latest.Completed), path: stats.Latest.Completed.ExternalPath})
+	}
+	return newest.String(now)
 }
 
-func lastSavepoint(j *flinkv1beta1.JobStatus, snaps []flinkv1beta1.FlinkStateSnapshot, now time.Time) string {
-	var at time.Time
-	var path string
+// lastSavepoint is the newest of the savepoint the status records, the newest completed
+// savepoint snapshot and the latest one Flink reports.
+func lastSavepoint(j *flinkv1beta1.JobStatus, snaps []flinkv1beta1.FlinkStateSnapshot, stats *flink.CheckpointStatistics, now time.Time) string {
+	var newest stateRef
 	if info := j.SavepointInfo; info != nil && info.LastSavepoint != nil && info.LastSavepoint.Location != "" {
-		path = info.LastSavepoint.Location
+		ref := stateRef{path: info.LastSavepoint.Location}
 		if info.LastSavepoint.TimeStamp > 0 {
-			at = time.UnixMilli(info.LastSavepoint.TimeStamp)
+			ref.at = time.UnixMilli(info.LastSavepoint.TimeStamp)
 		}
+		newest = newest.or(ref)
 	}
-	if s := newestCompleted(snaps, false); s != nil && (path == "" || snapshotTime(s).After(at)) {
-		at, path = snapshotTime(s), s.Status.Path
+	if s := newestCompleted(snaps, false); s != nil {
+		newest = newest.or(stateRef{at: snapshotTime(s), path: s.Status.Path})
 	}
-	return when(at, path, now)
+	if stats != nil && stats.Latest.Savepoint != nil {
+		newest = newest.or(stateRef{at: refTime(stats.Latest.Savepoint), path: stats.Latest.Savepoint.ExternalPath})
+	}
+	return newest.String(now)
 }
+
+// stateRef is a checkpoint or savepoint: when it completed (zero when unknown) and where.
+type stateRef struct {
+	at   time.Time
+	path string
+}
+
+// or is the newer of r and o; one with a path wins over one without when neither has a time.
+func (r stateRef) or(o stateRef) stateRef {
+	switch {
+	case r == (stateRef{}):
+		return o
+	case o.at.After(r.at):
+		return o
+	case o.at.Equal(r.at) && r.path == "":
+		return o
+	}
+	return r
+}
+
+func (r stateRef) String(now time.Time) string { return when(r.at, r.path, now) }
 
 func when(at time.Time, path string, now time.Time) string {
 	switch {
