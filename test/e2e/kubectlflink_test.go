@@ -51,7 +51,8 @@ func pluginIn(ctx context.Context, bin, ns string) func(args ...string) (string,
 }
 
 // TestKubectlFlinkPlugin runs the built kubectl-flink against real Flink on the local cluster:
-// status shows the job RUNNING with the id Flink's REST API reports; savepoint --wait prints the
+// status shows the job RUNNING with the id Flink's REST API reports, and the latest checkpoint
+// Flink reports (asked through the API server's service proxy); savepoint --wait prints the
 // path Flink's checkpoint statistics report as the latest savepoint, and it is on disk; suspend
 // and resume patch the spec and the operator carries them out, the resumed job restoring that
 // savepoint; logs prints the JobManager's log; explain-scaling says there is no decision;
@@ -83,10 +84,16 @@ func TestKubectlFlinkPlugin(t *testing.T) {
 			}
 		}
 		require.Equal(t, []string{jobID}, running, "Flink runs the job the status names")
+		checkpoint := completedCheckpoint(t, key, jobID)
 		out, err := run("status", key.Name)
 		require.NoError(t, err)
 		logf(t, "kubectl flink status:\n%s", out)
 		assert.Contains(t, out, "RUNNING  id "+running[0])
+		// The status records no checkpoint (snapshot resources mode); the plugin asked Flink
+		// through the API server's service proxy for its latest completed one.
+		assert.Regexp(t, `Last checkpoint:\s+\S+ ago\s+file:\S*/checkpoints/`+jobID+`/chk-\d+`, out)
+		assert.NotContains(t, out, "not reached through the API server")
+		logf(t, "Flink's latest completed checkpoint before: %s", checkpoint.ExternalPath)
 		assert.Regexp(t, `Ready\s+True`, out)
 		assert.Contains(t, out, "STABLE")
 	})
