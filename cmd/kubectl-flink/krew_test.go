@@ -32,9 +32,9 @@ type krewPlugin struct {
 			Selector struct {
 				MatchLabels map[string]string `json:"matchLabels"`
 			} `json:"selector"`
-			URI    string `json:"uri"`
-			SHA256 string `json:"sha256"`
-			Bin    string `json:"bin"`
+			URI    string     `json:"uri"`
+			SHA256 string     `json:"sha256"`
+			Bin    string     `json:"bin"`
 			Files  []krewFile `json:"files"`
 		} `json:"platforms"`
 	} `json:"spec"`
