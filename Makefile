@@ -372,8 +372,25 @@ bench-micro: ## Go micro-benchmarks.
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager binary.
+build: manifests generate kubectl-flink ## Build the manager binary and the kubectl flink plugin.
 	go build -trimpath -o bin/manager ./cmd
+
+# KUBECTL_FLINK_PLATFORMS are the platforms of the plugin's release archives (krew: hack/krew/flink.yaml).
+KUBECTL_FLINK_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: kubectl-flink
+kubectl-flink: ## Build the kubectl flink plugin (bin/kubectl-flink, one static binary: put it on the PATH as kubectl-flink).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kubectl-flink ./cmd/kubectl-flink
+
+.PHONY: kubectl-flink-dist
+kubectl-flink-dist: ## The plugin's release archives for krew (bin/kubectl-flink-dist/kubectl-flink_<os>_<arch>.tar.gz with LICENSE) and their sha256 sums, which the release writes into hack/krew/flink.yaml.
+	rm -rf bin/kubectl-flink-dist && mkdir -p bin/kubectl-flink-dist
+	for p in $(KUBECTL_FLINK_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; dir=bin/kubectl-flink-dist/$${os}_$${arch}; mkdir -p $$dir && cp LICENSE $$dir/ && \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $$dir/kubectl-flink ./cmd/kubectl-flink && \
+		tar -C $$dir -czf bin/kubectl-flink-dist/kubectl-flink_$${os}_$${arch}.tar.gz kubectl-flink LICENSE || exit 1; \
+	done
+	cd bin/kubectl-flink-dist && sha256sum *.tar.gz > sha256sums.txt
 
 .PHONY: run-local
 # STORAGE: where run-local's sample keeps its state: volume (a hostPath volume,

@@ -523,15 +523,9 @@ func (r *FlinkSessionJobReconciler) jobSnapshots(ctx context.Context, s *jobScop
 	return j
 }
 
-// jobSpecChanged is specChanged, the deployments' comparison, on the fields a session job
-// shares with a deployment, plus its session: what upstream marks IGNORE changes nothing, and
-// neither does removing restartNonce or savepointRedeployNonce (upstream's @SpecDiff ignores
-// null there).
+// jobSpecChanged is jobs.SessionJobSpecChanged.
 func jobSpecChanged(deployed, desired *flinkv1beta1.FlinkSessionJobSpec) bool {
-	wrap := func(spec *flinkv1beta1.FlinkSessionJobSpec) *flinkv1beta1.FlinkDeploymentSpec {
-		return &flinkv1beta1.FlinkDeploymentSpec{Job: spec.Job, FlinkConfiguration: spec.FlinkConfiguration, RestartNonce: spec.RestartNonce}
-	}
-	return deployed.DeploymentName != desired.DeploymentName || jobs.SpecChanged(wrap(deployed), wrap(desired))
+	return jobs.SessionJobSpecChanged(deployed, desired)
 }
 
 // parseHeaders reads Flink's map syntax "k1:v1,k2:v2".

@@ -29,6 +29,18 @@ func SpecChanged(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) bool {
 	return !reconciler.EqualStatus(significant(deployed), significant(withRemovedNoncesKept(deployed, desired)))
 }
 
+// SessionJobSpecChanged is SpecChanged, the deployments' comparison, on the fields a session
+// job shares with a deployment, plus its session: what upstream marks IGNORE changes nothing,
+// and neither does removing restartNonce or savepointRedeployNonce (upstream's @SpecDiff
+// ignores null there). Exported for kubectl flink adopt-check, which must judge a change as
+// the reconciler does.
+func SessionJobSpecChanged(deployed, desired *flinkv1beta1.FlinkSessionJobSpec) bool {
+	wrap := func(spec *flinkv1beta1.FlinkSessionJobSpec) *flinkv1beta1.FlinkDeploymentSpec {
+		return &flinkv1beta1.FlinkDeploymentSpec{Job: spec.Job, FlinkConfiguration: spec.FlinkConfiguration, RestartNonce: spec.RestartNonce}
+	}
+	return deployed.DeploymentName != desired.DeploymentName || SpecChanged(wrap(deployed), wrap(desired))
+}
+
 // withRemovedNoncesKept is desired with the deployed restart and redeploy nonces where desired
 // has none.
 func withRemovedNoncesKept(deployed, desired *flinkv1beta1.FlinkDeploymentSpec) *flinkv1beta1.FlinkDeploymentSpec {
