@@ -53,6 +53,8 @@ type Server struct {
 	requirements map[string]map[string]map[string]map[string]int
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
+	// runFailure, when set, fails the runs it returns a message for (SetRunFailure).
+	runFailure func(RunRequest) string
 	// RunDelay and CancelDelay make POST /jars/:id/run and PATCH /jobs/:id (cancel) answer
 	// only after this long (a busy JobManager); set them before the operator starts.
 	RunDelay, CancelDelay time.Duration
@@ -448,9 +450,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.runs = append(s.runs, req)
+		failure := s.FailRun
+		if s.runFailure != nil && failure == "" {
+			failure = s.runFailure(req)
+		}
 		switch {
-		case s.FailRun != "":
-			writeJSON(w, 400, map[string]any{"errors": []string{s.FailRun}})
+		case failure != "":
+			writeJSON(w, 400, map[string]any{"errors": []string{failure}})
 		case s.jobs[req.JobID] != "" && s.jobs[req.JobID] != "CANCELED" && s.jobs[req.JobID] != "FINISHED":
 			writeJSON(w, 409, map[string]any{"errors": []string{"Job has already been submitted."}})
 		default:
@@ -507,6 +513,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
 	}
+}
+
+// SetRunFailure makes the runs f returns a message for fail with it (HTTP 400), as Flink
+// answers a program whose main method throws (a missing entry class, bad arguments); nil
+// lets every run through again.
+func (s *Server) SetRunFailure(f func(RunRequest) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runFailure = f
 }
 
 // SetCheckpointFailure makes every triggered checkpoint fail with message ("" lets them
