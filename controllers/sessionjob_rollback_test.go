@@ -27,7 +27,7 @@ func TestSessionJobRollsBackToItsLastStableSpec(t *testing.T) {
 	t.Parallel()
 	e := newSessionJobs(t, "sj-rollback", false, "session")
 	key, stableID := e.runWith("orders", flinkv1beta1.UpgradeModeSavepoint, flinkv1beta1.NewFlinkConfiguration(map[string]string{
-		"kubernetes.operator.deployment.rollback.enabled":   "true",
+		"kubernetes.operator.deployment.rollback.enabled":  "true",
 		"kubernetes.operator.deployment.readiness.timeout": "3s",
 	}))
 	e.waitSessionJob(key, "stable", func(j *flinkv1beta1.FlinkSessionJob) bool {

@@ -129,4 +129,3 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec")
 	return res, nil
 }
-
