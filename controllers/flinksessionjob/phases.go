@@ -44,6 +44,12 @@ import (
 //	                                    a savepoint the user named (cancel); then suspended:
 //	                                    DEPLOYED (SUSPENDED); else deploy from what the plan restores
 //	UPGRADING, waiting for the user   → a newer spec (the user's answer) replaces the target
+//	DEPLOYED, not RUNNING within the  → with rollback enabled, ROLLING_BACK: the failed job is
+//	readiness timeout after a change    stopped as planUpgrade decides and the last stable spec
+//	                                    submitted from what it kept, then ROLLED_BACK (rollback.go)
+//	ROLLED_BACK                       → the stable spec runs (resubmitted under its id while
+//	                                    RECONCILING); a spec set back to it is recorded, any other
+//	                                    change is an upgrade
 //
 // deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
 // the jar is uploaded and run; submitting an id Flink already runs counts as done.
