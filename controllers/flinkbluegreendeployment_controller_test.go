@@ -227,9 +227,14 @@ func TestBlueGreenDeployment(t *testing.T) {
 			assert.Contains(t, last.Message, "Aborting deployment 'orders-green'")
 		}
 		assert.Equal(t, string(lifecycle.ReasonWaitingForUser), meta.FindStatusCondition(bg.Status.Conditions, lifecycle.ConditionProgressing).Reason)
-		waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
+		green := waitFor(t, c, ns, name+"-green", "green suspended", func(d *flinkv1beta1.FlinkDeployment) bool {
 			return d.Spec.Job.State == flinkv1beta1.JobStateSuspended
 		})
+		// The aborted switch names the snapshot it used: the savepoint of blue green started from.
+		if assert.Len(t, bg.Status.Operations, 2) {
+			assert.NotEmpty(t, green.Spec.Job.InitialSavepointPath)
+			assert.Equal(t, green.Spec.Job.InitialSavepointPath, bg.Status.Operations[1].Snapshot)
+		}
 		blue := get(t, c, ns, name+"-blue")
 		assert.True(t, blue.DeletionTimestamp.IsZero())
 		assert.Equal(t, "flink:1.20", blue.Spec.Image, "blue is untouched")

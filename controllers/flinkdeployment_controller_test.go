@@ -457,6 +457,9 @@ func TestRollback(t *testing.T) {
 	d.Spec.Job.Parallelism = 4
 	require.NoError(t, c.Update(ctx, d))
 	flink.SetJob(jobID, "")
+	// What Flink says the job restored from its HA metadata once it runs again.
+	const restored = "file:///flink/ha/orders/chk-7"
+	flink.SetRestored(jobID, restored)
 	k.collect(ns, name)
 	waitFor(t, c, ns, name, "upgraded, not ready", func(d *flinkv1beta1.FlinkDeployment) bool {
 		return d.Status.ReconciliationStatus.State == flinkv1beta1.ReconciliationDeployed && strings.Contains(d.Status.ReconciliationStatus.LastReconciledSpec, `"parallelism":4`)
@@ -473,9 +476,13 @@ func TestRollback(t *testing.T) {
 	assert.Contains(t, cm.Data["config.yaml"], `parallelism.default: "2"`, "the stable spec runs again")
 	wait.Never(t, time.Second, "not retried until the spec changes", func() bool { return get(t, c, ns, name).Status.LifecycleState != flinkv1beta1.LifecycleRolledBack })
 
-	// The history: the change failed (rolled back), the rollback succeeded.
+	// The history: the change failed (rolled back), the rollback succeeded, naming the
+	// checkpoint Flink restored from the HA metadata.
+	want := []string{"Deploy Succeeded ", "Upgrade Failed ", "Rollback Succeeded " + restored}
+	wait.For(t, 10*time.Second, "operations "+strings.Join(want, ", "), func() bool {
+		return slices.Equal(operations(get(t, c, ns, name).Status.Operations), want)
+	}, func() string { return fmt.Sprint(operations(get(t, c, ns, name).Status.Operations)) })
 	ops := get(t, c, ns, name).Status.Operations
-	assert.Equal(t, []string{"Deploy Succeeded ", "Upgrade Failed ", "Rollback Succeeded "}, operations(get(t, c, ns, name).Status.Operations))
 	if assert.Len(t, ops, 3) {
 		assert.Contains(t, ops[1].Message, "Rolling back", "the upgrade says why it failed")
 	}

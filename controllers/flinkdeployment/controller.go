@@ -192,6 +192,9 @@ type scope struct {
 	rest *flink.Client
 	// jobState is the job's state when observe read it to probe the JobManager.
 	jobState *jobStateRead
+	// restored is the checkpoint Flink says the job restored from, read by observe only while
+	// a rollback through HA metadata has not recorded it (lifecycle.RestoreUnrecorded).
+	restored string
 	// partlyDeployed: observe found the recorded attempt's JobManager with not every object of
 	// its cluster applied (an apply failed midway); the attempt is applied again.
 	partlyDeployed bool
@@ -266,7 +269,9 @@ func (r *FlinkDeploymentReconciler) computeStatus(s *scope) {
 	for _, c := range lifecycle.Conditions(st, s.dep.Spec.Job != nil, s.dep.Generation, jobState) {
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
-	st.Operations = lifecycle.RecordOperations(st.Operations, lifecycle.Step(&st.CommonStatus, before, s.dep.Generation, metav1.Now()))
+	step := lifecycle.Step(&st.CommonStatus, before, s.dep.Generation, metav1.Now())
+	step.Restored = s.restored
+	st.Operations = lifecycle.RecordOperations(st.Operations, step)
 	if st.TaskManager == nil {
 		st.TaskManager = &flinkv1beta1.TaskManagerInfo{}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/flink-operator/flink-operator/controllers/reconciler"
 	"github.com/flink-operator/flink-operator/pkg/flink"
 	"github.com/flink-operator/flink-operator/pkg/flinkconf"
+	"github.com/flink-operator/flink-operator/pkg/lifecycle"
 	"github.com/flink-operator/flink-operator/pkg/native"
 )
 
@@ -270,6 +271,13 @@ func (r *FlinkDeploymentReconciler) observeJob(ctx context.Context, s *scope, cl
 	}
 	if err == nil && jobDetailsDue(st, prev) {
 		r.observeJobDetails(ctx, s, cl, conf)
+	}
+	if next == flinkv1beta1.JobStatusRunning && lifecycle.RestoreUnrecorded(st.Operations) {
+		// A rollback through HA metadata restored a checkpoint only Flink knows; the Rollback
+		// operation records it (one read, only until it is recorded; best effort).
+		if stats, err := cl.CheckpointStatistics(ctx, st.JobStatus.JobID); err == nil && stats.Latest.Restored != nil {
+			s.restored = stats.Latest.Restored.ExternalPath
+		}
 	}
 	if reconciler.IsTerminal(next) {
 		// Every observe, not only on the change: the first read may fail, and a checkpoint may

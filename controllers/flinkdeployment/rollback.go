@@ -14,25 +14,15 @@ import (
 	"github.com/flink-operator/flink-operator/pkg/options"
 )
 
-// ReasonRollback is the event of a rollback.
-const ReasonRollback = "Rollback"
+// ReasonRollback is the event of a rollback (the one every kind uses).
+const ReasonRollback = jobs.ReasonRollback
 
-// rollbackDue: rollback is enabled, the last reconciled spec is not the stable one, and it has
-// not become healthy within the readiness timeout.
+// rollbackDue is jobs.RollbackDue, the decision shared with session jobs, on what a deployment
+// is: healthy when its JobManager is ready and its job, if any, runs or ran to its end.
 func rollbackDue(st *flinkv1beta1.FlinkDeploymentStatus, conf flinkconf.Config, withJob bool) (bool, time.Duration) {
-	rs := st.ReconciliationStatus
-	if !options.RollbackEnabled.Get(conf) || rs.State != flinkv1beta1.ReconciliationDeployed ||
-		rs.LastStableSpec == "" || rs.LastStableSpec == rs.LastReconciledSpec {
-		return false, 0
-	}
-	healthy := st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady &&
-		(!withJob || st.JobStatus.State == flinkv1beta1.JobStatusRunning || st.JobStatus.State == flinkv1beta1.JobStatusFinished)
-	if healthy {
-		return false, 0
-	}
-	timeout := options.ReadinessTimeout.Get(conf)
-	left := time.Until(time.UnixMilli(rs.ReconciliationTimestamp).Add(timeout))
-	return left <= 0, left
+	healthy := st.JobManagerDeploymentStatus == flinkv1beta1.JobManagerReady && (!withJob || jobs.JobHealthy(st.JobStatus.State))
+	return jobs.RollbackDue(jobs.RollbackObserved{Enabled: options.RollbackEnabled.Get(conf), Reconciliation: st.ReconciliationStatus,
+		Healthy: healthy, Timeout: options.ReadinessTimeout.Get(conf), Now: time.Now()})
 }
 
 // rollbackNotReady rolls a deployment that did not become healthy within the readiness timeout
@@ -120,7 +110,11 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 	}
 	target := stable.DeepCopy()
 	if target.Job != nil {
-		target.Job.UpgradeMode = rollbackMode(failed)
+		var failedJob *flinkv1beta1.JobSpec
+		if failed != nil {
+			failedJob = failed.Job
+		}
+		target.Job.UpgradeMode = jobs.RollbackMode(failedJob)
 	}
 	res, err := r.continueUpgrade(ctx, s, target)
 	if err != nil || rs.State != flinkv1beta1.ReconciliationDeployed {
@@ -134,18 +128,4 @@ func (r *FlinkDeploymentReconciler) continueRollback(ctx context.Context, s *sco
 	s.Deployed = failed
 	r.Recorder.Event(s.dep, corev1.EventTypeNormal, ReasonRollback, "Rolled back to the last stable spec")
 	return res, nil
-}
-
-// rollbackMode is how a rollback restores the job, as upstream's
-// AbstractFlinkResourceReconciler.prepareCrForRollback decides it: from the spec that failed,
-// never from the last stable one. The stable spec's recorded mode is not the user's intent:
-// the Apache operator records the restore mode it used (stateless after every first
-// deployment), and a change of upgradeMode alone is never recorded. A job whose failed spec is
-// stateless stays stateless; any other rolls back through its HA metadata (last-state), which
-// keeps the state the failed attempt reached.
-func rollbackMode(failed *flinkv1beta1.FlinkDeploymentSpec) flinkv1beta1.UpgradeMode {
-	if failed != nil && jobs.UpgradeModeOf(failed.Job) == flinkv1beta1.UpgradeModeStateless {
-		return flinkv1beta1.UpgradeModeStateless
-	}
-	return flinkv1beta1.UpgradeModeLastState
 }

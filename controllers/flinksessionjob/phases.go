@@ -44,6 +44,12 @@ import (
 //	                                    a savepoint the user named (cancel); then suspended:
 //	                                    DEPLOYED (SUSPENDED); else deploy from what the plan restores
 //	UPGRADING, waiting for the user   → a newer spec (the user's answer) replaces the target
+//	DEPLOYED, not RUNNING within the  → with rollback enabled, ROLLING_BACK: the failed job is
+//	readiness timeout after a change    stopped as planUpgrade decides and the last stable spec
+//	                                    submitted from what it kept, then ROLLED_BACK (rollback.go)
+//	ROLLED_BACK                       → the stable spec runs (resubmitted under its id while
+//	                                    RECONCILING); a spec set back to it is recorded, any other
+//	                                    change is an upgrade
 //
 // deploy records a new job id, the restore path and DEPLOYED with job state RECONCILING before
 // the jar is uploaded and run; submitting an id Flink already runs counts as done.
@@ -78,6 +84,11 @@ func (r *FlinkSessionJobReconciler) jobSpecPhases() []jobPhase {
 		{Name: "awaitSession", Run: r.awaitSession},
 		// Nothing submitted yet: submit, restoring initialSavepointPath.
 		{Name: "firstSubmission", Run: r.firstSubmission},
+		// ROLLING_BACK with the spec unchanged: the rollback goes on (a changed spec abandons it,
+		// in recordChange).
+		{Name: "continueRollback", Run: r.rollingBackJob},
+		// ROLLED_BACK and the spec set back to the stable one: recorded without a restart.
+		{Name: "rolledBack", Run: r.rolledBackJob},
 		// A deployed job whose spec did not change: unchangedJobPhases.
 		{Name: "unchanged", Run: r.unchangedJob},
 		// The spec changed (or the user answered a job that waits for them): record it as the
@@ -92,6 +103,11 @@ func (r *FlinkSessionJobReconciler) jobSpecPhases() []jobPhase {
 // unchangedJobPhases look after a deployed session job whose spec did not change, in this order.
 func (r *FlinkSessionJobReconciler) unchangedJobPhases() []jobPhase {
 	return []jobPhase{
+		// Not RUNNING within kubernetes.operator.deployment.readiness.timeout after a change, with
+		// rollback enabled: ROLLING_BACK to the last stable spec, through the upgrade steps, then
+		// ROLLED_BACK (rollback.go). When it cannot be rolled back, the reason is reported and
+		// the rest goes on.
+		{Name: "rollback", Run: r.rollbackJob},
 		// RECONCILING under a recorded job id: submitted again (a crash between the write-ahead
 		// and the submission, or a stateless job its session lost).
 		{Name: "resubmit", Run: r.resubmit},
@@ -135,7 +151,8 @@ func (r *FlinkSessionJobReconciler) firstSubmission(ctx context.Context, p *jobP
 // unchangedJob runs unchangedJobPhases for a job whose spec is the one deployed and that is not
 // being upgraded.
 func (r *FlinkSessionJobReconciler) unchangedJob(ctx context.Context, p *jobPass) (jobs.PhaseResult, error) {
-	if p.status().ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading || jobSpecChanged(p.Deployed, p.desired) {
+	if state := p.status().ReconciliationStatus.State; state == flinkv1beta1.ReconciliationUpgrading ||
+		state == flinkv1beta1.ReconciliationRollingBack || jobSpecChanged(p.Deployed, p.desired) {
 		return jobs.Next(), nil
 	}
 	res, err := jobs.RunPhases(ctx, p, r.unchangedJobPhases())
@@ -151,7 +168,7 @@ func (r *FlinkSessionJobReconciler) resubmit(ctx context.Context, p *jobPass) (j
 	if st.JobStatus.State != flinkv1beta1.JobStatusReconciling || st.JobStatus.JobID == "" || suspended || JobLost(st.Error) {
 		return jobs.Next(), nil
 	}
-	res, err := r.submit(ctx, p.jobScope, p.Deployed)
+	res, err := r.submit(ctx, p.jobScope, p.running())
 	return jobs.Acted(res), err
 }
 
@@ -202,6 +219,11 @@ func (r *FlinkSessionJobReconciler) recordJobChange(ctx context.Context, p *jobP
 	upgrading := st.ReconciliationStatus.State == flinkv1beta1.ReconciliationUpgrading
 	if upgrading && (!waitsForUser(st.Error) || !jobSpecChanged(p.Deployed, p.desired)) {
 		return jobs.Next(), nil
+	}
+	if st.ReconciliationStatus.State == flinkv1beta1.ReconciliationRollingBack && jobSpecChanged(p.Deployed, p.desired) {
+		// The user changed the spec (typically fixed it): the rollback is abandoned and the new
+		// spec applied from wherever the rollback got to, as for deployments.
+		r.Recorder.Event(p.job, corev1.EventTypeNormal, jobs.ReasonRollback, "Spec changed during the rollback; applying it instead")
 	}
 	if wait, err := r.awaitPendingSavepoint(ctx, p.jobScope, p.desired); wait || err != nil {
 		return jobs.Acted(ctrl.Result{RequeueAfter: r.Intervals.ProgressCheck}), err

@@ -89,6 +89,16 @@ func orReconciling(s flinkv1beta1.JobStatusState) flinkv1beta1.JobStatusState {
 // checkpoints and savepoints, not in HA metadata of its own (so last-state is a cancel that
 // keeps the latest checkpoint, as upstream's session jobs).
 func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec) (ctrl.Result, error) {
+	return r.replaceJob(ctx, s, desired, r.deployJob)
+}
+
+// deployFunc submits the spec that replaces a stopped job, restoring restore: deployJob for an
+// upgrade, submitRollback for a rollback.
+type deployFunc func(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, restore string) (ctrl.Result, error)
+
+// replaceJob is the upgrade steps shared by upgrades and rollbacks: the replaced job is stopped
+// as planUpgrade decides, then desired is handed to deploy with what it restores.
+func (r *FlinkSessionJobReconciler) replaceJob(ctx context.Context, s *jobScope, desired *flinkv1beta1.FlinkSessionJobSpec, deploy deployFunc) (ctrl.Result, error) {
 	st := s.status()
 	if JobLost(st.Error) {
 		// Lost during the upgrade: there is nothing to stop and its state is unknown; the user's
@@ -142,7 +152,7 @@ func (r *FlinkSessionJobReconciler) upgradeJob(ctx context.Context, s *jobScope,
 		restore = st.JobStatus.UpgradeSavepointPath
 	}
 	st.ReconciliationStatus.ReconciliationTimestamp = time.Now().UnixMilli()
-	return r.deployJob(ctx, s, desired, restore)
+	return deploy(ctx, s, desired, restore)
 }
 
 // upgradeSituation gathers the inputs of planUpgrade for the job being replaced; ok is false

@@ -131,6 +131,15 @@ func TestErrorClassification(t *testing.T) {
 			kind: KindDuplicateJob, message: "Could not execute application.", is: IsDuplicateJob, wantCode: 400,
 		},
 		{
+			name:    "an unknown job on real Flink: 500 whose trace names FlinkJobNotFoundException",
+			handler: reply(500, `{"errors":["Internal server error.","<Exception on server side:\norg.apache.flink.runtime.messages.FlinkJobNotFoundException: Could not find Flink job (647f2942eb043e9647c667e634ce8e70)\n\tat x\nEnd of exception on server side>"]}`),
+			call: func(c *Client) error {
+				_, err := c.JobStatus(context.Background(), "647f2942eb043e9647c667e634ce8e70")
+				return err
+			},
+			kind: KindNotFound, message: "Could not find Flink job", is: IsNotFound, wantCode: 500,
+		},
+		{
 			name:    "malformed JSON",
 			handler: reply(200, `{"taskmanagers": "two"`),
 			call:    func(c *Client) error { _, err := c.Overview(context.Background()); return err },

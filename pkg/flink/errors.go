@@ -139,6 +139,10 @@ func statusError(op string, status int, body []byte, trigger bool) *Error {
 		// the stack trace it sends along tells a repeated submission (a job on 1.x, an
 		// application on 2.3+).
 		e.Kind = KindDuplicateJob
+	case status == http.StatusInternalServerError && bytes.Contains(body, []byte("FlinkJobNotFoundException")):
+		// Some of Flink's job handlers (the job status one on 1.20) answer an unknown job id
+		// with a 500 whose trace names the cause, where the others answer 404.
+		e.Kind = KindNotFound
 	case status == http.StatusNotFound && trigger:
 		e.Kind = KindTriggerNotFound
 	case status == http.StatusNotFound:

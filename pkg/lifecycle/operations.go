@@ -24,6 +24,19 @@ type OperationStep struct {
 	// NeverStable: no spec has been stable yet (no last stable spec), so an upgrade is the
 	// first deployment.
 	NeverStable bool
+	// Restored is the checkpoint or savepoint Flink reports the job restored from, read only
+	// while the open operation restored from HA metadata, whose path only Flink knows
+	// (RestoreUnrecorded); "" otherwise.
+	Restored string
+}
+
+// RestoreUnrecorded says the open operation is a rollback whose snapshot is not known yet: it
+// restored the HA metadata's latest checkpoint, and only Flink can say which one that was, once
+// the job runs. A controller reads it then (OperationStep.Restored), and only then.
+func RestoreUnrecorded(ops []flinkv1beta1.Operation) bool {
+	n := len(ops)
+	return n > 0 && ops[n-1].Outcome == flinkv1beta1.OperationInProgress && ops[n-1].Type == flinkv1beta1.OperationRollback &&
+		ops[n-1].Snapshot == ""
 }
 
 // Step is the OperationStep of a status whose conditions were just computed, with before the
@@ -86,6 +99,9 @@ func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv
 	var open *flinkv1beta1.Operation
 	if n := len(ops); n > 0 && ops[n-1].Outcome == flinkv1beta1.OperationInProgress {
 		open = &ops[n-1]
+	}
+	if open != nil && open.Snapshot == "" && step.Restored != "" {
+		open.Snapshot = step.Restored // what Flink says the operation restored, before it ends
 	}
 	end := func(outcome flinkv1beta1.OperationOutcome, message string) {
 		open.Outcome, open.EndedAt, open.Message = outcome, step.Now.DeepCopy(), message

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flinkv1beta1 "github.com/flink-operator/flink-operator/api/v1beta1"
@@ -139,4 +140,27 @@ func progressCondition(r Reason) metav1.Condition {
 		status = metav1.ConditionTrue
 	}
 	return metav1.Condition{Type: ConditionProgressing, Status: status, Reason: string(r), Message: fmt.Sprintf("message of %s", r)}
+}
+
+// TestRecordOperationsRollbackThroughHA: a rollback through HA metadata restores a checkpoint
+// only Flink knows; RestoreUnrecorded asks for it while the rollback is open, and the path
+// Flink reports is what the Rollback operation records as it ends.
+func TestRecordOperationsRollbackThroughHA(t *testing.T) {
+	const restored = "file:///ha/checkpoints/chk-7"
+	now := metav1.NewTime(time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC))
+	ops := RecordOperations(nil, OperationStep{After: progressCondition(ReasonRollingBack), Generation: 2, Now: now})
+	require.True(t, RestoreUnrecorded(ops), "the rollback's snapshot is not known yet")
+	ops = RecordOperations(ops, OperationStep{After: progressCondition(ReasonDeploying), Generation: 2, Now: now})
+	ops = RecordOperations(ops, OperationStep{After: progressCondition(ReasonRolledBack), Generation: 2, Restored: restored, Now: now})
+	require.Len(t, ops, 1)
+	assert.Equal(t, flinkv1beta1.OperationRollback, ops[0].Type)
+	assert.Equal(t, flinkv1beta1.OperationSucceeded, ops[0].Outcome)
+	assert.Equal(t, restored, ops[0].Snapshot)
+	assert.False(t, RestoreUnrecorded(ops))
+
+	// A snapshot already recorded (a savepoint or checkpoint path the operator restored) stays.
+	ops = RecordOperations(nil, OperationStep{After: progressCondition(ReasonRollingBack), Snapshot: "file:///sp/savepoint-1", Generation: 2, Now: now})
+	assert.False(t, RestoreUnrecorded(ops))
+	ops = RecordOperations(ops, OperationStep{After: progressCondition(ReasonRolledBack), Restored: restored, Generation: 2, Now: now})
+	assert.Equal(t, "file:///sp/savepoint-1", ops[0].Snapshot)
 }

@@ -70,7 +70,7 @@ var (
 // Rollback.
 var (
 	RollbackEnabled = BoolOption{Option{Key: "kubernetes.operator.deployment.rollback.enabled", Default: "false", Type: TypeBool,
-		Description: "A change not healthy within the readiness timeout is rolled back to the last stable spec (needs HA)."}}
+		Description: "A change not healthy within the readiness timeout is rolled back to the last stable spec: a FlinkDeployment through its HA metadata (needs HA), a FlinkSessionJob (beyond upstream) from the savepoint or checkpoint its job left."}}
 	ReadinessTimeout = DurationOption{Option{Key: "kubernetes.operator.deployment.readiness.timeout", Default: "5 min", Type: TypeDuration,
 		Description: "How long a change may take to become healthy before it is rolled back."}}
 )

@@ -104,6 +104,12 @@ func (v *Validator) ValidateDeployment(dep, old *flinkv1beta1.FlinkDeployment) f
 	}
 	errs = append(errs, validateConfigKeys(spec.Child("flinkConfiguration"), dep.Spec.FlinkConfiguration, dep.Spec.FlinkVersion, true)...)
 	errs = append(errs, validateOperatorOptions(spec.Child("flinkConfiguration"), conf)...)
+	if options.RollbackEnabled.Get(conf) && !conf.HAEnabled() {
+		// A cluster rolls back through its HA metadata (upstream's rule). A session job does not
+		// need it: its state is in its checkpoints and savepoints, kept on the session.
+		errs = append(errs, field.Invalid(spec.Child("flinkConfiguration").Key(options.RollbackEnabled.Key), conf[options.RollbackEnabled.Key],
+			"rollback needs high availability (high-availability.type: kubernetes)"))
+	}
 	errs = append(errs, validateSizes(spec, conf, dep)...)
 
 	if dep.Spec.Ingress != nil {
@@ -272,9 +278,6 @@ func validateOperatorOptions(path *field.Path, conf flinkconf.Config) field.Erro
 		if err := o.Check(conf); err != nil {
 			errs = append(errs, field.Invalid(path.Key(o.Key), conf[o.Key], fmt.Sprintf("must be a %s: %v", o.Type, err)))
 		}
-	}
-	if options.RollbackEnabled.Get(conf) && !conf.HAEnabled() {
-		errs = append(errs, field.Invalid(path.Key(options.RollbackEnabled.Key), conf[options.RollbackEnabled.Key], "rollback needs high availability (high-availability.type: kubernetes)"))
 	}
 	if options.HealthCheck.Get(conf) && !options.JMDeploymentRecovery.Get(conf) {
 		errs = append(errs, field.Invalid(path.Key(options.HealthCheck.Key), conf[options.HealthCheck.Key], options.JMDeploymentRecovery.Key+" must be enabled for health checks"))

@@ -227,6 +227,7 @@ func TestValidateSessionJob(t *testing.T) {
 			want: []string{`spec.deploymentName: Invalid value: "app": names an application cluster (it has spec.job); session jobs need a FlinkDeployment without job`}},
 		{name: "job rules on the merged configuration", job: `{metadata: {name: j}, spec: {deploymentName: session, flinkConfiguration: {state.savepoints.dir: ""}, job: {jarURI: "https://repo.example.com/j.jar", upgradeMode: savepoint}}}`, session: session,
 			want: []string{`spec.flinkConfiguration[execution.checkpointing.savepoint-dir]: Required value: upgradeMode savepoint needs a savepoint directory (execution.checkpointing.savepoint-dir or state.savepoints.dir)`}},
+		{name: "rollback without HA: a session job rolls back from its own checkpoints and savepoints", job: `{metadata: {name: j}, spec: {deploymentName: session, flinkConfiguration: {kubernetes.operator.deployment.rollback.enabled: "true"}, job: {jarURI: "https://repo.example.com/j.jar"}}}`, session: session},
 		{name: "deploymentName is immutable", job: `{metadata: {name: j}, spec: {deploymentName: other, job: {jarURI: "https://repo.example.com/j.jar"}}}`,
 			old:  `{metadata: {name: j}, spec: {deploymentName: session, job: {jarURI: "https://repo.example.com/j.jar"}}}`,
 			want: []string{`spec.deploymentName: Forbidden: cannot move a job from "session" to "other"; create a new FlinkSessionJob`}},

@@ -53,6 +53,8 @@ type Server struct {
 	requirements map[string]map[string]map[string]map[string]int
 	// FailRun, when set, makes POST /jars/:id/run fail with this message (HTTP 400).
 	FailRun string
+	// runFailure, when set, fails the runs it returns a message for (SetRunFailure).
+	runFailure func(RunRequest) string
 	// RunDelay and CancelDelay make POST /jars/:id/run and PATCH /jobs/:id (cancel) answer
 	// only after this long (a busy JobManager); set them before the operator starts.
 	RunDelay, CancelDelay time.Duration
@@ -60,6 +62,8 @@ type Server struct {
 	onCancel func(jobID string)
 	// latestCheckpoints override CheckpointPath as a job's latest completed checkpoint.
 	latestCheckpoints map[string]string
+	// restored are the checkpoints jobs report they restored from (SetRestored).
+	restored map[string]string
 	// runningSince is each job's timestamps.RUNNING (epoch ms): its last switch to RUNNING.
 	runningSince map[string]int64
 	// failCancel, when set, makes PATCH /jobs/:id (cancel) fail with this message (HTTP 500).
@@ -187,6 +191,17 @@ func (s *Server) FailCancel(message string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.failCancel = message
+}
+
+// SetRestored makes path what the job's checkpoint statistics say it restored from
+// (latest.restored), as a job recovered from HA metadata reports.
+func (s *Server) SetRestored(jobID, path string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.restored == nil {
+		s.restored = map[string]string{}
+	}
+	s.restored[jobID] = path
 }
 
 // SetLatestCheckpoint makes path the job's latest completed checkpoint (instead of
@@ -426,13 +441,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if p, set := s.latestCheckpoints[parts[1]]; set {
 			latest, id = p, 8
 		}
+		restored := s.restored[parts[1]]
 		s.mu.Unlock()
 		if !ok {
 			writeJSON(w, 404, map[string]any{"errors": []string{"Job not found"}})
 			return
 		}
-		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": id},
-			"latest": map[string]any{"completed": map[string]any{"id": id, "external_path": latest, "state_size": StateSize}}})
+		stats := map[string]any{"completed": map[string]any{"id": id, "external_path": latest, "state_size": StateSize}}
+		if restored != "" {
+			stats["restored"] = map[string]any{"id": id - 1, "external_path": restored, "is_savepoint": false}
+		}
+		writeJSON(w, 200, map[string]any{"counts": map[string]int{"completed": id}, "latest": stats})
 	case r.URL.Path == "/jars/upload" && r.Method == http.MethodPost:
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
@@ -448,9 +467,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.runs = append(s.runs, req)
+		failure := s.FailRun
+		if s.runFailure != nil && failure == "" {
+			failure = s.runFailure(req)
+		}
 		switch {
-		case s.FailRun != "":
-			writeJSON(w, 400, map[string]any{"errors": []string{s.FailRun}})
+		case failure != "":
+			writeJSON(w, 400, map[string]any{"errors": []string{failure}})
 		case s.jobs[req.JobID] != "" && s.jobs[req.JobID] != "CANCELED" && s.jobs[req.JobID] != "FINISHED":
 			writeJSON(w, 409, map[string]any{"errors": []string{"Job has already been submitted."}})
 		default:
@@ -507,6 +530,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, 404, map[string]any{"errors": []string{fmt.Sprintf("fakeflink: no handler for %s %s", r.Method, r.URL.Path)}})
 	}
+}
+
+// SetRunFailure makes the runs f returns a message for fail with it (HTTP 400), as Flink
+// answers a program whose main method throws (a missing entry class, bad arguments); nil
+// lets every run through again.
+func (s *Server) SetRunFailure(f func(RunRequest) string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runFailure = f
 }
 
 // SetCheckpointFailure makes every triggered checkpoint fail with message ("" lets them
