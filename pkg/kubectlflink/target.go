@@ -87,8 +87,13 @@ func get(ctx context.Context, c client.Client, t Target) (*unstructured.Unstruct
 	if err := c.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: t.Name}, u); err != nil {
 		return nil, nil, notFoundHint(t, err)
 	}
+	// status.scaling is read from u (readScaling), which tolerates a shape other than the one
+	// this plugin knows; the typed object is decoded without it, so that such a shape does not
+	// make the whole resource unreadable.
+	typed := u.DeepCopy()
+	unstructured.RemoveNestedField(typed.Object, "status", "scaling")
 	obj := newObject(t.Kind)
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(typed.Object, obj); err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", t, err)
 	}
 	return u, obj, nil
