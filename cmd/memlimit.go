@@ -81,12 +81,12 @@ func memoryLimitFor(live uint64, percent int, ceiling int64) int64 {
 	if percent != largeHeapGCPercent {
 		return ceiling
 	}
-	goal := live + live*uint64(percent)/100
-	limit := goal + goal/10 + nonHeapAllowance
-	if limit > uint64(ceiling) {
-		return ceiling
+	if live > math.MaxInt64/4 {
+		return ceiling // no heap is that large; the arithmetic below must not overflow
 	}
-	return int64(limit)
+	heap := int64(live)
+	goal := heap + heap*int64(percent)/100
+	return min(goal+goal/10+nonHeapAllowance, ceiling)
 }
 
 // gcTuner sets the collector's target from the live heap (gcPercentFor), and the soft memory

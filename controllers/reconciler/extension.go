@@ -92,6 +92,7 @@ func lifecycleOf(status any) listener.Lifecycle {
 		return listener.Lifecycle{}
 	}
 }
+
 // DeploymentPods are the pod templates of a FlinkDeployment.
 func DeploymentPods(dep *flinkv1beta1.FlinkDeployment) []*corev1.Pod {
 	pods := []*corev1.Pod{dep.Spec.PodTemplate}
