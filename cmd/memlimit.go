@@ -66,13 +66,14 @@ func gcPercentFor(live uint64, current int) int {
 	}
 }
 
-// Memory the process holds beyond its heap goal: the runtime frees pages the heap no longer
+// Memory the process holds beyond its heap goal: the runtime returns pages the heap no longer
 // uses only slowly, and while a large fleet's caches grow the freed pages were a quarter of the
 // process (make bench, 10,000 resources: 83 MB idle, 10 MB of it returned). With a large heap
-// the tuner therefore also sets a soft memory limit a tenth above the heap goal plus
-// nonHeapAllowance (goroutine stacks, the runtime's own structures: 18 MB there), which makes
-// the runtime return freed pages as it goes; never above the limit from the container
-// (setMemoryLimit), and not at all when GOMEMLIMIT is set.
+// the tuner therefore also sets a soft memory limit at the heap goal plus nonHeapAllowance
+// (goroutine stacks, the runtime's own structures: 18 MB there), which makes the runtime
+// return freed pages as it goes and collect a little before the goal when the heap's spans are
+// fragmented; never above the limit from the container (setMemoryLimit), and not at all when
+// GOMEMLIMIT is set.
 const nonHeapAllowance = 32 << 20
 
 // memoryLimitFor is the soft memory limit for a live heap of live bytes under the collector's
@@ -86,7 +87,7 @@ func memoryLimitFor(live uint64, percent int, ceiling int64) int64 {
 	}
 	heap := int64(live)
 	goal := heap + heap*int64(percent)/100
-	return min(goal+goal/10+nonHeapAllowance, ceiling)
+	return min(goal+nonHeapAllowance, ceiling)
 }
 
 // gcTuner sets the collector's target from the live heap (gcPercentFor), and the soft memory

@@ -56,8 +56,8 @@ func TestMemoryLimitFor(t *testing.T) {
 	const mib = 1 << 20
 	assert.Equal(t, int64(math.MaxInt64), memoryLimitFor(20*mib, smallHeapGCPercent, math.MaxInt64), "a small heap: no limit of the tuner's")
 	assert.Equal(t, int64(512*mib), memoryLimitFor(20*mib, smallHeapGCPercent, 512*mib), "a small heap: the container's limit")
-	// 100 MiB live at GOGC 50: a 150 MiB goal, 165 with a tenth more, and the allowance.
-	assert.Equal(t, int64(165*mib+nonHeapAllowance), memoryLimitFor(100*mib, largeHeapGCPercent, math.MaxInt64))
+	// 100 MiB live at GOGC 50: a 150 MiB goal, and the allowance.
+	assert.Equal(t, int64(150*mib+nonHeapAllowance), memoryLimitFor(100*mib, largeHeapGCPercent, math.MaxInt64))
 	assert.Equal(t, int64(160*mib), memoryLimitFor(100*mib, largeHeapGCPercent, 160*mib), "never above the container's limit")
 }
 
