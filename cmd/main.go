@@ -673,8 +673,9 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	containerLimit := setMemoryLimit(log, memlimit.FromCgroup)
+	percent := setGCPercent(log, os.Getenv)
 	ctx := ctrl.SetupSignalHandler()
-	if tuner := newGCTuner(log, os.Getenv, containerLimit); tuner != nil {
+	if tuner := newMemoryTuner(os.Getenv, percent, containerLimit); tuner != nil {
 		go tuner.run(ctx)
 	}
 

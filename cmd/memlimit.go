@@ -35,95 +35,92 @@ func setMemoryLimit(log logr.Logger, limit memlimit.Provider) int64 {
 	return set
 }
 
-// The garbage collector's target follows the live heap. While it is small, Go's default (the
-// heap may grow to twice what is live after a collection) costs little memory and the least
-// CPU. Once it is large it is mostly the caches, which grow with the resources, and the target
-// drops to 1.5 times: at 10,000 FlinkDeployments Go's default let the process hold about 2.7
-// times its live heap (make bench: 129 MB live, 348 MiB anonymous memory), for about a quarter
-// less CPU than at 50. Prometheus lowers its default for the same reason. GOGC set, even to
-// 100, wins and is left alone.
-const (
-	smallHeapGCPercent = 100
-	largeHeapGCPercent = 50
-	// largeHeap switches to largeHeapGCPercent; below smallHeap the target goes back, so that a
-	// live heap near the line does not flip the target at every look.
-	largeHeap = 64 << 20
-	smallHeap = 48 << 20
-	// gcTunePeriod is how often the live heap is looked at (a read of runtime metrics).
-	gcTunePeriod = 5 * time.Second
-)
+// defaultGCPercent is the garbage collector's target when GOGC is not set: the heap may grow
+// to 1.5 times what is live after a collection, not Go's 2 times. The operator's live heap is
+// mostly its caches, which grow with the resources; at 10,000 FlinkDeployments Go's default let
+// the process hold about 2.7 times its live heap (make bench: 129 MB live, 348 MiB anonymous
+// memory). At 1,000, Go's default cost 13 to 19 MiB more and saved no measurable CPU (make
+// bench, 2026-12-06). Prometheus lowers its default for the same reason. GOGC set, even to
+// 100, wins.
+const defaultGCPercent = 50
 
-// gcPercentFor is the collector's target for a live heap of live bytes, current the target in
-// effect.
-func gcPercentFor(live uint64, current int) int {
-	switch {
-	case live >= largeHeap:
-		return largeHeapGCPercent
-	case live < smallHeap:
-		return smallHeapGCPercent
-	default:
-		return current
+// setGCPercent applies defaultGCPercent unless GOGC is set (getenv: os.Getenv), and returns the
+// percentage in effect.
+func setGCPercent(log logr.Logger, getenv func(string) string) int {
+	if v := getenv("GOGC"); v != "" {
+		log.Info("garbage collector target from GOGC", "GOGC", v)
+		percent := debug.SetGCPercent(-1)
+		debug.SetGCPercent(percent)
+		return percent
 	}
+	debug.SetGCPercent(defaultGCPercent)
+	log.Info("garbage collector target", "GOGC", defaultGCPercent)
+	return defaultGCPercent
 }
 
-// Memory the process holds beyond its heap goal: the runtime returns pages the heap no longer
-// uses only slowly, and while a large fleet's caches grow the freed pages were a quarter of the
-// process (make bench, 10,000 resources: 83 MB idle, 10 MB of it returned). With a large heap
-// the tuner therefore also sets a soft memory limit at the heap goal plus nonHeapAllowance
-// (goroutine stacks, the runtime's own structures: 18 MB there), which makes the runtime
-// return freed pages as it goes and collect a little before the goal when the heap's spans are
-// fragmented; never above the limit from the container (setMemoryLimit), and not at all when
-// GOMEMLIMIT is set.
-const nonHeapAllowance = 32 << 20
+// The runtime returns pages the heap no longer uses only slowly, and while a large fleet's
+// caches grow, the freed pages it still held were a quarter of the process (make bench, 10,000
+// resources: 83 MB idle, 10 MB of it returned, RSS 308 to 330 MiB at the peak). Once the live
+// heap is large, the operator therefore sets a soft memory limit at the heap goal plus
+// nonHeapAllowance (goroutine stacks, the runtime's own structures: 18 MB there), which makes
+// the runtime return freed pages as it goes and collect a little before the goal when the
+// heap's spans are fragmented (272 MiB at the peak). It is never above the limit from the
+// container (setMemoryLimit), not set at all when GOMEMLIMIT is, and dropped again when the
+// heap has shrunk well below the line, so that a live heap near it does not flip the limit at
+// every look. A small heap is left to the garbage collector's target alone, as the allowance
+// would be most of such a limit.
+const (
+	nonHeapAllowance = 32 << 20
+	// largeHeap sets the limit; below smallHeap it goes back to the ceiling.
+	largeHeap = 64 << 20
+	smallHeap = 48 << 20
+	// memoryTunePeriod is how often the live heap is looked at (a read of runtime metrics).
+	memoryTunePeriod = 5 * time.Second
+)
 
 // memoryLimitFor is the soft memory limit for a live heap of live bytes under the collector's
-// target percent, within ceiling (the limit otherwise in effect).
-func memoryLimitFor(live uint64, percent int, ceiling int64) int64 {
-	if percent != largeHeapGCPercent {
-		return ceiling
+// target percent, within ceiling (the limit otherwise in effect); limited says whether the
+// limit follows the heap now (it starts at largeHeap and stops below smallHeap).
+func memoryLimitFor(live uint64, percent int, ceiling int64, limited bool) (int64, bool) {
+	switch {
+	case live >= largeHeap:
+		limited = true
+	case live < smallHeap:
+		limited = false
 	}
-	if live > math.MaxInt64/4 {
-		return ceiling // no heap is that large; the arithmetic below must not overflow
+	if !limited || live > math.MaxInt64/4 { // no heap is that large; the arithmetic must not overflow
+		return ceiling, limited
 	}
 	heap := int64(live)
 	goal := heap + heap*int64(percent)/100
-	return min(goal+nonHeapAllowance, ceiling)
+	return min(goal+nonHeapAllowance, ceiling), true
 }
 
-// gcTuner sets the collector's target from the live heap (gcPercentFor), and the soft memory
-// limit that goes with it (memoryLimitFor) unless ceiling is negative, every period.
-type gcTuner struct {
-	log      logr.Logger
+// memoryTuner sets the soft memory limit from the live heap (memoryLimitFor) every period.
+type memoryTuner struct {
 	liveHeap func() uint64
-	set      func(percent int) (previous int)
 	setLimit func(limit int64) (previous int64)
-	// ceiling is the memory limit from the container (math.MaxInt64 without one); negative: the
-	// tuner leaves the memory limit alone (GOMEMLIMIT set).
+	// percent is the collector's target in effect; ceiling the memory limit from the container
+	// (math.MaxInt64 without one).
+	percent int
 	ceiling int64
 	period  time.Duration
 }
 
-// newGCTuner is the operator's gcTuner, or nil when GOGC is set (getenv: os.Getenv): the
-// runtime has applied it, and it wins. containerLimit is the memory limit setMemoryLimit set.
-func newGCTuner(log logr.Logger, getenv func(string) string, containerLimit int64) *gcTuner {
-	if v := getenv("GOGC"); v != "" {
-		log.Info("garbage collector target from GOGC", "GOGC", v)
+// newMemoryTuner is the operator's memoryTuner, or nil when GOMEMLIMIT is set (getenv:
+// os.Getenv), which wins; percent is the collector's target (setGCPercent), containerLimit the
+// limit setMemoryLimit set.
+func newMemoryTuner(getenv func(string) string, percent int, containerLimit int64) *memoryTuner {
+	if getenv("GOMEMLIMIT") != "" || percent <= 0 {
 		return nil
 	}
-	ceiling := containerLimit
-	if getenv("GOMEMLIMIT") != "" {
-		ceiling = -1
-	}
-	return &gcTuner{log: log, liveHeap: liveHeapBytes, set: debug.SetGCPercent, setLimit: debug.SetMemoryLimit,
-		ceiling: ceiling, period: gcTunePeriod}
+	return &memoryTuner{liveHeap: liveHeapBytes, setLimit: debug.SetMemoryLimit, percent: percent,
+		ceiling: containerLimit, period: memoryTunePeriod}
 }
 
-// run applies the target for the live heap now, then follows it until ctx ends.
-func (t *gcTuner) run(ctx context.Context) {
-	live := t.liveHeap()
-	current := gcPercentFor(live, smallHeapGCPercent)
-	t.set(current)
-	limit := t.applyLimit(live, current, -1)
+// run follows the live heap until ctx ends.
+func (t *memoryTuner) run(ctx context.Context) {
+	applied, limited := t.ceiling, false
 	tick := time.NewTicker(t.period)
 	defer tick.Stop()
 	for {
@@ -132,27 +129,13 @@ func (t *gcTuner) run(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		live := t.liveHeap()
-		if next := gcPercentFor(live, current); next != current {
-			t.set(next)
-			t.log.Info("garbage collector target changed", "GOGC", next, "liveHeapBytes", live)
-			current = next
+		var limit int64
+		limit, limited = memoryLimitFor(t.liveHeap(), t.percent, t.ceiling, limited)
+		if limit != applied {
+			t.setLimit(limit)
+			applied = limit
 		}
-		limit = t.applyLimit(live, current, limit)
 	}
-}
-
-// applyLimit sets the soft memory limit for live and percent when it differs from applied, and
-// returns the limit in effect.
-func (t *gcTuner) applyLimit(live uint64, percent int, applied int64) int64 {
-	if t.ceiling < 0 {
-		return applied
-	}
-	if limit := memoryLimitFor(live, percent, t.ceiling); limit != applied {
-		t.setLimit(limit)
-		return limit
-	}
-	return applied
 }
 
 // liveHeapBytes is the heap the last collection found live.

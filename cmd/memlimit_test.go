@@ -34,47 +34,63 @@ func TestMemoryLimitFromContainer(t *testing.T) {
 	assert.Equal(t, int64(math.MaxInt64), setMemoryLimit(logr.Discard(), memlimit.Limit(limit)), "GOMEMLIMIT wins")
 }
 
-func TestGCPercentFor(t *testing.T) {
-	for _, tc := range []struct {
-		live    uint64
-		current int
-		want    int
-	}{
-		{live: 0, current: 100, want: 100},
-		{live: 20 << 20, current: 50, want: 100},
-		{live: 50 << 20, current: 100, want: 100}, // between the lines: as it is
-		{live: 50 << 20, current: 50, want: 50},
-		{live: 64 << 20, current: 100, want: 50},
-		{live: 129 << 20, current: 100, want: 50},
-		{live: 48<<20 - 1, current: 50, want: 100},
-	} {
-		assert.Equal(t, tc.want, gcPercentFor(tc.live, tc.current), "live %d MiB, target %d", tc.live>>20, tc.current)
+// TestGCPercent: without GOGC the collector's target is defaultGCPercent; GOGC set wins (the
+// runtime has read it at start: the percentage in effect stays).
+func TestGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	none := func(string) string { return "" }
+	assert.Equal(t, defaultGCPercent, setGCPercent(logr.Discard(), none))
+	assert.Equal(t, defaultGCPercent, debug.SetGCPercent(defaultGCPercent))
+
+	debug.SetGCPercent(200) // as GOGC=200 makes the runtime start
+	gogc := func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
 	}
+	assert.Equal(t, 200, setGCPercent(logr.Discard(), gogc))
+	assert.Equal(t, 200, debug.SetGCPercent(200), "GOGC wins")
 }
 
 func TestMemoryLimitFor(t *testing.T) {
 	const mib = 1 << 20
-	assert.Equal(t, int64(math.MaxInt64), memoryLimitFor(20*mib, smallHeapGCPercent, math.MaxInt64), "a small heap: no limit of the tuner's")
-	assert.Equal(t, int64(512*mib), memoryLimitFor(20*mib, smallHeapGCPercent, 512*mib), "a small heap: the container's limit")
-	// 100 MiB live at GOGC 50: a 150 MiB goal, and the allowance.
-	assert.Equal(t, int64(150*mib+nonHeapAllowance), memoryLimitFor(100*mib, largeHeapGCPercent, math.MaxInt64))
-	assert.Equal(t, int64(160*mib), memoryLimitFor(100*mib, largeHeapGCPercent, 160*mib), "never above the container's limit")
+	for _, tc := range []struct {
+		name        string
+		live        uint64
+		ceiling     int64
+		limited     bool
+		want        int64
+		wantLimited bool
+	}{
+		{"a small heap: the ceiling", 20 * mib, math.MaxInt64, false, math.MaxInt64, false},
+		{"a small heap: the container's limit", 20 * mib, 512 * mib, false, 512 * mib, false},
+		{"between the lines, not limited: as it is", 56 * mib, math.MaxInt64, false, math.MaxInt64, false},
+		{"between the lines, limited: the goal", 56 * mib, math.MaxInt64, true, 84*mib + nonHeapAllowance, true},
+		// 100 MiB live at GOGC 50: a 150 MiB goal, and the allowance.
+		{"a large heap: the goal and the allowance", 100 * mib, math.MaxInt64, false, 150*mib + nonHeapAllowance, true},
+		{"never above the container's limit", 100 * mib, 160 * mib, false, 160 * mib, true},
+		{"shrunk below the lower line: the ceiling again", 47 * mib, math.MaxInt64, true, math.MaxInt64, false},
+	} {
+		got, limited := memoryLimitFor(tc.live, defaultGCPercent, tc.ceiling, tc.limited)
+		assert.Equal(t, tc.want, got, tc.name)
+		assert.Equal(t, tc.wantLimited, limited, tc.name)
+	}
 }
 
-// TestGCTunerFollowsTheLiveHeap: the target is Go's default while the live heap is small, 50 once
-// it is large, and back when it has shrunk well below the line; the soft memory limit follows
-// a large heap's goal and goes back to the container's when the heap is small again.
-func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
+// TestMemoryTunerFollowsTheLiveHeap: no limit of its own while the live heap is small, the heap
+// goal and the allowance once it is large, and the ceiling again when it has shrunk well below.
+func TestMemoryTunerFollowsTheLiveHeap(t *testing.T) {
 	const mib = 1 << 20
 	heaps := []uint64{10 * mib, 30 * mib, 70 * mib, 120 * mib, 56 * mib, 40 * mib}
 	var mu sync.Mutex
 	var seen int
-	var set []int
 	var limits []int64
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tuner := &gcTuner{log: logr.Discard(), period: time.Millisecond, ceiling: math.MaxInt64,
+	tuner := &memoryTuner{period: time.Millisecond, percent: defaultGCPercent, ceiling: math.MaxInt64,
 		liveHeap: func() uint64 {
 			mu.Lock()
 			defer mu.Unlock()
@@ -84,36 +100,29 @@ func TestGCTunerFollowsTheLiveHeap(t *testing.T) {
 			}
 			return h
 		},
-		set:      func(p int) int { mu.Lock(); defer mu.Unlock(); set = append(set, p); return 0 },
 		setLimit: func(l int64) int64 { mu.Lock(); defer mu.Unlock(); limits = append(limits, l); return 0 }}
 	go tuner.run(ctx)
 	<-done
 	cancel()
 	mu.Lock()
 	defer mu.Unlock()
-	assert.Equal(t, []int{100, 50, 100}, set)
-	assert.Equal(t, []int64{math.MaxInt64, memoryLimitFor(70*mib, 50, math.MaxInt64), memoryLimitFor(120*mib, 50, math.MaxInt64),
-		memoryLimitFor(56*mib, 50, math.MaxInt64), math.MaxInt64}, limits)
+	goal := func(live int64) int64 { return live*3/2 + nonHeapAllowance }
+	assert.Equal(t, []int64{goal(70 * mib), goal(120 * mib), goal(56 * mib), math.MaxInt64}, limits)
 }
 
-// TestGCTunerLeavesGOGC: GOGC set (the runtime applied it at start) wins: no tuner; GOMEMLIMIT set
-// wins over the tuner's memory limit.
-func TestGCTunerLeavesGOGC(t *testing.T) {
-	gogc := func(k string) string {
-		if k == "GOGC" {
-			return "200"
-		}
-		return ""
-	}
-	assert.Nil(t, newGCTuner(logr.Discard(), gogc, math.MaxInt64))
-	assert.Equal(t, int64(512<<20), newGCTuner(logr.Discard(), func(string) string { return "" }, 512<<20).ceiling)
+// TestMemoryTunerLeavesGOMEMLIMIT: GOMEMLIMIT set wins over the tuner; GOGC=off leaves nothing to
+// tune by.
+func TestMemoryTunerLeavesGOMEMLIMIT(t *testing.T) {
 	gomemlimit := func(k string) string {
 		if k == "GOMEMLIMIT" {
 			return "400MiB"
 		}
 		return ""
 	}
-	assert.Negative(t, newGCTuner(logr.Discard(), gomemlimit, 400<<20).ceiling, "GOMEMLIMIT set: the tuner leaves the limit alone")
+	assert.Nil(t, newMemoryTuner(gomemlimit, defaultGCPercent, 400<<20))
+	assert.Nil(t, newMemoryTuner(func(string) string { return "" }, -1, math.MaxInt64), "GOGC=off")
+	tuner := newMemoryTuner(func(string) string { return "" }, defaultGCPercent, 512<<20)
+	assert.Equal(t, int64(512<<20), tuner.ceiling)
 	runtime.GC()
 	assert.NotZero(t, liveHeapBytes(), "the runtime reports a live heap")
 }
