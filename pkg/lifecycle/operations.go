@@ -86,6 +86,8 @@ func operationOf(r Reason) flinkv1beta1.OperationType {
 //	                                          upgrade's new JobManager); message and snapshot follow
 //	True, another operation                 → the open one ends (Failed when a rollback replaces
 //	                                          it, else Superseded) and the new one starts
+//	True, a rollback with nothing open      → the upgrade it replaces, if it ended Succeeded
+//	                                          (its job accepted, then failing), is Failed
 //	True, same type, another generation     → a newer spec replaced the target: Superseded, new one
 //	Progressing turns False                 → the open one ends: Failed when the resource waits
 //	                                          for a person or was rolled back (a rollback itself
@@ -153,11 +155,30 @@ func RecordOperations(ops []flinkv1beta1.Operation, step OperationStep) []flinkv
 			end(flinkv1beta1.OperationSuperseded, open.Message)
 		}
 	}
+	if kind == flinkv1beta1.OperationRollback && open == nil {
+		failRolledBack(ops, step.After.Message)
+	}
 	if kind == flinkv1beta1.OperationUpgrade && step.Before != nil && Reason(step.Before.Reason) == ReasonSuspended {
 		kind = flinkv1beta1.OperationResume
 	}
 	return latest(append(ops, flinkv1beta1.Operation{Type: kind, Generation: step.Generation, StartedAt: step.Now,
 		Outcome: flinkv1beta1.OperationInProgress, Snapshot: step.Snapshot, Message: step.After.Message}))
+}
+
+// failRolledBack marks Failed the upgrade or resume a rollback starting with nothing open
+// replaces: the last operation, if it is one and ended Succeeded. A rollback replaces only a
+// spec that never became stable, but the upgrade's Progressing may already have settled (its
+// new job accepted, then restarting in a loop until the readiness timeout), which ended it
+// Succeeded; the history must not say so of an upgrade that was rolled back.
+func failRolledBack(ops []flinkv1beta1.Operation, message string) {
+	n := len(ops)
+	if n == 0 {
+		return
+	}
+	last := &ops[n-1]
+	if (last.Type == flinkv1beta1.OperationUpgrade || last.Type == flinkv1beta1.OperationResume) && last.Outcome == flinkv1beta1.OperationSucceeded {
+		last.Outcome, last.Message = flinkv1beta1.OperationFailed, message
+	}
 }
 
 // latest is the last MaxOperations of ops.

@@ -54,6 +54,13 @@ func TestRecordOperations(t *testing.T) {
 			{ReasonUpgrading, 2, sp1, false}, {ReasonJobStarting, 2, sp1, false}, {ReasonRollingBack, 2, sp2, false},
 			{ReasonUpgrading, 2, sp2, false}, {ReasonDeploying, 2, sp2, false}, {ReasonRolledBack, 2, sp2, false}},
 			[]wantOp{{flinkv1beta1.OperationUpgrade, flinkv1beta1.OperationFailed, 2, sp1}, {flinkv1beta1.OperationRollback, flinkv1beta1.OperationSucceeded, 2, sp2}}},
+		{"an upgrade whose job then restarts in a loop, rolled back after it settled, failed", []progressStep{
+			{ReasonUpgrading, 2, sp1, false}, {ReasonJobStarting, 2, sp1, false}, {ReasonSettled, 2, sp1, false}, {ReasonRollingBack, 2, sp2, false},
+			{ReasonUpgrading, 2, sp2, false}, {ReasonRolledBack, 2, sp2, false}},
+			[]wantOp{{flinkv1beta1.OperationUpgrade, flinkv1beta1.OperationFailed, 2, sp1}, {flinkv1beta1.OperationRollback, flinkv1beta1.OperationSucceeded, 2, sp2}}},
+		{"a rollback after a rescale leaves the rescale as it ended", []progressStep{
+			{ReasonScaling, 2, "", false}, {ReasonSettled, 2, "", false}, {ReasonRollingBack, 2, sp2, false}, {ReasonRolledBack, 2, sp2, false}},
+			[]wantOp{{flinkv1beta1.OperationScale, flinkv1beta1.OperationSucceeded, 2, ""}, {flinkv1beta1.OperationRollback, flinkv1beta1.OperationSucceeded, 2, sp2}}},
 		{"an upgrade that waits for a person failed", []progressStep{{ReasonUpgrading, 2, "", false}, {ReasonWaitingForUser, 2, "", false}},
 			[]wantOp{{flinkv1beta1.OperationUpgrade, flinkv1beta1.OperationFailed, 2, ""}}},
 		{"a deletion supersedes what was in progress", []progressStep{{ReasonUpgrading, 2, "", false}, {ReasonDeleting, 2, "", false}},
