@@ -35,11 +35,7 @@ func (p *plugin) logsCommand() *cobra.Command {
 		Short: "Print the JobManager's log (--taskmanagers: the TaskManagers' too) of a cluster or of a session job's session",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := p.connect()
-			if err != nil {
-				return err
-			}
-			t, err := parseTarget(args[0], kind, c.Namespace)
+			c, t, err := p.connectTo(args[0], kind)
 			if err != nil {
 				return err
 			}

@@ -96,11 +96,7 @@ func (p *plugin) patchCommand(use, short, nothing string, edit change) *cobra.Co
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := p.connect()
-			if err != nil {
-				return err
-			}
-			t, err := parseTarget(args[0], kind, c.Namespace)
+			c, t, err := p.connectTo(args[0], kind)
 			if err != nil {
 				return err
 			}

@@ -52,6 +52,20 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 	return root
 }
 
+// connectTo connects and reads the command's NAME argument (with --kind) as its target, in the
+// namespace of -n or the context's.
+func (p *plugin) connectTo(arg, kind string) (*Clients, Target, error) {
+	c, err := p.connect()
+	if err != nil {
+		return nil, Target{}, err
+	}
+	t, err := parseTarget(arg, kind, c.Namespace)
+	if err != nil {
+		return nil, Target{}, err
+	}
+	return c, t, nil
+}
+
 // Option changes how the commands run (tests).
 type Option func(*plugin)
 

@@ -32,11 +32,7 @@ func (p *plugin) savepointCommand() *cobra.Command {
 		Short: "Take a savepoint of the job: a FlinkStateSnapshot (upstream's way since 1.10); --wait prints its path",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := p.connect()
-			if err != nil {
-				return err
-			}
-			t, err := parseTarget(args[0], kind, c.Namespace)
+			c, t, err := p.connectTo(args[0], kind)
 			if err != nil {
 				return err
 			}

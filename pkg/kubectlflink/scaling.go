@@ -113,11 +113,7 @@ func (p *plugin) explainScalingCommand() *cobra.Command {
 		Short: "Show the autoscaler's latest decision per vertex (status.scaling)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := p.connect()
-			if err != nil {
-				return err
-			}
-			t, err := parseTarget(args[0], kind, c.Namespace)
+			c, t, err := p.connectTo(args[0], kind)
 			if err != nil {
 				return err
 			}

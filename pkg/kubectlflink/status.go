@@ -31,11 +31,7 @@ func (p *plugin) statusCommand() *cobra.Command {
 			"FlinkStateSnapshot or FlinkBlueGreenDeployment.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := p.connect()
-			if err != nil {
-				return err
-			}
-			t, err := parseTarget(args[0], kind, c.Namespace)
+			c, t, err := p.connectTo(args[0], kind)
 			if err != nil {
 				return err
 			}
