@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 // flinkAskTimeout bounds the one question status asks Flink: a JobManager that does not
 // answer must not hold up the screen.
 const flinkAskTimeout = 5 * time.Second
+
+// maxFlinkAnswer bounds the checkpoint statistics read (their history is bounded by Flink's
+// web.checkpoints.history, 10 by default: a few KiB).
+const maxFlinkAnswer = 4 << 20
 
 // errNoProxy: the client cannot proxy to Services (a fake without a reactor).
 var errNoProxy = errors.New("no service proxy")
@@ -35,9 +40,18 @@ func checkpointStatistics(ctx context.Context, kube kubernetes.Interface, namesp
 	if req == nil {
 		return nil, errNoProxy
 	}
-	raw, err := req.DoRaw(ctx)
+	body, err := req.Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint statistics of job %s from service %s/%s: %w", jobID, namespace, flinkconf.RESTServiceName(cluster), err)
+	}
+	defer body.Close()
+	// The JobManager runs the user's code: what it answers is read within a bound.
+	raw, err := io.ReadAll(io.LimitReader(body, maxFlinkAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint statistics of job %s: %w", jobID, err)
+	}
+	if len(raw) > maxFlinkAnswer {
+		return nil, fmt.Errorf("checkpoint statistics of job %s: the answer is over %d bytes", jobID, maxFlinkAnswer)
 	}
 	stats := &flink.CheckpointStatistics{}
 	if err := json.Unmarshal(raw, stats); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	kubetesting "k8s.io/client-go/testing"
@@ -72,3 +73,19 @@ func TestStatusAsksFlinkForItsLatestCheckpoint(t *testing.T) {
 }
 
 func millis(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// TestCheckpointStatisticsAreReadWithinABound: an answer over maxFlinkAnswer is refused, not
+// read whole (the JobManager runs the user's code).
+func TestCheckpointStatisticsAreReadWithinABound(t *testing.T) {
+	kube := kubefake.NewClientset()
+	huge := append([]byte(`{"counts":{"completed":1},"x":"`), bytes.Repeat([]byte("a"), maxFlinkAnswer)...)
+	flinkBehindProxy(kube, "app-rest", "/jobs/j/checkpoints", proxyAnswer{body: append(huge, `"}`...)})
+	_, err := checkpointStatistics(context.Background(), kube, "ns", "app", "j")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "over")
+
+	flinkBehindProxy(kube, "app-rest", "/jobs/j/checkpoints", proxyAnswer{body: []byte(`{"counts":{"completed":1}}`)})
+	stats, err := checkpointStatistics(context.Background(), kube, "ns", "app", "j")
+	require.NoError(t, err)
+	assert.NotNil(t, stats)
+}
